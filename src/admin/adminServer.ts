@@ -1,0 +1,92 @@
+import { createServer } from "node:http";
+import type { Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { Registry } from "prom-client";
+import type { Logger } from "../log/logger.js";
+
+/** A named check; `/healthz` runs the liveness checks, `/readyz` the readiness checks. */
+export interface HealthCheck {
+  name: string;
+  check: () => { ok: boolean; message?: string };
+}
+
+export interface AdminServerOptions {
+  host: string;
+  port: number;
+  registry: Registry;
+  logger: Logger;
+  liveness?: HealthCheck[];
+  readiness?: HealthCheck[];
+}
+
+export interface AdminServer {
+  url: string;
+  server: Server;
+  addLiveness(check: HealthCheck): void;
+  addReadiness(check: HealthCheck): void;
+  close(): Promise<void>;
+}
+
+function runChecks(checks: HealthCheck[]): { ok: boolean; body: string } {
+  const results = checks.map((c) => {
+    try {
+      return { name: c.name, ...c.check() };
+    } catch (error) {
+      return { name: c.name, ok: false, message: String(error) };
+    }
+  });
+  const ok = results.every((r) => r.ok);
+  const lines = results.map(
+    (r) => `[${r.ok ? "+" : "-"}]${r.name}${r.ok ? " ok" : ` failed: ${r.message ?? ""}`}`,
+  );
+  return { ok, body: `${lines.join("\n")}${lines.length ? "\n" : ""}${ok ? "ok" : "failed"}\n` };
+}
+
+/** Serves `/metrics`, `/healthz` and `/readyz` (Kubernetes style: 200 "ok" or 503 with the failing checks). */
+export async function startAdminServer(options: AdminServerOptions): Promise<AdminServer> {
+  const liveness = [...(options.liveness ?? [])];
+  const readiness = [...(options.readiness ?? [])];
+  const server = createServer((req, res) => {
+    const path = (req.url ?? "/").split("?")[0];
+    if (req.method !== "GET" && req.method !== "HEAD") {
+      res.writeHead(405, { allow: "GET, HEAD" }).end();
+      return;
+    }
+    if (path === "/metrics") {
+      options.registry
+        .metrics()
+        .then((text) => res.writeHead(200, { "content-type": options.registry.contentType }).end(text))
+        .catch((error: unknown) => {
+          options.logger.error({ err: error }, "metrics collection failed");
+          res.writeHead(500, { "content-type": "text/plain" }).end("metrics collection failed\n");
+        });
+      return;
+    }
+    if (path === "/healthz" || path === "/livez" || path === "/readyz") {
+      const { ok, body } = runChecks(path === "/readyz" ? [...liveness, ...readiness] : liveness);
+      res.writeHead(ok ? 200 : 503, { "content-type": "text/plain; charset=utf-8" }).end(body);
+      return;
+    }
+    res.writeHead(404, { "content-type": "text/plain" }).end("not found\n");
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port, options.host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const address = server.address() as AddressInfo;
+  const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
+  return {
+    url: `http://${host === "0.0.0.0" ? "127.0.0.1" : host}:${address.port}`,
+    server,
+    addLiveness: (check) => liveness.push(check),
+    addReadiness: (check) => readiness.push(check),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}

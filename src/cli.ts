@@ -1,0 +1,21 @@
+#!/usr/bin/env node
+import { createRequire } from "node:module";
+import { Command } from "commander";
+import { failAndExit } from "./cli/fail.js";
+import { registerConfigCommand } from "./config/command.js";
+
+const { version } = createRequire(import.meta.url)("../package.json") as { version: string };
+
+// Each concern registers its own subcommand; heavy modules are imported inside the actions so that
+// `lightfleet config check` starts fast.
+const program = new Command("lightfleet")
+  .description("light-node fleet orchestrator, health controller and public JSON-RPC gateway")
+  .version(version)
+  .showHelpAfterError()
+  .exitOverride((error) => {
+    process.exit(error.exitCode === 0 ? 0 : 2);
+  });
+
+registerConfigCommand(program);
+
+program.parseAsync(process.argv).catch(failAndExit);

@@ -1,0 +1,25 @@
+import type { Command } from "commander";
+import { EXIT_CONFIG } from "../cli/fail.js";
+import { ConfigError, formatProblems } from "./errors.js";
+import { loadConfig } from "./loadConfig.js";
+
+export function registerConfigCommand(program: Command): void {
+  const config = program.command("config").description("work with lightfleet configuration files");
+  config
+    .command("check")
+    .description("validate a config file: exits 0, or 2 with every problem listed by path")
+    .argument("<file>", "YAML config file")
+    .action(async (file: string) => {
+      try {
+        const loaded = await loadConfig(file);
+        const networks = loaded.networks.map((n) => `${n.name} (chain ${n.chainId})`).join(", ") || "none";
+        process.stdout.write(`${file}: ok (networks: ${networks})\n`);
+      } catch (error) {
+        if (!(error instanceof ConfigError)) throw error;
+        process.stderr.write(
+          `${file}: ${error.problems.length} problem(s)\n${formatProblems(error.problems)}\n`,
+        );
+        process.exitCode = EXIT_CONFIG;
+      }
+    });
+}

@@ -1,0 +1,44 @@
+import { z } from "zod";
+import { adminSchema } from "./sections/admin.js";
+import { controllerSchema } from "./sections/controller.js";
+import { gatewaySchema } from "./sections/gateway.js";
+import { keysSchema } from "./sections/keys.js";
+import { logSchema } from "./sections/log.js";
+import { networkSchema } from "./sections/network.js";
+
+/** The one config format of every subcommand. Unknown keys anywhere are errors. */
+export const configSchema = z
+  .strictObject({
+    /** Where state lives (the key store's SQLite file, node data); LIGHTFLEET_DATA_DIR overrides. */
+    dataDir: z.string().min(1).default("./data"),
+    log: logSchema.prefault({}),
+    admin: adminSchema.prefault({}),
+    networks: z.array(networkSchema).default([]),
+    gateway: gatewaySchema.prefault({}),
+    keys: keysSchema.prefault({}),
+    controller: controllerSchema.prefault({}),
+  })
+  .superRefine((config, ctx) => {
+    const seen = new Map<string, number>();
+    config.networks.forEach((network, i) => {
+      const first = seen.get(network.name);
+      if (first !== undefined) {
+        ctx.addIssue({
+          code: "custom",
+          path: ["networks", i, "name"],
+          message: `duplicate network name ${network.name} (also networks[${first}])`,
+        });
+      } else seen.set(network.name, i);
+    });
+    const defaults = config.networks.filter((n) => n.gateway.default);
+    if (defaults.length > 1) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["networks"],
+        message: `only one network may be the gateway default (found ${defaults.map((n) => n.name).join(", ")})`,
+      });
+    }
+  });
+
+export type Config = z.output<typeof configSchema>;
+export type ConfigInput = z.input<typeof configSchema>;

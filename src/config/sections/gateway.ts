@@ -1,0 +1,30 @@
+import { z } from "zod";
+import { httpUrl, wsUrl } from "../urls.js";
+
+/** Gateway settings shared by every network (`gateway:` at the top level). */
+export const gatewaySchema = z.strictObject({
+  host: z.string().default("0.0.0.0"),
+  port: z.number().int().min(0).max(65_535).default(8545),
+  /** Largest HTTP request body, in bytes (HTTP 413 beyond). */
+  maxBodyBytes: z.number().int().min(1).default(1_048_576),
+  /** Most calls in one JSON-RPC batch. */
+  maxBatchLength: z.number().int().min(1).default(100),
+});
+export type GatewayConfig = z.infer<typeof gatewaySchema>;
+
+/** Per-network gateway settings (`networks[].gateway:`). */
+export const networkGatewaySchema = z.strictObject({
+  /** Host names that route to this network at `/` and `/ws`. */
+  hosts: z.array(z.string().min(1)).default([]),
+  /** Path prefix that routes to this network (`<path>` and `<path>/ws`); defaults to `/<name>`. */
+  path: z.string().startsWith("/").optional(),
+  /** The network served at bare `/` and `/ws` when no host matches. */
+  default: z.boolean().default(false),
+  /** eth_getLogs may reach at most this many blocks below the served head. */
+  getLogsMaxRange: z.number().int().min(0).default(1000),
+  /** Fixed upstreams, for a gateway run without a fleet (`lightfleet gateway`). */
+  upstreams: z
+    .array(z.strictObject({ name: z.string().min(1), http: httpUrl, ws: wsUrl.optional() }))
+    .default([]),
+});
+export type NetworkGatewayConfig = z.infer<typeof networkGatewaySchema>;

@@ -1,0 +1,49 @@
+import { z } from "zod";
+import { duration } from "../duration.js";
+
+/**
+ * Health parameters of one pool. Defaults are DESIGN.md's; every one can be overridden per network.
+ * Durations are milliseconds once parsed.
+ */
+export const healthSchema = z.strictObject({
+  /** Probe period besides the head subscriptions. */
+  probeInterval: duration.default(2_000),
+  /** Timeout of one probe call. */
+  probeTimeout: duration.default(1_500),
+  /** Lag in blocks that takes a node out of routing. */
+  maxLagBlocks: z.number().int().min(1).default(3),
+  /** Lag in seconds that takes a node out of routing; defaults to maxLagBlocks block intervals. */
+  maxLagSeconds: duration.optional(),
+  /** Lag in blocks that makes a node a restart candidate. */
+  restartLagBlocks: z.number().int().min(1).default(32),
+  /** A head that has not climbed for this long while the peers' did is a stall (restart candidate). */
+  stallAfter: duration.default(120_000),
+  /** Consecutive bad probes before a Healthy node leaves routing. */
+  unhealthyAfter: z.number().int().min(1).default(2),
+  /** Consecutive good probes before a node returns to routing. */
+  healthyAfter: z.number().int().min(1).default(3),
+  /** How long a node stays bad (restart tier) before it is restarted. */
+  restartAfter: duration.default(120_000),
+  /** Time after a (re)start during which a node that is behind is Starting, not Lagging. */
+  startupGrace: duration.default(600_000),
+  /** Restarts in flight at once, per pool. */
+  maxConcurrentRestarts: z.number().int().min(0).default(1),
+  /** Restarts within crashLoopWindow that make a node CrashLoop. */
+  crashLoopAfter: z.number().int().min(1).default(5),
+  crashLoopWindow: duration.default(3_600_000),
+  /** Per-node restart backoff: doubles from base up to max. */
+  restartBackoffBase: duration.default(30_000),
+  restartBackoffMax: duration.default(600_000),
+  /** Reserved peers that must agree on a block hash for it to become the reference head. */
+  peerQuorum: z.number().int().min(1).default(2),
+  /** Depth below the reference head at which block hashes are compared to detect divergence. */
+  settledDepth: z.number().int().min(0).default(2),
+  /** When true (default), a node reporting eth_syncing is not healthy. */
+  syncingIsUnhealthy: z.boolean().default(true),
+  /** Fraction of a pool that turning bad at once is treated as systemic (no restarts). */
+  systemicBadFraction: z.number().gt(0).max(1).default(0.5),
+  /** Peers whose head has not advanced for this long are considered halted (systemic). Defaults to 10 block intervals. */
+  peerHaltAfter: duration.optional(),
+});
+
+export type HealthConfig = z.infer<typeof healthSchema>;

@@ -1,0 +1,90 @@
+import { z } from "zod";
+import { duration } from "../duration.js";
+import { NETWORK_PRESETS, PRESET_NAMES } from "../presets.js";
+import { httpUrl, wsUrl } from "../urls.js";
+import { networkGatewaySchema } from "./gateway.js";
+import { healthSchema } from "./health.js";
+import { processFleetSchema } from "./processFleet.js";
+import { scalingSchema } from "./scaling.js";
+
+/** A DNS label: network names become parts of Kubernetes names, hosts and metric labels. */
+const dnsLabel = z
+  .string()
+  .regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, "must be a DNS label: lower-case letters, digits and '-'");
+
+export const peerSchema = z.strictObject({
+  name: dnsLabel,
+  http: httpUrl,
+  ws: wsUrl.optional(),
+});
+export type PeerConfig = z.infer<typeof peerSchema>;
+
+export const networkSchema = z
+  .strictObject({
+    name: dnsLabel,
+    /** A well-known network; fills in chainId and blockTime. */
+    preset: z.enum(PRESET_NAMES).optional(),
+    chainId: z.number().int().positive().optional(),
+    /** Target block interval; from the preset, else 12s. */
+    blockTime: duration.optional(),
+    /** The operator's full nodes: the reference every light node is compared with. */
+    reservedPeers: z.array(peerSchema).min(1, "needs at least one reserved full-node peer"),
+    health: healthSchema.prefault({}),
+    gateway: networkGatewaySchema.prefault({}),
+    scaling: scalingSchema.prefault({}),
+    nodes: processFleetSchema.optional(),
+  })
+  .superRefine((network, ctx) => {
+    const preset = network.preset ? NETWORK_PRESETS[network.preset] : undefined;
+    if (preset && "deprecated" in preset) {
+      ctx.addIssue({ code: "custom", path: ["preset"], message: preset.deprecated });
+    }
+    if (preset && network.chainId !== undefined && network.chainId !== preset.chainId) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["chainId"],
+        message: `is ${network.chainId} but preset ${network.preset} has chain id ${preset.chainId}`,
+      });
+    }
+    if (network.chainId === 3) {
+      ctx.addIssue({ code: "custom", path: ["chainId"], message: NETWORK_PRESETS.ropsten.deprecated });
+    }
+    if (!preset && network.chainId === undefined) {
+      ctx.addIssue({ code: "custom", path: ["chainId"], message: "is required when no preset is given" });
+    }
+    if (network.scaling.minReplicas > network.scaling.maxReplicas) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["scaling", "minReplicas"],
+        message: "must not exceed maxReplicas",
+      });
+    }
+    const names = new Set<string>();
+    network.reservedPeers.forEach((peer, i) => {
+      if (names.has(peer.name)) {
+        ctx.addIssue({
+          code: "custom",
+          path: ["reservedPeers", i, "name"],
+          message: `duplicate peer name ${peer.name}`,
+        });
+      }
+      names.add(peer.name);
+    });
+  })
+  .transform((network) => {
+    const preset = network.preset ? NETWORK_PRESETS[network.preset] : undefined;
+    const blockTimeMs = network.blockTime ?? preset?.blockTimeMs ?? 12_000;
+    return {
+      ...network,
+      chainId: network.chainId ?? preset?.chainId ?? 0,
+      blockTimeMs,
+      health: {
+        ...network.health,
+        maxLagSeconds: network.health.maxLagSeconds ?? network.health.maxLagBlocks * blockTimeMs,
+        peerHaltAfter: network.health.peerHaltAfter ?? 10 * blockTimeMs,
+      },
+    };
+  });
+
+export type NetworkConfig = z.output<typeof networkSchema>;
+export type ResolvedHealthConfig = NetworkConfig["health"];

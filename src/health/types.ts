@@ -1,0 +1,92 @@
+/**
+ * The health engine's inputs and outputs. The engine is a pure function of (observations, previous state, config,
+ * clock) to (new state, node statuses, decisions); probes produce the observations and a fleet backend carries out
+ * the decisions. Times are milliseconds since the epoch, from the injected clock.
+ */
+
+/** The state names are a contract (CRDs, metrics, dashboards, alerts). */
+export const NODE_STATES = [
+  "Starting",
+  "Healthy",
+  "Lagging",
+  "Unresponsive",
+  "Diverged",
+  "Restarting",
+  "CrashLoop",
+] as const;
+export type NodeState = (typeof NODE_STATES)[number];
+
+export interface BlockRef {
+  number: number;
+  hash: string;
+  /** Block timestamp, seconds (as in the block header). */
+  timestamp: number;
+}
+
+/** What the probes know of one reserved full-node peer. */
+export interface PeerObservation {
+  name: string;
+  reachable: boolean;
+  /** eth_chainId as checked on connect; undefined until known. */
+  chainId?: number;
+  head?: BlockRef;
+  /** When `head` was first seen (clock ms). */
+  headSeenAt?: number;
+  /** Recent canonical hashes by height, for quorum and divergence checks. */
+  recentHashes?: ReadonlyMap<number, string>;
+}
+
+/** The result of one probe round of one light node. */
+export interface NodeObservation {
+  name: string;
+  /** When the current incarnation of the node started (clock ms). */
+  startedAt: number;
+  /** False when the probe failed or timed out. */
+  reachable: boolean;
+  error?: string;
+  chainId?: number;
+  head?: BlockRef;
+  /** eth_syncing reported progress (true) or false. */
+  syncing?: boolean;
+  /** The node's hash at a settled height the engine asked for (see EngineOutput.checkHeight). */
+  check?: { number: number; hash: string | null };
+  /** A restart of this node is being carried out by the fleet backend. */
+  restartInFlight?: boolean;
+  /** Restart history (clock ms), as the backend keeps it, so budgets survive a controller restart. */
+  restarts: ReadonlyArray<RestartRecord>;
+}
+
+export type RestartReason = "lag" | "stall" | "unresponsive" | "diverged" | "manual";
+
+export interface RestartRecord {
+  at: number;
+  reason: RestartReason;
+}
+
+export interface ReferenceHead extends BlockRef {
+  /** When this head was adopted (clock ms). */
+  seenAt: number;
+  /** Peers that agreed on it. */
+  peers: string[];
+}
+
+export type SystemicCause = "no-peer-reachable" | "peers-halted" | "peers-disagree" | "pool-mostly-bad";
+
+export interface NodeStatus {
+  name: string;
+  state: NodeState;
+  routed: boolean;
+  head?: number;
+  lagBlocks?: number;
+  lagSeconds?: number;
+  /** Human-readable reason for the state, for LightNode status and logs. */
+  message: string;
+  /** When the state last changed (clock ms). */
+  since: number;
+}
+
+export type Decision =
+  | { kind: "route"; node: string }
+  | { kind: "unroute"; node: string }
+  | { kind: "restart"; node: string; reason: RestartReason }
+  | { kind: "transition"; node: string; from: NodeState | undefined; to: NodeState; message: string };

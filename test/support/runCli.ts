@@ -1,0 +1,41 @@
+import { spawn } from "node:child_process";
+import { join } from "node:path";
+
+export const ROOT = join(import.meta.dirname, "../..");
+const TSX = join(ROOT, "node_modules/tsx/dist/cli.mjs");
+
+export interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `lightfleet ARGS` from source (no build needed) and collects its output. */
+export function runCli(
+  args: string[],
+  options: { input?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {},
+): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [TSX, join(ROOT, "src/cli.ts"), ...args], {
+      cwd: ROOT,
+      env: { ...process.env, ...options.env },
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(
+        new Error(`lightfleet ${args.join(" ")} did not finish within ${options.timeoutMs ?? 30_000} ms`),
+      );
+    }, options.timeoutMs ?? 30_000);
+    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    child.on("error", reject);
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+    child.stdin.end(options.input ?? "");
+  });
+}
