@@ -1,0 +1,93 @@
+import type { ChildProcess } from "node:child_process";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import type { Logger } from "../log/logger.js";
+import { silentLogger } from "../log/logger.js";
+import { spawnChild, stopChild } from "../process/spawnChild.js";
+
+const require = createRequire(import.meta.url);
+
+/** Path of the anvil binary shipped by the `@foundry-rs/anvil` npm package for this platform. */
+export function anvilBinary(): string {
+  const arch = process.arch === "x64" ? "amd64" : process.arch;
+  const platformPackage = `@foundry-rs/anvil-${process.platform}-${arch}`;
+  try {
+    return join(dirname(require.resolve(`${platformPackage}/package.json`)), "bin", "anvil");
+  } catch {
+    throw new Error(
+      `anvil is not installed for ${process.platform}/${process.arch} (package ${platformPackage}); run npm ci`,
+    );
+  }
+}
+
+export interface AnvilOptions {
+  name: string;
+  chainId: number;
+  /** Genesis timestamp (seconds); nodes started with the same one agree on block hashes when mined alike. */
+  timestamp?: number;
+  /** 0 picks a free port. */
+  port?: number;
+  /** Mine only on evm_mine (the devnet's block driver decides when blocks happen). */
+  noMining?: boolean;
+  extraArgs?: string[];
+  logger?: Logger;
+  startTimeoutMs?: number;
+}
+
+export interface AnvilNode {
+  name: string;
+  httpUrl: string;
+  wsUrl: string;
+  port: number;
+  process: ChildProcess;
+  stop(): Promise<void>;
+}
+
+/** Starts one anvil node on 127.0.0.1 and resolves once it listens. */
+export function startAnvil(options: AnvilOptions): Promise<AnvilNode> {
+  const args = [
+    "--host",
+    "127.0.0.1",
+    "--port",
+    String(options.port ?? 0),
+    "--chain-id",
+    String(options.chainId),
+  ];
+  if (options.timestamp !== undefined) args.push("--timestamp", String(options.timestamp));
+  if (options.noMining) args.push("--no-mining");
+  args.push(...(options.extraArgs ?? []));
+  return new Promise((resolve, reject) => {
+    let settled = false;
+    const child = spawnChild({
+      command: anvilBinary(),
+      args,
+      name: options.name,
+      logger: options.logger ?? silentLogger(),
+      onLine: (line) => {
+        const match = /Listening on 127\.0\.0\.1:(\d+)/.exec(line);
+        if (!match || settled) return;
+        settled = true;
+        clearTimeout(timer);
+        const port = Number(match[1]);
+        resolve({
+          name: options.name,
+          port,
+          httpUrl: `http://127.0.0.1:${port}`,
+          wsUrl: `ws://127.0.0.1:${port}`,
+          process: child,
+          stop: () => stopChild(child),
+        });
+      },
+    });
+    const fail = (message: string) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      child.kill("SIGKILL");
+      reject(new Error(`anvil ${options.name}: ${message}`));
+    };
+    const timer = setTimeout(() => fail("did not start listening in time"), options.startTimeoutMs ?? 15_000);
+    child.once("error", (error) => fail(error.message));
+    child.once("exit", (code, signal) => fail(`exited before listening (code ${code}, signal ${signal})`));
+  });
+}
