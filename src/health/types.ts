@@ -1,3 +1,5 @@
+import type { ResolvedHealthConfig } from "../config/sections/network.js";
+
 /**
  * The health engine's inputs and outputs. The engine is a pure function of (observations, previous state, config,
  * clock) to (new state, node statuses, decisions); probes produce the observations and a fleet backend carries out
@@ -90,3 +92,38 @@ export type Decision =
   | { kind: "unroute"; node: string }
   | { kind: "restart"; node: string; reason: RestartReason }
   | { kind: "transition"; node: string; from: NodeState | undefined; to: NodeState; message: string };
+
+/** What the engine needs to know of a network (from NetworkConfig). */
+export interface NetworkParams {
+  name: string;
+  chainId: number;
+  blockTimeMs: number;
+  health: ResolvedHealthConfig;
+}
+
+/**
+ * The engine's memory between rounds (hysteresis counters, state and since-times, reference history). Owned by
+ * src/health; callers keep it opaque and hand back what the previous round returned.
+ */
+export interface NetworkHealthState {
+  readonly [key: string]: unknown;
+}
+
+export interface EngineInput {
+  now: number;
+  network: NetworkParams;
+  peers: ReadonlyArray<PeerObservation>;
+  nodes: ReadonlyArray<NodeObservation>;
+  previous?: NetworkHealthState;
+}
+
+export interface EngineOutput {
+  state: NetworkHealthState;
+  reference?: ReferenceHead;
+  nodes: NodeStatus[];
+  decisions: Decision[];
+  /** Set while the pool is in a systemic failure: no restarts, routing kept as it was. */
+  systemic?: { cause: SystemicCause; message: string };
+  /** The settled height whose hash the probes should fetch from every node next round (divergence check). */
+  checkHeight?: number;
+}
