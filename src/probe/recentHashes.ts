@@ -1,0 +1,34 @@
+/** Canonical block hashes of the most recent heights, bounded in size. */
+export class RecentHashes {
+  private readonly byHeight = new Map<number, string>();
+  private highest = -1;
+
+  constructor(private readonly depth: number) {}
+
+  set(height: number, hash: string): void {
+    this.byHeight.set(height, hash);
+    if (height > this.highest) {
+      this.highest = height;
+      for (const h of this.byHeight.keys()) if (h <= height - this.depth) this.byHeight.delete(h);
+    }
+  }
+
+  has(height: number): boolean {
+    return this.byHeight.has(height);
+  }
+
+  get(height: number): string | undefined {
+    return this.byHeight.get(height);
+  }
+
+  /** After a reorg to `height`, what was above it is no longer canonical. */
+  truncateAbove(height: number): void {
+    for (const h of this.byHeight.keys()) if (h > height) this.byHeight.delete(h);
+    this.highest = height;
+  }
+
+  /** A read-only view for the engine. */
+  view(): ReadonlyMap<number, string> {
+    return this.byHeight;
+  }
+}

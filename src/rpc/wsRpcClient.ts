@@ -1,0 +1,214 @@
+import { EventEmitter } from "node:events";
+import WebSocket from "ws";
+import { backoffDelay } from "./backoff.js";
+import type { JsonRpcErrorObject } from "./jsonRpc.js";
+import { RpcError, RpcTransportError } from "./jsonRpc.js";
+
+export interface WsRpcClientOptions {
+  url: string;
+  /** Timeout of each call, and of the connection handshake. */
+  timeoutMs: number;
+  reconnectBaseMs?: number;
+  reconnectMaxMs?: number;
+  /** A ping is sent this often; a connection that has not answered the previous one is dropped and re-made. */
+  pingIntervalMs?: number;
+}
+
+interface Pending {
+  resolve: (value: unknown) => void;
+  reject: (error: Error) => void;
+  timer: NodeJS.Timeout;
+}
+
+interface SubscriptionEntry {
+  params: unknown[];
+  onData: (data: unknown) => void;
+  /** Server-side id on the current connection. */
+  serverId?: string;
+}
+
+export interface WsSubscription {
+  unsubscribe(): void;
+}
+
+/**
+ * JSON-RPC over WebSocket with automatic reconnection (exponential backoff) and subscriptions that survive it:
+ * after every reconnect each subscription is made again and `resubscribed` is emitted, so the owner can back-fill
+ * what it may have missed.
+ *
+ * Events: `open`, `close` (reason), `resubscribed`, `error` (Error; only for logging, never fatal).
+ */
+export class WsRpcClient extends EventEmitter {
+  private socket: WebSocket | undefined;
+  private nextId = 1;
+  private readonly pending = new Map<number, Pending>();
+  private readonly subscriptions = new Set<SubscriptionEntry>();
+  private readonly byServerId = new Map<string, SubscriptionEntry>();
+  private attempt = 0;
+  private closed = false;
+  private reconnectTimer: NodeJS.Timeout | undefined;
+  private pingTimer: NodeJS.Timeout | undefined;
+  private awaitingPong = false;
+
+  constructor(private readonly options: WsRpcClientOptions) {
+    super();
+  }
+
+  get connected(): boolean {
+    return this.socket?.readyState === WebSocket.OPEN;
+  }
+
+  connect(): void {
+    if (this.closed || this.socket) return;
+    const socket = new WebSocket(this.options.url, { handshakeTimeout: this.options.timeoutMs });
+    this.socket = socket;
+    socket.on("open", () => {
+      this.attempt = 0;
+      this.startPings(socket);
+      this.emit("open");
+      void this.resubscribeAll();
+    });
+    socket.on("message", (data) => this.onMessage(data.toString()));
+    socket.on("pong", () => (this.awaitingPong = false));
+    socket.on("error", (error) => this.emit("error", error));
+    socket.on("close", (code) => this.onClose(socket, `closed (${code})`));
+  }
+
+  close(): void {
+    this.closed = true;
+    clearTimeout(this.reconnectTimer);
+    clearInterval(this.pingTimer);
+    this.socket?.terminate();
+    this.socket = undefined;
+    this.failPending("client closed");
+  }
+
+  call<T = unknown>(method: string, params: unknown[] = [], timeoutMs = this.options.timeoutMs): Promise<T> {
+    const socket = this.socket;
+    if (!socket || socket.readyState !== WebSocket.OPEN) {
+      return Promise.reject(new RpcTransportError(`${this.options.url} is not connected`, "connection"));
+    }
+    const id = this.nextId++;
+    return new Promise<T>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        reject(
+          new RpcTransportError(
+            `${method}: no answer from ${this.options.url} within ${timeoutMs} ms`,
+            "timeout",
+          ),
+        );
+      }, timeoutMs);
+      this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject, timer });
+      socket.send(JSON.stringify({ jsonrpc: "2.0", id, method, params }));
+    });
+  }
+
+  /** Subscribes (e.g. `["newHeads"]`) now if connected and again after every reconnect. */
+  subscribe(params: unknown[], onData: (data: unknown) => void): WsSubscription {
+    const entry: SubscriptionEntry = { params, onData };
+    this.subscriptions.add(entry);
+    if (this.connected) void this.subscribeOne(entry);
+    return {
+      unsubscribe: () => {
+        this.subscriptions.delete(entry);
+        if (entry.serverId) {
+          this.byServerId.delete(entry.serverId);
+          if (this.connected) this.call("eth_unsubscribe", [entry.serverId]).catch(() => undefined);
+        }
+      },
+    };
+  }
+
+  private async resubscribeAll(): Promise<void> {
+    this.byServerId.clear();
+    await Promise.all([...this.subscriptions].map((entry) => this.subscribeOne(entry)));
+    if (this.subscriptions.size > 0) this.emit("resubscribed");
+  }
+
+  private async subscribeOne(entry: SubscriptionEntry): Promise<void> {
+    try {
+      const serverId = await this.call<string>("eth_subscribe", entry.params);
+      if (!this.subscriptions.has(entry)) {
+        this.call("eth_unsubscribe", [serverId]).catch(() => undefined);
+        return;
+      }
+      entry.serverId = serverId;
+      this.byServerId.set(serverId, entry);
+    } catch (error) {
+      this.emit("error", error instanceof Error ? error : new Error(String(error)));
+      // A subscription that cannot be made is as bad as a dead connection: start over.
+      this.socket?.terminate();
+    }
+  }
+
+  private onMessage(text: string): void {
+    let message: {
+      id?: number;
+      result?: unknown;
+      error?: JsonRpcErrorObject;
+      method?: string;
+      params?: { subscription?: string; result?: unknown };
+    };
+    try {
+      message = JSON.parse(text) as typeof message;
+    } catch {
+      this.emit(
+        "error",
+        new RpcTransportError(`${this.options.url} sent a frame that is not JSON`, "malformed"),
+      );
+      return;
+    }
+    if (message.method === "eth_subscription" && message.params?.subscription !== undefined) {
+      this.byServerId.get(message.params.subscription)?.onData(message.params.result);
+      return;
+    }
+    if (typeof message.id !== "number") return;
+    const pending = this.pending.get(message.id);
+    if (!pending) return;
+    this.pending.delete(message.id);
+    clearTimeout(pending.timer);
+    if (message.error)
+      pending.reject(new RpcError(message.error.code, message.error.message, message.error.data));
+    else pending.resolve(message.result);
+  }
+
+  private startPings(socket: WebSocket): void {
+    const interval = this.options.pingIntervalMs;
+    if (!interval) return;
+    clearInterval(this.pingTimer);
+    this.awaitingPong = false;
+    this.pingTimer = setInterval(() => {
+      if (this.awaitingPong) {
+        socket.terminate();
+        return;
+      }
+      this.awaitingPong = true;
+      socket.ping();
+    }, interval);
+    this.pingTimer.unref();
+  }
+
+  private onClose(socket: WebSocket, reason: string): void {
+    if (this.socket !== socket) return;
+    this.socket = undefined;
+    clearInterval(this.pingTimer);
+    this.failPending(reason);
+    this.emit("close", reason);
+    if (this.closed) return;
+    const delay = backoffDelay(
+      this.attempt++,
+      this.options.reconnectBaseMs ?? 250,
+      this.options.reconnectMaxMs ?? 10_000,
+    );
+    this.reconnectTimer = setTimeout(() => this.connect(), delay);
+  }
+
+  private failPending(reason: string): void {
+    for (const [id, p] of this.pending) {
+      clearTimeout(p.timer);
+      p.reject(new RpcTransportError(`${this.options.url}: ${reason}`, "connection"));
+      this.pending.delete(id);
+    }
+  }
+}
