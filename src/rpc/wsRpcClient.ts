@@ -36,7 +36,8 @@ export interface WsSubscription {
  * after every reconnect each subscription is made again and `resubscribed` is emitted, so the owner can back-fill
  * what it may have missed.
  *
- * Events: `open`, `close` (reason), `resubscribed`, `error` (Error; only for logging, never fatal).
+ * Events: `open`, `close` (reason), `resubscribed`, `error` (Error; for logging only, and only emitted when someone
+ * listens, so an unobserved failure never crashes the process).
  */
 export class WsRpcClient extends EventEmitter {
   private socket: WebSocket | undefined;
@@ -70,7 +71,7 @@ export class WsRpcClient extends EventEmitter {
     });
     socket.on("message", (data) => this.onMessage(data.toString()));
     socket.on("pong", () => (this.awaitingPong = false));
-    socket.on("error", (error) => this.emit("error", error));
+    socket.on("error", (error) => this.report(error));
     socket.on("close", (code) => this.onClose(socket, `closed (${code})`));
   }
 
@@ -136,7 +137,7 @@ export class WsRpcClient extends EventEmitter {
       entry.serverId = serverId;
       this.byServerId.set(serverId, entry);
     } catch (error) {
-      this.emit("error", error instanceof Error ? error : new Error(String(error)));
+      this.report(error instanceof Error ? error : new Error(String(error)));
       // A subscription that cannot be made is as bad as a dead connection: start over.
       this.socket?.terminate();
     }
@@ -202,6 +203,10 @@ export class WsRpcClient extends EventEmitter {
       this.options.reconnectMaxMs ?? 10_000,
     );
     this.reconnectTimer = setTimeout(() => this.connect(), delay);
+  }
+
+  private report(error: Error): void {
+    if (this.listenerCount("error") > 0) this.emit("error", error);
   }
 
   private failPending(reason: string): void {

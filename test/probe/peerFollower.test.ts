@@ -1,0 +1,89 @@
+import { afterEach, describe, expect, it } from "vitest";
+import type { AnvilNode } from "../../src/devnet/anvil.js";
+import { startAnvil } from "../../src/devnet/anvil.js";
+import type { BlockRef } from "../../src/health/types.js";
+import { silentLogger } from "../../src/log/logger.js";
+import { PeerFollower } from "../../src/probe/peerFollower.js";
+import { HttpRpcClient } from "../../src/rpc/httpRpcClient.js";
+import { waitFor } from "../support/waitFor.js";
+
+const cleanup: Array<() => unknown> = [];
+afterEach(async () => {
+  for (const fn of cleanup.splice(0).reverse()) await fn();
+});
+
+async function peerNode(chainId = 31_337): Promise<{ node: AnvilNode; rpc: HttpRpcClient }> {
+  const node = await startAnvil({ name: "peer", chainId, noMining: true });
+  cleanup.push(() => node.stop());
+  return { node, rpc: new HttpRpcClient(node.httpUrl, 5_000) };
+}
+
+function follow(
+  node: AnvilNode,
+  options: { ws: boolean; expectedChainId?: number; pollIntervalMs?: number },
+) {
+  const follower = new PeerFollower({
+    network: "devnet",
+    peer: { name: "full-0", http: node.httpUrl, ...(options.ws ? { ws: node.wsUrl } : {}) },
+    expectedChainId: options.expectedChainId ?? 31_337,
+    pollIntervalMs: options.pollIntervalMs ?? 100,
+    timeoutMs: 2_000,
+    logger: silentLogger(),
+  });
+  cleanup.push(() => follower.stop());
+  follower.start();
+  return follower;
+}
+
+async function hashAt(rpc: HttpRpcClient, height: number): Promise<string> {
+  return (await rpc.call<{ hash: string }>("eth_getBlockByNumber", [`0x${height.toString(16)}`, false])).hash;
+}
+
+describe("PeerFollower", () => {
+  it("follows newHeads over WebSocket and records every recent hash", async () => {
+    const { node, rpc } = await peerNode();
+    const follower = follow(node, { ws: true, pollIntervalMs: 60_000 });
+    const heads: BlockRef[] = [];
+    follower.on("head", (ref: BlockRef) => heads.push(ref));
+    await waitFor(() => follower.observation().reachable, { what: "reachable peer" });
+    // With a one-minute poll period, later heads can only come from the subscription.
+    await waitFor(async () => (await rpc.call("evm_mine"), heads.some((h) => h.number >= 3)), {
+      what: "heads",
+    });
+    const observation = follower.observation();
+    expect(observation.chainId).toBe(31_337);
+    const top = observation.head!.number;
+    for (let h = Math.max(1, top - 2); h <= top; h++) {
+      expect(observation.recentHashes!.get(h)).toBe(await hashAt(rpc, h));
+    }
+  });
+
+  it("falls back to HTTP polling and back-fills heights it skipped", async () => {
+    const { node, rpc } = await peerNode();
+    const follower = follow(node, { ws: false, pollIntervalMs: 100 });
+    await waitFor(() => follower.observation().head?.number === 0, { what: "genesis" });
+    for (let i = 0; i < 10; i++) await rpc.call("evm_mine");
+    await waitFor(() => follower.observation().head?.number === 10, { what: "polled head 10" });
+    await waitFor(() => follower.observation().recentHashes!.has(5), { what: "back-filled heights" });
+    for (const h of [3, 5, 8, 9, 10])
+      expect(follower.observation().recentHashes!.get(h)).toBe(await hashAt(rpc, h));
+  });
+
+  it("reports a peer on the wrong chain with its actual chain id", async () => {
+    const { node } = await peerNode(5);
+    const follower = follow(node, { ws: false, expectedChainId: 1 });
+    await waitFor(() => follower.observation().chainId !== undefined, { what: "chain id" });
+    expect(follower.observation().chainId).toBe(5);
+  });
+
+  it("turns unreachable when the peer dies, and reachable when it returns", async () => {
+    const { node } = await peerNode();
+    const follower = follow(node, { ws: false, pollIntervalMs: 50 });
+    await waitFor(() => follower.observation().reachable, { what: "reachable" });
+    await node.stop();
+    await waitFor(() => !follower.observation().reachable, { what: "unreachable" });
+    const again = await startAnvil({ name: "peer", chainId: 31_337, noMining: true, port: node.port });
+    cleanup.push(() => again.stop());
+    await waitFor(() => follower.observation().reachable, { what: "reachable again" });
+  });
+});

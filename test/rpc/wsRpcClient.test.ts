@@ -1,0 +1,88 @@
+import { afterEach, describe, expect, it } from "vitest";
+import type { AnvilNode } from "../../src/devnet/anvil.js";
+import { startAnvil } from "../../src/devnet/anvil.js";
+import { backoffDelay } from "../../src/rpc/backoff.js";
+import { parseBlockRef } from "../../src/rpc/blocks.js";
+import { HttpRpcClient } from "../../src/rpc/httpRpcClient.js";
+import { RpcTransportError } from "../../src/rpc/jsonRpc.js";
+import { WsRpcClient } from "../../src/rpc/wsRpcClient.js";
+import { waitFor } from "../support/waitFor.js";
+
+const cleanup: Array<() => unknown> = [];
+afterEach(async () => {
+  for (const fn of cleanup.splice(0).reverse()) await fn();
+});
+
+async function anvilNode(port = 0): Promise<AnvilNode> {
+  const node = await startAnvil({
+    name: "rpc-ws",
+    chainId: 31_337,
+    noMining: true,
+    port,
+    timestamp: 1_700_000_000,
+  });
+  cleanup.push(() => node.stop());
+  return node;
+}
+
+describe("backoffDelay", () => {
+  it("doubles up to the cap, with half of it jittered", () => {
+    expect(backoffDelay(0, 100, 1_000, () => 0)).toBe(50);
+    expect(backoffDelay(0, 100, 1_000, () => 1)).toBe(100);
+    expect(backoffDelay(3, 100, 1_000, () => 0)).toBe(400);
+    expect(backoffDelay(10, 100, 1_000, () => 1)).toBe(1_000);
+  });
+});
+
+describe("WsRpcClient against anvil", () => {
+  it("calls methods and receives newHeads", async () => {
+    const node = await anvilNode();
+    const client = new WsRpcClient({ url: node.wsUrl, timeoutMs: 5_000 });
+    cleanup.push(() => client.close());
+    const heads: number[] = [];
+    client.subscribe(["newHeads"], (header) => heads.push(parseBlockRef(header)!.number));
+    client.connect();
+    await waitFor(() => client.connected, { what: "connection" });
+    expect(await client.call("eth_chainId")).toBe("0x7a69");
+    const http = new HttpRpcClient(node.httpUrl, 5_000);
+    // The subscription is made asynchronously after open: mine until the first head arrives.
+    await waitFor(async () => (await http.call("evm_mine"), heads.length > 0), { what: "first head" });
+    const first = heads[0]!;
+    await http.call("evm_mine");
+    await http.call("evm_mine");
+    await waitFor(() => heads.length >= 3, { what: "three heads" });
+    expect(heads.slice(0, 3)).toEqual([first, first + 1, first + 2]);
+  });
+
+  it("rejects calls while disconnected and times out unanswered calls", async () => {
+    const client = new WsRpcClient({ url: "ws://127.0.0.1:1", timeoutMs: 500 });
+    cleanup.push(() => client.close());
+    client.connect();
+    await expect(client.call("eth_chainId")).rejects.toBeInstanceOf(RpcTransportError);
+  });
+
+  it("reconnects after the node restarts and makes its subscriptions again", async () => {
+    const first = await anvilNode();
+    const client = new WsRpcClient({
+      url: first.wsUrl,
+      timeoutMs: 2_000,
+      reconnectBaseMs: 50,
+      reconnectMaxMs: 200,
+    });
+    cleanup.push(() => client.close());
+    const heads: number[] = [];
+    let resubscribed = 0;
+    client.on("resubscribed", () => resubscribed++);
+    client.on("error", () => undefined);
+    client.subscribe(["newHeads"], (header) => heads.push(parseBlockRef(header)!.number));
+    client.connect();
+    await waitFor(() => resubscribed === 1, { what: "first subscription" });
+
+    await first.stop();
+    await waitFor(() => !client.connected, { what: "disconnect" });
+    const second = await anvilNode(first.port);
+    await waitFor(() => resubscribed === 2, { what: "subscription after reconnect", timeoutMs: 20_000 });
+    await new HttpRpcClient(second.httpUrl, 5_000).call("evm_mine");
+    await waitFor(() => heads.includes(1), { what: "a head from the restarted node" });
+  });
+});
