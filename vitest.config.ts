@@ -9,6 +9,7 @@ export default defineConfig({
     hookTimeout: 120_000,
     // Two cores: run files two at a time at most so process-heavy suites do not starve each other.
     maxWorkers: 2,
-    reporters: ["default"],
+    // The JSON report lets CI print a plain "N passed, N failed" line (see .ci/run).
+    reporters: ["default", ["json", { outputFile: "test-artifacts/vitest.json" }]],
   },
 });
