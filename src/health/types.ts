@@ -54,6 +54,12 @@ export interface NodeObservation {
   check?: { number: number; hash: string | null };
   /** A restart of this node is being carried out by the fleet backend. */
   restartInFlight?: boolean;
+  /**
+   * Whether the fleet currently routes traffic to this node (FleetMember.routed). Route/unroute decisions are made
+   * against it; when absent, against what the engine decided last round. On a cold start (no previous state) a
+   * routed node is taken to be Healthy, so a controller restart does not reshuffle routing.
+   */
+  routed?: boolean;
   /** Restart history (clock ms), as the backend keeps it, so budgets survive a controller restart. */
   restarts: ReadonlyArray<RestartRecord>;
 }
@@ -74,10 +80,28 @@ export interface ReferenceHead extends BlockRef {
 
 export type SystemicCause = "no-peer-reachable" | "peers-halted" | "peers-disagree" | "pool-mostly-bad";
 
+/**
+ * What one probe round says of a node, before hysteresis: `ok`, or the most serious problem seen. Machine-readable
+ * reason for LightNode status, Events and logs.
+ */
+export type ConditionKind =
+  | "ok"
+  | "unresponsive"
+  | "wrong-chain"
+  | "hash-mismatch"
+  | "no-head"
+  | "height-zero"
+  | "lag"
+  | "stall"
+  | "syncing";
+
 export interface NodeStatus {
   name: string;
   state: NodeState;
+  /** Whether the node should receive traffic after this round (kept as it was during a systemic failure). */
   routed: boolean;
+  /** This round's condition (the state lags behind it by the hysteresis). */
+  reason?: ConditionKind;
   head?: number;
   lagBlocks?: number;
   lagSeconds?: number;
@@ -126,4 +150,6 @@ export interface EngineOutput {
   systemic?: { cause: SystemicCause; message: string };
   /** The settled height whose hash the probes should fetch from every node next round (divergence check). */
   checkHeight?: number;
+  /** A head the reserved peers reported but the engine refused as the reference (jumped further than time allows). */
+  ignoredReference?: { number: number; hash: string; peers: string[]; reason: "implausible-jump" };
 }

@@ -36,6 +36,11 @@ export const healthSchema = z.strictObject({
   restartBackoffMax: duration.default(600_000),
   /** Reserved peers that must agree on a block hash for it to become the reference head. */
   peerQuorum: z.number().int().min(1).default(2),
+  /**
+   * Blocks a new reference head may run ahead of what the elapsed time allows (two blocks per blockTime since the last
+   * adopted reference) before it is ignored as implausible, e.g. a peer on another chain racing ahead.
+   */
+  referenceJumpSlack: z.number().int().min(0).default(8),
   /** Depth below the reference head at which block hashes are compared to detect divergence. */
   settledDepth: z.number().int().min(0).default(2),
   /** When true (default), a node reporting eth_syncing is not healthy. */

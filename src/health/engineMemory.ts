@@ -1,0 +1,54 @@
+import type { NetworkHealthState, NodeState, ReferenceHead } from "./types.js";
+
+/**
+ * The engine's memory between rounds, handed to callers as the opaque NetworkHealthState. Every round builds a new
+ * memory; the previous one is never mutated, so replaying a round is harmless.
+ */
+export interface EngineMemory {
+  readonly version: 1;
+  /** The last adopted reference head (kept while peers disagree or are unreachable). */
+  readonly reference?: ReferenceHead;
+  /** When the reference number last increased (peer halt detection). */
+  readonly referenceAdvancedAt?: number;
+  /** When peers last agreed on a head (quorum); disagreement is tolerated briefly. */
+  readonly quorumAt?: number;
+  readonly nodes: ReadonlyMap<string, NodeMemory>;
+}
+
+export interface NodeMemory {
+  readonly state: NodeState;
+  /** When `state` was entered. */
+  readonly since: number;
+  /** The incarnation this memory belongs to; a new startedAt resets it. */
+  readonly startedAt: number;
+  /** Reached Healthy in this incarnation (ends the startup grace early). */
+  readonly caughtUp: boolean;
+  readonly goodStreak: number;
+  readonly badStreak: number;
+  /** The routing the engine last asked for (used when the observation carries no `routed`). */
+  readonly routed: boolean;
+  /** Last head number seen, and since when the stall clock runs (reset whenever the head moves or is not behind). */
+  readonly headNumber?: number;
+  readonly stallClockFrom: number;
+  /** Since when the node has continuously been in the restart tier. */
+  readonly restartTierSince?: number;
+  /** A restart decision not yet reflected by the backend. */
+  readonly restartIssuedAt?: number;
+  /** CrashLoop is sticky until the node is Healthy again; it survives incarnations. */
+  readonly crashLoop: boolean;
+  /** Restarts at or before this time do not count towards a new crash loop (the node was Healthy since). */
+  readonly crashLoopClearedAt?: number;
+}
+
+const EMPTY: EngineMemory = { version: 1, nodes: new Map() };
+
+/** Reads the previous round's memory; anything else (absent, foreign, older format) starts afresh. */
+export function readMemory(state: NetworkHealthState | undefined): EngineMemory {
+  const memory = state as Partial<EngineMemory> | undefined;
+  if (!memory || memory.version !== 1 || !(memory.nodes instanceof Map)) return EMPTY;
+  return memory as EngineMemory;
+}
+
+export function toState(memory: EngineMemory): NetworkHealthState {
+  return memory as unknown as NetworkHealthState;
+}

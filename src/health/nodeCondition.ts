@@ -1,0 +1,117 @@
+import type { ResolvedHealthConfig } from "../config/sections/network.js";
+import { isStalled, type HeadProgress } from "./headProgress.js";
+import { computeLag } from "./lag.js";
+import type { ConditionKind, NodeObservation, ReferenceHead, RestartReason } from "./types.js";
+
+/** Two tiers: `unroute` only takes a node out of routing; `restart` makes it a restart candidate once it lasts. */
+export type Tier = "ok" | "unroute" | "restart";
+
+export interface NodeCondition {
+  kind: ConditionKind;
+  tier: Tier;
+  message: string;
+  restartReason?: RestartReason;
+  lagBlocks?: number;
+  lagSeconds?: number;
+}
+
+export interface ConditionContext {
+  chainId: number;
+  health: ResolvedHealthConfig;
+  reference: ReferenceHead | undefined;
+  /** The peers' hash at a settled height, for the divergence check. */
+  settledHashAt: (height: number) => string | undefined;
+  now: number;
+}
+
+/** Kinds that a node catching up after a (re)start is expected to show; the startup grace masks them. */
+export const CATCHING_UP_KINDS: ReadonlySet<ConditionKind> = new Set([
+  "no-head",
+  "height-zero",
+  "lag",
+  "stall",
+  "syncing",
+]);
+
+/** What this round's probe says of a node, the most serious problem first. */
+export function assessNode(
+  node: NodeObservation,
+  progress: HeadProgress,
+  ctx: ConditionContext,
+): NodeCondition {
+  const { health, reference } = ctx;
+  if (!node.reachable) {
+    return {
+      kind: "unresponsive",
+      tier: "restart",
+      restartReason: "unresponsive",
+      message: `probe failed: ${node.error ?? "no answer"}`,
+    };
+  }
+  if (node.chainId !== undefined && node.chainId !== ctx.chainId) {
+    return {
+      kind: "wrong-chain",
+      tier: "restart",
+      restartReason: "diverged",
+      message: `chain id ${node.chainId}, expected ${ctx.chainId}`,
+    };
+  }
+  const check = node.check;
+  if (check && check.hash !== null && reference && check.number <= reference.number - health.settledDepth) {
+    const expected = ctx.settledHashAt(check.number);
+    if (expected !== undefined && expected !== check.hash) {
+      return {
+        kind: "hash-mismatch",
+        tier: "restart",
+        restartReason: "diverged",
+        message: `block ${check.number} is ${check.hash}, the peers have ${expected}`,
+      };
+    }
+  }
+  const head = node.head;
+  if (head === undefined) {
+    return { kind: "no-head", tier: "restart", restartReason: "lag", message: "has never reported a head" };
+  }
+  if (head.number === 0) {
+    const lagBlocks = reference?.number;
+    return {
+      kind: "height-zero",
+      tier: "restart",
+      restartReason: "lag",
+      message: "reports height 0",
+      lagBlocks,
+    };
+  }
+  const syncing = node.syncing === true && health.syncingIsUnhealthy;
+  if (!reference) {
+    // Without a reference (a systemic condition) lag cannot be judged.
+    return syncing
+      ? syncingCondition()
+      : { kind: "ok", tier: "ok", message: `head ${head.number}, no reference` };
+  }
+  const lag = computeLag(reference, head);
+  const lagText = `${lag.blocks} blocks (${lag.seconds} s) behind reference ${reference.number}`;
+  const withLag = { lagBlocks: lag.blocks, lagSeconds: lag.seconds };
+  if (lag.blocks >= health.restartLagBlocks) {
+    return { kind: "lag", tier: "restart", restartReason: "lag", message: lagText, ...withLag };
+  }
+  if (reference.number > head.number && isStalled(progress, ctx.now, health.stallAfter)) {
+    const stuck = Math.round((ctx.now - progress.stallClockFrom) / 1000);
+    return {
+      kind: "stall",
+      tier: "restart",
+      restartReason: "stall",
+      message: `head ${head.number} has not climbed for ${stuck} s while the peers' did; ${lagText}`,
+      ...withLag,
+    };
+  }
+  if (syncing) return { ...syncingCondition(), ...withLag };
+  if (lag.blocks > health.maxLagBlocks || lag.seconds * 1000 > health.maxLagSeconds) {
+    return { kind: "lag", tier: "unroute", message: lagText, ...withLag };
+  }
+  return { kind: "ok", tier: "ok", message: lag.blocks === 0 ? "in sync" : lagText, ...withLag };
+}
+
+function syncingCondition(): NodeCondition {
+  return { kind: "syncing", tier: "unroute", message: "eth_syncing reports the node is syncing" };
+}
