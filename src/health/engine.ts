@@ -124,8 +124,9 @@ export function evaluateNetwork(input: EngineInput): EngineOutput {
       );
     }
     states[i] = state;
+    // The restart clock does not run while systemic (restart timers start over afterwards) nor while Starting.
     const since =
-      systemic || r.condition.tier !== "restart"
+      systemic || r.condition.tier !== "restart" || state === "Starting"
         ? undefined
         : (r.base.restartTierSince ?? (r.condition.kind === "stall" ? r.progress.stallClockFrom : now));
     tierSince[i] = since;
