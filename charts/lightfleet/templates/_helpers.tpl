@@ -1,0 +1,201 @@
+{{/* Chart name, truncated to fit Kubernetes name limits. */}}
+{{- define "lightfleet.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Resource name prefix: <release>-lightfleet, or the release name when it already contains the chart name. */}}
+{{- define "lightfleet.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "lightfleet.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Labels that never change over an upgrade: used in selectors. */}}
+{{- define "lightfleet.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "lightfleet.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{/* Labels of every object; the chart version stays out of selectors. */}}
+{{- define "lightfleet.labels" -}}
+helm.sh/chart: {{ include "lightfleet.chart" . }}
+{{ include "lightfleet.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: lightfleet
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/* Labels and selector labels of one component: call with (dict "root" $ "component" "gateway"). */}}
+{{- define "lightfleet.componentLabels" -}}
+{{ include "lightfleet.labels" .root }}
+app.kubernetes.io/component: {{ .component }}
+{{- end }}
+{{- define "lightfleet.componentSelectorLabels" -}}
+{{ include "lightfleet.selectorLabels" .root }}
+app.kubernetes.io/component: {{ .component }}
+{{- end }}
+
+{{- define "lightfleet.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+{{- end }}
+
+{{/* ServiceAccount name of a component: (dict "root" $ "component" "controller" "sa" .Values.controller.serviceAccount) */}}
+{{- define "lightfleet.serviceAccountName" -}}
+{{- if .sa.create }}
+{{- default (printf "%s-%s" (include "lightfleet.fullname" .root) .component) .sa.name }}
+{{- else }}
+{{- default "default" .sa.name }}
+{{- end }}
+{{- end }}
+
+{{/* The namespace the controller watches: its own, or every namespace with rbac.clusterWide. */}}
+{{- define "lightfleet.watchNamespace" -}}
+{{- if .Values.rbac.clusterWide }}{{ "" }}{{ else }}{{ .Release.Namespace }}{{ end }}
+{{- end }}
+
+{{/* One network of the lightfleet config: the config-format keys of a networks[] entry, chart-only keys left out. */}}
+{{- define "lightfleet.configNetwork" -}}
+{{- $network := dict "name" .name }}
+{{- range $key := list "preset" "chainId" "blockTime" "health" "gateway" "scaling" }}
+{{- if hasKey $ $key }}
+{{- $_ := set $network $key (get $ $key) }}
+{{- end }}
+{{- end }}
+{{- $peers := list }}
+{{- range .reservedPeers }}
+{{- $peers = append $peers (omit . "enode") }}
+{{- end }}
+{{- $_ := set $network "reservedPeers" $peers }}
+{{- toYaml $network }}
+{{- end }}
+
+{{/* The shared lightfleet config file (lightfleet's own YAML format, checked by `lightfleet config check`). */}}
+{{- define "lightfleet.config" -}}
+{{- $networks := list }}
+{{- range .Values.networks }}
+{{- $networks = append $networks (include "lightfleet.configNetwork" . | fromYaml) }}
+{{- end }}
+{{- $base := dict
+  "dataDir" "/data"
+  "admin" (dict "host" "0.0.0.0" "port" (int .Values.adminPort))
+  "gateway" (dict "host" "0.0.0.0" "port" (int .Values.gateway.port))
+  "keys" (dict "host" "0.0.0.0" "port" (int .Values.keys.port))
+  "controller" (dict "namespace" (include "lightfleet.watchNamespace" .))
+}}
+{{- $config := mustMergeOverwrite $base (deepCopy .Values.config) }}
+{{- $_ := set $config "networks" $networks }}
+{{- toYaml $config }}
+{{- end }}
+
+{{/* A network's light-node workload values: workloadDefaults with the network's `workload` merged over them. */}}
+{{- define "lightfleet.workload" -}}
+{{- toYaml (mustMergeOverwrite (deepCopy .root.Values.workloadDefaults) (deepCopy (default dict .network.workload))) }}
+{{- end }}
+
+{{- define "lightfleet.nodeName" -}}
+{{- printf "%s-%s" (include "lightfleet.fullname" .root) .network.name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Settings every lightfleet container shares: image, security, config mount, admin port and probes. */}}
+{{- define "lightfleet.containerCommon" -}}
+image: {{ include "lightfleet.image" .root | quote }}
+imagePullPolicy: {{ .root.Values.image.pullPolicy }}
+securityContext:
+  {{- toYaml .root.Values.securityContext | nindent 2 }}
+livenessProbe:
+  httpGet:
+    path: /healthz
+    port: admin
+  periodSeconds: 10
+  timeoutSeconds: 3
+  failureThreshold: 6
+readinessProbe:
+  httpGet:
+    path: /readyz
+    port: admin
+  periodSeconds: 5
+  timeoutSeconds: 3
+  failureThreshold: 2
+{{- end }}
+
+{{/* Environment of every lightfleet container. */}}
+{{- define "lightfleet.env" -}}
+- name: LIGHTFLEET_DATA_DIR
+  value: /data
+- name: POD_NAME
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.name
+- name: POD_NAMESPACE
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.namespace
+{{- end }}
+
+{{/* Config, data and tmp volumes: the root filesystem stays read-only. */}}
+{{- define "lightfleet.volumeMounts" -}}
+- name: config
+  mountPath: /etc/lightfleet
+  readOnly: true
+- name: data
+  mountPath: /data
+- name: tmp
+  mountPath: /tmp
+{{- end }}
+{{- define "lightfleet.configVolume" -}}
+- name: config
+  configMap:
+    name: {{ include "lightfleet.fullname" . }}-config
+- name: tmp
+  emptyDir: {}
+{{- end }}
+
+{{/* Pod annotations that roll the pods when the config changes. */}}
+{{- define "lightfleet.configChecksum" -}}
+checksum/config: {{ include "lightfleet.config" . | sha256sum }}
+{{- end }}
+
+{{/* Validation of combinations that values.schema.json cannot express. */}}
+{{- define "lightfleet.validate" -}}
+{{- if and .Values.keys.enabled (gt (int .Values.keys.replicas) 1) (not .Values.keys.database.existingSecret) }}
+{{- fail "keys.replicas > 1 needs PostgreSQL: set keys.database.existingSecret (a Secret with DATABASE_URL); a SQLite file cannot be shared" }}
+{{- end }}
+{{- $names := dict }}
+{{- range .Values.networks }}
+{{- if hasKey $names .name }}
+{{- fail (printf "networks: duplicate network name %s" .name) }}
+{{- end }}
+{{- $_ := set $names .name true }}
+{{- $workload := include "lightfleet.workload" (dict "root" $ "network" .) | fromYaml }}
+{{- if and $workload.enabled (not $workload.image.repository) }}
+{{- fail (printf "networks[%s].workload.image.repository is required when the workload is enabled" .name) }}
+{{- end }}
+{{- if and (not $workload.enabled) (not (and .pool .pool.workload)) }}
+{{- fail (printf "networks[%s]: enable workload, or name an existing workload in pool.workload (kind, name) and pool.selector" .name) }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* A network's chain id: given, or from its preset (the table of src/config/presets.ts). */}}
+{{- define "lightfleet.chainId" -}}
+{{- $presets := dict "mainnet" 1 "sepolia" 11155111 "holesky" 17000 "hoodi" 560048 "rinkeby" 4 "goerli" 5 }}
+{{- if .chainId }}{{ .chainId }}{{ else if .preset }}{{ get $presets .preset }}{{ else }}{{ fail (printf "networks[%s]: set preset or chainId" .name) }}{{ end }}
+{{- end }}

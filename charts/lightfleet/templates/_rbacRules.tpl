@@ -1,0 +1,40 @@
+{{/* The controller's API calls: pods and their readiness condition, evictions, scaling, pools, nodes, events, leases. */}}
+{{- define "lightfleet.rules.controller" -}}
+- apiGroups: [""]
+  resources: [pods]
+  verbs: [get, list, watch]
+- apiGroups: [""]
+  resources: [pods/status]
+  verbs: [patch]
+- apiGroups: [""]
+  resources: [pods/eviction]
+  verbs: [create]
+- apiGroups: [apps]
+  resources: [statefulsets/scale, deployments/scale]
+  verbs: [get, patch, update]
+- apiGroups: [lightfleet.io]
+  resources: [lightnodepools]
+  verbs: [get, list, watch]
+- apiGroups: [lightfleet.io]
+  resources: [lightnodepools/status]
+  verbs: [get, patch, update]
+- apiGroups: [lightfleet.io]
+  resources: [lightnodes]
+  verbs: [get, list, watch, create, patch, delete]
+- apiGroups: [lightfleet.io]
+  resources: [lightnodes/status]
+  verbs: [get, patch, update]
+- apiGroups: [events.k8s.io]
+  resources: [events]
+  verbs: [create, patch]
+- apiGroups: [coordination.k8s.io]
+  resources: [leases]
+  verbs: [get, create, update]
+{{- end }}
+
+{{/* The gateway's API calls: the ready endpoints of each pool's Service. */}}
+{{- define "lightfleet.rules.gateway" -}}
+- apiGroups: [discovery.k8s.io]
+  resources: [endpointslices]
+  verbs: [list, watch]
+{{- end }}

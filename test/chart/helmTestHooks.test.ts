@@ -1,0 +1,111 @@
+import { spawn } from "node:child_process";
+import { createServer } from "node:http";
+import type { Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startAdminServer } from "../../src/admin/adminServer.js";
+import type { AdminServer } from "../../src/admin/adminServer.js";
+import { startAnvil } from "../../src/devnet/anvil.js";
+import type { AnvilNode } from "../../src/devnet/anvil.js";
+import { silentLogger } from "../../src/log/logger.js";
+import { createRegistry } from "../../src/metrics/registry.js";
+import { renderChart } from "../support/helm.js";
+
+interface HookPod {
+  metadata: { name: string; annotations: Record<string, string> };
+  spec: { containers: { command: string[]; env: { name: string; value: string }[] }[] };
+}
+
+/** Runs a `helm test` pod's command here with node (the image's runtime), with its env overridden. */
+function runHook(
+  pod: HookPod,
+  env: Record<string, string>,
+): Promise<{ code: number | null; output: string }> {
+  const [command, ...args] = pod.spec.containers[0]!.command;
+  expect(command).toBe("node");
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, args, {
+      env: { ...process.env, ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let output = "";
+    child.stdout.on("data", (c: Buffer) => (output += c.toString()));
+    child.stderr.on("data", (c: Buffer) => (output += c.toString()));
+    const timer = setTimeout(() => child.kill("SIGKILL"), 30_000);
+    child.on("error", reject);
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code, output });
+    });
+  });
+}
+
+describe("helm test hooks", () => {
+  let hooks: HookPod[];
+  let anvil: AnvilNode | undefined;
+  let admin: AdminServer | undefined;
+  let broken: Server | undefined;
+
+  beforeAll(async () => {
+    const { objects } = await renderChart({ values: ["charts/lightfleet/ci/full-values.yaml"] });
+    hooks = objects.filter(
+      (o) => o.metadata.annotations?.["helm.sh/hook"] === "test",
+    ) as unknown as HookPod[];
+    anvil = await startAnvil({ name: "hook-test", chainId: 1 });
+  });
+  afterAll(async () => {
+    await anvil?.stop();
+    await admin?.close();
+    await new Promise((resolve) => (broken ? broken.close(resolve) : resolve(undefined)));
+  });
+
+  function hook(name: string): HookPod {
+    const found = hooks.find((h) => h.metadata.name === name);
+    if (!found) throw new Error(`no test hook ${name}`);
+    return found;
+  }
+
+  it("asks the gateway Service for eth_blockNumber on the first network", () => {
+    const env = hook("lightfleet-test-gateway").spec.containers[0]!.env;
+    expect(env).toContainEqual({ name: "RPC_URL", value: "http://lightfleet-gateway:8545/mainnet" });
+  });
+
+  it("the gateway hook passes against a real node and fails on a JSON-RPC error", async () => {
+    const pod = hook("lightfleet-test-gateway");
+    const ok = await runHook(pod, { RPC_URL: anvil!.httpUrl });
+    expect(ok.output).toContain("eth_blockNumber via");
+    expect(ok.code).toBe(0);
+
+    broken = createServer((_req, res) => {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify({ jsonrpc: "2.0", id: 1, error: { code: -32603, message: "no healthy node" } }));
+    });
+    await new Promise<void>((resolve) => broken!.listen(0, "127.0.0.1", resolve));
+    const port = (broken.address() as AddressInfo).port;
+    const failed = await runHook(pod, { RPC_URL: `http://127.0.0.1:${port}/` });
+    expect(failed.code).toBe(1);
+    expect(failed.output).toContain("no healthy node");
+  });
+
+  it("the key API hook passes on a healthy /healthz and fails on a failing one", async () => {
+    const pod = hook("lightfleet-test-keys");
+    expect(pod.spec.containers[0]!.env).toContainEqual({
+      name: "HEALTH_URL",
+      value: "http://lightfleet-keys:9464/healthz",
+    });
+    let healthy = true;
+    admin = await startAdminServer({
+      host: "127.0.0.1",
+      port: 0,
+      registry: createRegistry({ defaultMetrics: false }),
+      logger: silentLogger(),
+      liveness: [{ name: "store", check: () => ({ ok: healthy, message: "database unreachable" }) }],
+    });
+    const ok = await runHook(pod, { HEALTH_URL: `${admin.url}/healthz` });
+    expect(ok.code).toBe(0);
+    healthy = false;
+    const failed = await runHook(pod, { HEALTH_URL: `${admin.url}/healthz` });
+    expect(failed.code).toBe(1);
+    expect(failed.output).toContain("HTTP 503");
+  });
+});

@@ -1,0 +1,104 @@
+import { mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parse } from "yaml";
+import { NETWORK_PRESETS } from "../../src/config/presets.js";
+import { CHART_DIR, renderChart } from "../support/helm.js";
+import type { K8sObject } from "../support/helm.js";
+import { runCli } from "../support/runCli.js";
+
+function configFile(objects: K8sObject[]): string {
+  const configMap = objects.find((o) => o.kind === "ConfigMap" && o.metadata.name === "lightfleet-config");
+  const text = (configMap?.data as Record<string, string> | undefined)?.["lightfleet.yaml"];
+  if (!text) throw new Error("no lightfleet-config ConfigMap with lightfleet.yaml");
+  return text;
+}
+
+describe("the chart's lightfleet config", () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), "lf-chart-config-"));
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it("is accepted by `lightfleet config check` for every values file", async () => {
+    const examples = (await readdir(join(CHART_DIR, "examples"))).map(
+      (f) => `charts/lightfleet/examples/${f}`,
+    );
+    const cases: [string, string[], string][] = [
+      ["default", [], "ok (networks: none)"],
+      [
+        "full",
+        ["charts/lightfleet/ci/full-values.yaml"],
+        "ok (networks: mainnet (chain 1), sepolia (chain 11155111))",
+      ],
+      ...examples.map((f): [string, string[], string] => [f.replace(/\W/g, "_"), [f], "ok (networks: "]),
+    ];
+    for (const [name, values, expected] of cases) {
+      const file = join(dir, `${name}.yaml`);
+      await writeFile(file, configFile((await renderChart({ values })).objects));
+      const result = await runCli(["config", "check", file]);
+      expect(result.stderr, name).toBe("");
+      expect(result.code, name).toBe(0);
+      expect(result.stdout, name).toContain(expected);
+    }
+  });
+
+  it("carries the chart's ports, data dir and watch namespace, and merges `config` over them", async () => {
+    const config = parse(
+      configFile((await renderChart({ values: ["charts/lightfleet/ci/full-values.yaml"] })).objects),
+    );
+    expect(config).toMatchObject({
+      dataDir: "/data",
+      admin: { port: 9464 },
+      gateway: { port: 8545, maxBatchLength: 50 },
+      keys: { port: 8080 },
+      log: { level: "debug", format: "json" },
+      controller: { namespace: "" },
+    });
+    // Chart-only keys (workload, pool, enode) stay out of the lightfleet config.
+    expect(JSON.stringify(config.networks)).not.toMatch(/workload|enode|"pool"/);
+    const namespaced = parse(configFile((await renderChart()).objects));
+    expect(namespaced.controller.namespace).toBe("lightfleet");
+  });
+
+  it("a config the chart renders from bad values is refused by config check, by path", async () => {
+    const { objects } = await renderChart({
+      set: [
+        "networks[0].name=mainnet",
+        "networks[0].preset=mainnet",
+        "networks[0].reservedPeers[0].name=full-0",
+        "networks[0].reservedPeers[0].http=http://full-0:8545",
+        "networks[0].pool.workload.kind=StatefulSet",
+        "networks[0].pool.workload.name=n",
+        "networks[0].health.maxLagBlocks=0",
+      ],
+    });
+    const file = join(dir, "bad.yaml");
+    await writeFile(file, configFile(objects));
+    const result = await runCli(["config", "check", file]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain("networks[0].health.maxLagBlocks");
+  });
+
+  it("knows the same chain id for every preset as lightfleet does", async () => {
+    for (const [preset, { chainId }] of Object.entries(NETWORK_PRESETS)) {
+      if (preset === "ropsten") continue; // refused as deprecated by both
+      const { objects } = await renderChart({
+        set: [
+          `networks[0].name=n`,
+          `networks[0].preset=${preset}`,
+          "networks[0].reservedPeers[0].name=p",
+          "networks[0].reservedPeers[0].http=http://p:8545",
+          "networks[0].workload.enabled=true",
+          "networks[0].workload.image.repository=client",
+        ],
+      });
+      const pool = objects.find((o) => o.kind === "LightNodePool");
+      expect((pool?.spec as { chainId: number }).chainId, preset).toBe(chainId);
+    }
+  });
+});
