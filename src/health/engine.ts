@@ -1,6 +1,6 @@
-import { readMemory, toState, type EngineMemory, type NodeMemory } from "./engineMemory.js";
-import { trackHeadProgress, type HeadProgress } from "./headProgress.js";
-import { nextState, nextStreaks } from "./hysteresis.js";
+import { NodeMemoryLookup, readMemory, toState, type EngineMemory, type NodeMemory } from "./engineMemory.js";
+import { nextStallClock } from "./headProgress.js";
+import { nextState } from "./hysteresis.js";
 import { assessNode, type NodeCondition } from "./nodeCondition.js";
 import { referenceHashAt } from "./referenceHead.js";
 import { trackReference } from "./referenceTracker.js";
@@ -12,20 +12,7 @@ export class EngineInputError extends Error {
   override name = "EngineInputError";
 }
 
-/** Per node, what the first pass learns; the second pass needs the whole pool's picture (systemic) first. */
-interface NodeRound {
-  obs: NodeObservation;
-  /** Memory carried into this round: cold-started or reset for a new incarnation. */
-  base: NodeMemory;
-  /** State before this round, for transitions (undefined for a node seen the first time). */
-  before: NodeState | undefined;
-  progress: HeadProgress;
-  condition: NodeCondition;
-  goodStreak: number;
-  badStreak: number;
-  inFlight: boolean;
-  restartIssuedAt: number | undefined;
-}
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
 const RESTART_TIER_STATES: ReadonlySet<NodeState> = new Set(["Lagging", "Unresponsive", "Diverged"]);
 
@@ -49,42 +36,54 @@ export function evaluateNetwork(input: EngineInput): EngineOutput {
   };
   const conditionContext = { chainId: network.chainId, health, reference, settledHashAt, now };
 
-  // Pass 1: per-node condition and counters.
-  const rounds: NodeRound[] = new Array(nodes.length);
-  const seen = new Set<string>();
+  // Pass 1: per-node condition and counters. Each node's next memory is created here and completed by the later
+  // passes (it is new this round, so filling it in keeps the engine pure), which saves an allocation per node.
+  const count = nodes.length;
+  const lookup = new NodeMemoryLookup(memory);
+  const bases: NodeMemory[] = new Array(count);
+  const befores: Array<NodeState | undefined> = new Array(count);
+  const conditions: NodeCondition[] = new Array(count);
+  const inFlight: boolean[] = new Array(count);
+  const nexts: Array<Mutable<NodeMemory>> = new Array(count);
   let established = 0;
   let turningBad = 0;
-  for (let i = 0; i < nodes.length; i++) {
+  for (let i = 0; i < count; i++) {
     const obs = nodes[i]!;
-    if (seen.has(obs.name)) throw new EngineInputError(`duplicate node name ${JSON.stringify(obs.name)}`);
-    seen.add(obs.name);
-    const previous = memory.nodes.get(obs.name);
+    const previous = lookup.get(obs.name, i);
     const base =
       previous === undefined
         ? coldStart(obs, now, health.healthyAfter)
         : previous.startedAt === obs.startedAt
           ? previous
           : newIncarnation(previous, obs, now);
-    const progress = trackHeadProgress(base, obs.head, reference?.number, now);
-    const condition = assessNode(obs, progress, conditionContext);
+    const stallClockFrom = nextStallClock(base, obs.head, reference?.number, now);
+    const condition = assessNode(obs, stallClockFrom, conditionContext);
     const good = condition.tier === "ok";
-    const streaks = nextStreaks(base, good);
     const restartIssuedAt = pendingRestart(base.restartIssuedAt, obs, now, health.restartBackoffBase);
-    const inFlight = obs.restartInFlight === true || restartIssuedAt !== undefined;
-    if (!inFlight && base.state !== "Starting" && base.state !== "Restarting") {
+    const restarting = obs.restartInFlight === true || restartIssuedAt !== undefined;
+    if (!restarting && base.state !== "Starting" && base.state !== "Restarting") {
       established++;
       if (base.state === "Healthy" && !good) turningBad++;
     }
-    rounds[i] = {
-      obs,
-      base,
-      before: previous?.state,
-      progress,
-      condition,
-      goodStreak: streaks.goodStreak,
-      badStreak: streaks.badStreak,
-      inFlight,
+    bases[i] = base;
+    befores[i] = previous?.state;
+    conditions[i] = condition;
+    inFlight[i] = restarting;
+    nexts[i] = {
+      state: base.state,
+      since: base.since,
+      startedAt: obs.startedAt,
+      caughtUp: base.caughtUp,
+      // Saturating: beyond the thresholds the counts make no difference.
+      goodStreak: good ? Math.min(base.goodStreak + 1, health.healthyAfter) : 0,
+      badStreak: good ? 0 : Math.min(base.badStreak + 1, health.unhealthyAfter),
+      routed: base.routed,
+      headNumber: obs.head?.number ?? base.headNumber,
+      stallClockFrom,
+      restartTierSince: undefined,
       restartIssuedAt,
+      crashLoop: base.crashLoop,
+      crashLoopClearedAt: base.crashLoopClearedAt,
     };
   }
 
@@ -98,126 +97,122 @@ export function evaluateNetwork(input: EngineInput): EngineOutput {
       : undefined);
 
   // Pass 2: states (frozen while systemic), restart candidates.
-  const states: NodeState[] = new Array(nodes.length);
-  const tierSince: Array<number | undefined> = new Array(nodes.length);
   const candidates: RestartCandidate[] = [];
   let inFlightCount = 0;
-  for (let i = 0; i < rounds.length; i++) {
-    const r = rounds[i]!;
-    if (r.inFlight) inFlightCount++;
+  for (let i = 0; i < count; i++) {
+    const base = bases[i]!;
+    const next = nexts[i]!;
+    const condition = conditions[i]!;
+    if (inFlight[i]) inFlightCount++;
     // A restart that is no longer in flight (done under the same start time, or refused and to be retried) starts over.
-    const resolvedPrevious: NodeState = r.base.state === "Restarting" ? "Starting" : r.base.state;
+    const resolvedPrevious: NodeState = base.state === "Restarting" ? "Starting" : base.state;
     let state: NodeState;
-    if (r.inFlight) state = "Restarting";
+    if (inFlight[i]) state = "Restarting";
     else if (systemic) state = resolvedPrevious;
     else {
-      const inStartupGrace = !r.base.caughtUp && now < r.obs.startedAt + health.startupGrace;
+      const inStartupGrace = !base.caughtUp && now < next.startedAt + health.startupGrace;
       state = nextState(
-        {
-          previous: resolvedPrevious,
-          streaks: r,
-          condition: r.condition,
-          inStartupGrace,
-          crashLoop: r.base.crashLoop,
-        },
+        { previous: resolvedPrevious, streaks: next, condition, inStartupGrace, crashLoop: base.crashLoop },
         health,
       );
     }
-    states[i] = state;
+    next.state = state;
     // The restart clock does not run while systemic (restart timers start over afterwards) nor while Starting.
     const since =
-      systemic || r.condition.tier !== "restart" || state === "Starting"
+      systemic || condition.tier !== "restart" || state === "Starting"
         ? undefined
-        : (r.base.restartTierSince ?? (r.condition.kind === "stall" ? r.progress.stallClockFrom : now));
-    tierSince[i] = since;
+        : (base.restartTierSince ?? (condition.kind === "stall" ? next.stallClockFrom : now));
+    next.restartTierSince = since;
     if (
       !systemic &&
       since !== undefined &&
       RESTART_TIER_STATES.has(state) &&
       now - since >= health.restartAfter &&
-      !r.base.crashLoop
+      !base.crashLoop
     ) {
+      const obs = nodes[i]!;
       candidates.push({
-        name: r.obs.name,
-        reason: r.condition.restartReason!,
+        name: obs.name,
+        reason: condition.restartReason!,
         dueSince: since,
-        restarts: r.obs.restarts,
-        crashLoopClearedAt: r.base.crashLoopClearedAt,
+        restarts: obs.restarts,
+        crashLoopClearedAt: base.crashLoopClearedAt,
       });
     }
   }
   const plan = systemic ? undefined : planRestarts(candidates, inFlightCount, health, now);
   const restartNow = new Map(plan?.restart.map((p) => [p.name, p.reason]));
   const crashLoopNow = new Set(plan?.crashLoop);
+  const held = plan?.held ?? new Map<string, string>();
 
-  // Outputs and the next memory.
-  const statuses: NodeStatus[] = new Array(rounds.length);
+  // Pass 3: the plan applied, statuses, decisions.
+  const statuses: NodeStatus[] = new Array(count);
   const decisions: Decision[] = [];
-  const nextNodes = new Map<string, NodeMemory>();
-  for (let i = 0; i < rounds.length; i++) {
-    const r = rounds[i]!;
-    const name = r.obs.name;
-    let state = states[i]!;
-    let restartIssuedAt = r.restartIssuedAt;
-    if (restartNow.has(name)) {
-      state = "Restarting";
-      restartIssuedAt = now;
-    } else if (crashLoopNow.has(name)) {
-      state = "CrashLoop";
+  const names: string[] = new Array(count);
+  for (let i = 0; i < count; i++) {
+    const obs = nodes[i]!;
+    const base = bases[i]!;
+    const next = nexts[i]!;
+    const before = befores[i];
+    const condition = conditions[i]!;
+    const name = obs.name;
+    const restartReason = restartNow.size > 0 ? restartNow.get(name) : undefined;
+    if (restartReason) {
+      next.state = "Restarting";
+      next.restartIssuedAt = now;
+    } else if (crashLoopNow.size > 0 && crashLoopNow.has(name)) {
+      next.state = "CrashLoop";
     }
-    const leftCrashLoop = state === "Healthy" && r.base.crashLoop;
-    const crashLoop = state === "CrashLoop" || (r.base.crashLoop && state !== "Healthy");
-    const currentRouted = r.obs.routed ?? r.base.routed;
+    const state = next.state;
+    if (state === "Healthy") {
+      next.caughtUp = true;
+      if (base.crashLoop) next.crashLoopClearedAt = now;
+      next.crashLoop = false;
+    } else if (state === "CrashLoop") {
+      next.crashLoop = true;
+    }
+    const currentRouted = obs.routed ?? base.routed;
     const routed = systemic ? currentRouted : state === "Healthy";
-    const since = state === r.before ? r.base.since : now;
+    next.routed = routed;
+    next.since = state === before ? base.since : now;
     const message = describe(
       state,
-      r,
+      obs,
+      next,
+      condition,
       systemic?.message,
-      plan?.held.get(name),
+      held.size > 0 ? held.get(name) : undefined,
       health.unhealthyAfter,
       health.healthyAfter,
     );
-    const { condition } = r;
     statuses[i] = {
       name,
       state,
       routed,
-      head: r.obs.head?.number,
+      head: obs.head?.number,
       lagBlocks: condition.lagBlocks,
       lagSeconds: condition.lagSeconds,
       reason: condition.kind,
       message,
-      since,
+      since: next.since,
     };
-    if (state !== r.before)
-      decisions.push({ kind: "transition", node: name, from: r.before, to: state, message });
+    if (state !== before)
+      decisions.push({ kind: "transition", node: name, from: before, to: state, message });
     if (routed !== currentRouted) decisions.push({ kind: routed ? "route" : "unroute", node: name });
-    const restartReason = restartNow.get(name);
     if (restartReason) decisions.push({ kind: "restart", node: name, reason: restartReason });
-    nextNodes.set(name, {
-      state,
-      since,
-      startedAt: r.obs.startedAt,
-      caughtUp: r.base.caughtUp || state === "Healthy",
-      goodStreak: r.goodStreak,
-      badStreak: r.badStreak,
-      routed,
-      headNumber: r.progress.headNumber,
-      stallClockFrom: r.progress.stallClockFrom,
-      restartTierSince: tierSince[i],
-      restartIssuedAt,
-      crashLoop,
-      crashLoopClearedAt: leftCrashLoop ? now : r.base.crashLoopClearedAt,
-    });
+    names[i] = name;
   }
 
+  const duplicate = findDuplicate(names, memory.names);
+  if (duplicate !== undefined) throw new EngineInputError(`duplicate node name ${JSON.stringify(duplicate)}`);
+
   const nextMemory: EngineMemory = {
-    version: 1,
+    version: 2,
     reference,
     referenceAdvancedAt: ref.referenceAdvancedAt,
     quorumAt: ref.quorumAt,
-    nodes: nextNodes,
+    names,
+    nodes: nexts,
   };
   const output: EngineOutput = { state: toState(nextMemory), reference, nodes: statuses, decisions };
   if (systemic) output.systemic = { cause: systemic.cause, message: systemic.message };
@@ -229,6 +224,13 @@ export function evaluateNetwork(input: EngineInput): EngineOutput {
     output.ignoredReference = { number: head.number, hash: head.hash, peers: by, reason: "implausible-jump" };
   }
   return output;
+}
+
+/** Node names must be unique. The usual round lists the same names as the last one, which proves it cheaply. */
+function findDuplicate(names: ReadonlyArray<string>, previous: ReadonlyArray<string>): string | undefined {
+  if (names.length === previous.length && names.every((n, i) => n === previous[i])) return undefined;
+  const seen = new Set<string>();
+  return names.find((n) => seen.has(n) || !seen.add(n));
 }
 
 /** A node seen for the first time (or after a controller restart): trust the fleet's routing as the starting point. */
@@ -278,26 +280,27 @@ function pendingRestart(
 
 function describe(
   state: NodeState,
-  r: NodeRound,
+  obs: NodeObservation,
+  streaks: { goodStreak: number; badStreak: number },
+  condition: NodeCondition,
   systemic: string | undefined,
   held: string | undefined,
   unhealthyAfter: number,
   healthyAfter: number,
 ): string {
-  const { condition } = r;
   let text: string;
   if (state === "Restarting") {
-    text = r.obs.restartInFlight ? "restart in progress" : `restart requested: ${condition.message}`;
+    text = obs.restartInFlight ? "restart in progress" : `restart requested: ${condition.message}`;
   } else if (state === "CrashLoop") {
     text = `restarted too often, no automatic restart until healthy: ${condition.message}`;
   } else if (state === "Healthy") {
     text =
       condition.tier === "ok"
         ? condition.message
-        : `${r.badStreak}/${unhealthyAfter} bad probes: ${condition.message}`;
+        : `${streaks.badStreak}/${unhealthyAfter} bad probes: ${condition.message}`;
   } else if (condition.tier === "ok") {
     const phase = state === "Starting" ? "starting" : "recovering";
-    text = `${phase}, ${r.goodStreak}/${healthyAfter} good probes: ${condition.message}`;
+    text = `${phase}, ${streaks.goodStreak}/${healthyAfter} good probes: ${condition.message}`;
   } else if (state === "Starting") {
     text = `starting: ${condition.message}`;
   } else {

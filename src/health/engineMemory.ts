@@ -5,14 +5,16 @@ import type { NetworkHealthState, NodeState, ReferenceHead } from "./types.js";
  * memory; the previous one is never mutated, so replaying a round is harmless.
  */
 export interface EngineMemory {
-  readonly version: 1;
+  readonly version: 2;
   /** The last adopted reference head (kept while peers disagree or are unreachable). */
   readonly reference?: ReferenceHead;
   /** When the reference number last increased (peer halt detection). */
   readonly referenceAdvancedAt?: number;
   /** When peers last agreed on a head (quorum); disagreement is tolerated briefly. */
   readonly quorumAt?: number;
-  readonly nodes: ReadonlyMap<string, NodeMemory>;
+  /** Per-node memory in the order the nodes were observed; `names[i]` is the node of `nodes[i]`. */
+  readonly names: ReadonlyArray<string>;
+  readonly nodes: ReadonlyArray<NodeMemory>;
 }
 
 export interface NodeMemory {
@@ -40,13 +42,30 @@ export interface NodeMemory {
   readonly crashLoopClearedAt?: number;
 }
 
-const EMPTY: EngineMemory = { version: 1, nodes: new Map() };
+const EMPTY: EngineMemory = { version: 2, names: [], nodes: [] };
 
 /** Reads the previous round's memory; anything else (absent, foreign, older format) starts afresh. */
 export function readMemory(state: NetworkHealthState | undefined): EngineMemory {
   const memory = state as Partial<EngineMemory> | undefined;
-  if (!memory || memory.version !== 1 || !(memory.nodes instanceof Map)) return EMPTY;
+  if (!memory || memory.version !== 2 || !Array.isArray(memory.names) || !Array.isArray(memory.nodes))
+    return EMPTY;
   return memory as EngineMemory;
+}
+
+/**
+ * Finds a node's memory. The fleet lists its members in the same order round after round, so the node at the same
+ * position is tried first (no hashing); a name index is built only when the order changed.
+ */
+export class NodeMemoryLookup {
+  private index: Map<string, NodeMemory> | undefined;
+
+  constructor(private readonly memory: EngineMemory) {}
+
+  get(name: string, position: number): NodeMemory | undefined {
+    if (this.memory.names[position] === name) return this.memory.nodes[position];
+    this.index ??= new Map(this.memory.names.map((n, i) => [n, this.memory.nodes[i]!]));
+    return this.index.get(name);
+  }
 }
 
 export function toState(memory: EngineMemory): NetworkHealthState {

@@ -1,5 +1,6 @@
 import type { BlockRef } from "./types.js";
 
+/** What a node's memory keeps of its head between rounds. */
 export interface HeadProgress {
   headNumber?: number;
   /** The stall clock runs from here; it restarts whenever the head moves or the node is not behind. */
@@ -7,24 +8,23 @@ export interface HeadProgress {
 }
 
 /**
- * Tracks whether a node's head climbs while the reference does. A node sitting at the reference (the peers are not
- * advancing either) is never stalled; the clock only runs while the node is behind and its head stays put.
+ * Tracks whether a node's head climbs while the reference does: returns when the stall clock started. A node
+ * sitting at the reference (the peers are not advancing either) is never stalled; the clock only runs while the node
+ * is behind and its head stays put. A probe without a head leaves the clock as it was.
  */
-export function trackHeadProgress(
+export function nextStallClock(
   previous: HeadProgress | undefined,
   head: BlockRef | undefined,
   referenceNumber: number | undefined,
   now: number,
-): HeadProgress {
-  if (head === undefined) {
-    return { headNumber: previous?.headNumber, stallClockFrom: previous?.stallClockFrom ?? now };
-  }
-  const moved = previous?.headNumber !== head.number;
+): number {
+  if (previous === undefined) return now;
+  if (head === undefined) return previous.stallClockFrom;
+  const moved = previous.headNumber !== head.number;
   const behind = referenceNumber !== undefined && referenceNumber > head.number;
-  if (moved || !behind || previous === undefined) return { headNumber: head.number, stallClockFrom: now };
-  return { headNumber: head.number, stallClockFrom: previous.stallClockFrom };
+  return moved || !behind ? now : previous.stallClockFrom;
 }
 
-export function isStalled(progress: HeadProgress, now: number, stallAfter: number): boolean {
-  return progress.headNumber !== undefined && now - progress.stallClockFrom >= stallAfter;
+export function isStalled(stallClockFrom: number, now: number, stallAfter: number): boolean {
+  return now - stallClockFrom >= stallAfter;
 }

@@ -1,6 +1,5 @@
 import type { ResolvedHealthConfig } from "../config/sections/network.js";
-import { isStalled, type HeadProgress } from "./headProgress.js";
-import { computeLag } from "./lag.js";
+import { isStalled } from "./headProgress.js";
 import type { ConditionKind, NodeObservation, ReferenceHead, RestartReason } from "./types.js";
 
 /** Two tiers: `unroute` only takes a node out of routing; `restart` makes it a restart candidate once it lasts. */
@@ -36,7 +35,7 @@ export const CATCHING_UP_KINDS: ReadonlySet<ConditionKind> = new Set([
 /** What this round's probe says of a node, the most serious problem first. */
 export function assessNode(
   node: NodeObservation,
-  progress: HeadProgress,
+  stallClockFrom: number,
   ctx: ConditionContext,
 ): NodeCondition {
   const { health, reference } = ctx;
@@ -89,29 +88,66 @@ export function assessNode(
       ? syncingCondition()
       : { kind: "ok", tier: "ok", message: `head ${head.number}, no reference` };
   }
-  const lag = computeLag(reference, head);
-  const lagText = `${lag.blocks} blocks (${lag.seconds} s) behind reference ${reference.number}`;
-  const withLag = { lagBlocks: lag.blocks, lagSeconds: lag.seconds };
-  if (lag.blocks >= health.restartLagBlocks) {
-    return { kind: "lag", tier: "restart", restartReason: "lag", message: lagText, ...withLag };
+  // Lag against the reference; a node ahead of it (it saw a block first) is not behind.
+  const lagBlocks = Math.max(0, reference.number - head.number);
+  const lagSeconds = Math.max(0, reference.timestamp - head.timestamp);
+  if (lagBlocks >= health.restartLagBlocks) {
+    return {
+      kind: "lag",
+      tier: "restart",
+      restartReason: "lag",
+      message: lagText(lagBlocks, lagSeconds, reference.number),
+      lagBlocks,
+      lagSeconds,
+    };
   }
-  if (reference.number > head.number && isStalled(progress, ctx.now, health.stallAfter)) {
-    const stuck = Math.round((ctx.now - progress.stallClockFrom) / 1000);
+  if (reference.number > head.number && isStalled(stallClockFrom, ctx.now, health.stallAfter)) {
+    const stuck = Math.round((ctx.now - stallClockFrom) / 1000);
     return {
       kind: "stall",
       tier: "restart",
       restartReason: "stall",
-      message: `head ${head.number} has not climbed for ${stuck} s while the peers' did; ${lagText}`,
-      ...withLag,
+      message: `head ${head.number} has not climbed for ${stuck} s while the peers' did; ${lagText(lagBlocks, lagSeconds, reference.number)}`,
+      lagBlocks,
+      lagSeconds,
     };
   }
-  if (syncing) return { ...syncingCondition(), ...withLag };
-  if (lag.blocks > health.maxLagBlocks || lag.seconds * 1000 > health.maxLagSeconds) {
-    return { kind: "lag", tier: "unroute", message: lagText, ...withLag };
+  if (syncing) return { kind: "syncing", tier: "unroute", message: SYNCING_MESSAGE, lagBlocks, lagSeconds };
+  if (lagBlocks > health.maxLagBlocks || lagSeconds * 1000 > health.maxLagSeconds) {
+    return {
+      kind: "lag",
+      tier: "unroute",
+      message: lagText(lagBlocks, lagSeconds, reference.number),
+      lagBlocks,
+      lagSeconds,
+    };
   }
-  return { kind: "ok", tier: "ok", message: lag.blocks === 0 ? "in sync" : lagText, ...withLag };
+  if (lagBlocks === 0 && lagSeconds === 0) return IN_SYNC;
+  return {
+    kind: "ok",
+    tier: "ok",
+    message: lagText(lagBlocks, lagSeconds, reference.number),
+    lagBlocks,
+    lagSeconds,
+  };
 }
 
+// Built only for the cases that need it: assessNode runs for every node every round.
+function lagText(blocks: number, seconds: number, reference: number): string {
+  return `${blocks} blocks (${seconds} s) behind reference ${reference}`;
+}
+
+/** The common case, shared rather than allocated for every node every round. */
+const IN_SYNC: NodeCondition = Object.freeze({
+  kind: "ok",
+  tier: "ok",
+  message: "in sync",
+  lagBlocks: 0,
+  lagSeconds: 0,
+});
+
+const SYNCING_MESSAGE = "eth_syncing reports the node is syncing";
+
 function syncingCondition(): NodeCondition {
-  return { kind: "syncing", tier: "unroute", message: "eth_syncing reports the node is syncing" };
+  return { kind: "syncing", tier: "unroute", message: SYNCING_MESSAGE };
 }

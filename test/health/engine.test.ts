@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { EngineInputError, evaluateNetwork } from "../../src/health/engine.js";
+import { readMemory } from "../../src/health/engineMemory.js";
 import type { NodeObservation } from "../../src/health/types.js";
 import { Scenario, T0, allDecisions, decisionsOf, networkParams, node, peer, statusOf } from "./scenario.js";
 
@@ -142,7 +143,7 @@ describe("engine contract", () => {
       peers: [peer("a", 1000)],
       nodes: [node("n1", 1000), node("n2", 990)],
     });
-    const frozen = JSON.stringify([...(first.state.nodes as Map<string, unknown>)]);
+    const frozen = JSON.stringify(first.state);
     const input = {
       now: T0 + PROBE,
       network,
@@ -154,7 +155,7 @@ describe("engine contract", () => {
     const b = evaluateNetwork(input);
     expect(a.nodes).toEqual(b.nodes);
     expect(a.decisions).toEqual(b.decisions);
-    expect(JSON.stringify([...(first.state.nodes as Map<string, unknown>)])).toBe(frozen);
+    expect(JSON.stringify(first.state)).toBe(frozen);
   });
 
   it("on a cold start trusts the fleet's routing: routed nodes start Healthy, others Starting", () => {
@@ -191,11 +192,23 @@ describe("engine contract", () => {
     expect(again.decisions).toEqual([]);
   });
 
+  it("follows nodes by name when the fleet lists them in another order", () => {
+    const sc = new Scenario();
+    sc.round({ peers: [peer("a", 1000)], nodes: [node("n1", 1000), node("n2", 990)] });
+    sc.after(PROBE, { peers: [peer("a", 1000)], nodes: [node("n1", 1000), node("n2", 990)] });
+    const out = sc.after(PROBE, { peers: [peer("a", 1000)], nodes: [node("n2", 990), node("n1", 1000)] });
+    expect(out.nodes.map((n) => [n.name, n.state])).toEqual([
+      ["n2", "Lagging"],
+      ["n1", "Healthy"],
+    ]);
+    expect(out.decisions).toEqual([]);
+  });
+
   it("forgets nodes that are gone", () => {
     const sc = new Scenario();
     sc.round({ peers: [peer("a", 1000)], nodes: [node("n1", 1000), node("n2", 1000)] });
     const out = sc.after(PROBE, { peers: [peer("a", 1000)], nodes: [node("n1", 1000)] });
-    expect((out.state.nodes as Map<string, unknown>).has("n2")).toBe(false);
+    expect(readMemory(out.state).names).toEqual(["n1"]);
   });
 
   it("refuses bad input with a clear error", () => {
