@@ -64,7 +64,8 @@ export interface NodeObservation {
   restarts: ReadonlyArray<RestartRecord>;
 }
 
-export type RestartReason = "lag" | "stall" | "unresponsive" | "diverged" | "manual";
+export const RESTART_REASONS = ["lag", "stall", "unresponsive", "diverged", "manual"] as const;
+export type RestartReason = (typeof RESTART_REASONS)[number];
 
 export interface RestartRecord {
   at: number;
@@ -78,7 +79,13 @@ export interface ReferenceHead extends BlockRef {
   peers: string[];
 }
 
-export type SystemicCause = "no-peer-reachable" | "peers-halted" | "peers-disagree" | "pool-mostly-bad";
+export const SYSTEMIC_CAUSES = [
+  "no-peer-reachable",
+  "peers-halted",
+  "peers-disagree",
+  "pool-mostly-bad",
+] as const;
+export type SystemicCause = (typeof SYSTEMIC_CAUSES)[number];
 
 /**
  * What one probe round says of a node, before hysteresis: `ok`, or the most serious problem seen. Machine-readable
@@ -110,6 +117,8 @@ export interface NodeStatus {
   /** When the state last changed (clock ms). */
   since: number;
 }
+
+export const DECISION_KINDS = ["route", "unroute", "restart", "transition"] as const;
 
 export type Decision =
   | { kind: "route"; node: string }
