@@ -6,6 +6,8 @@ ARG NODE_IMAGE=node:24.11.1-bookworm-slim
 # Production dependencies, with better-sqlite3 compiled for this Node.js and libc. Install scripts are skipped for
 # everything else (none of the runtime dependencies needs one).
 FROM ${NODE_IMAGE} AS deps
+# node-gyp compiles against the headers the base image ships instead of downloading them.
+ENV npm_config_nodedir=/usr/local
 RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 make g++ \
  && rm -rf /var/lib/apt/lists/*
