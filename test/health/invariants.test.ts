@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { evaluateNetwork } from "../../src/health/engine.js";
-import type { EngineOutput, NetworkHealthState, NodeObservation, NodeState } from "../../src/health/types.js";
+import type { EngineOutput, NetworkHealthState, NodeState, RestartRecord } from "../../src/health/types.js";
 import { T0, networkParams, node, peer } from "./scenario.js";
 
 /** What a node does in one round; what the peers do. */
@@ -44,7 +44,7 @@ describe("engine invariants over random fleets (fast-check)", () => {
           name: `n${i}`,
           startedAt: T0 - 3_600_000,
           routed: true,
-          restarts: [] as NodeObservation["restarts"],
+          restarts: [] as RestartRecord[],
           inFlightRounds: 0,
         }));
         let previous: NetworkHealthState | undefined;
