@@ -106,7 +106,9 @@ function describeNoPeer(peers: ReadonlyArray<PeerObservation>, chainId: number):
     .filter((p) => p.reachable && p.chainId !== undefined && p.chainId !== chainId)
     .map((p) => `${p.name} (chain id ${p.chainId})`);
   const unverified = peers
-    .filter((p) => p.reachable && (p.chainId === undefined || p.head === undefined))
+    .filter(
+      (p) => p.reachable && (p.chainId === undefined || (p.chainId === chainId && p.head === undefined)),
+    )
     .map((p) => p.name);
   const parts = [
     unreachable.length ? `unreachable: ${unreachable.join(", ")}` : "",
