@@ -1,6 +1,6 @@
 import { NodeMemoryLookup, readMemory, toState, type EngineMemory, type NodeMemory } from "./engineMemory.js";
 import { nextStallClock } from "./headProgress.js";
-import { nextState } from "./hysteresis.js";
+import { countProbe, nextState } from "./hysteresis.js";
 import { assessNode, type NodeCondition } from "./nodeCondition.js";
 import { referenceHashAt } from "./referenceHead.js";
 import { trackReference } from "./referenceTracker.js";
@@ -74,9 +74,8 @@ export function evaluateNetwork(input: EngineInput): EngineOutput {
       since: base.since,
       startedAt: obs.startedAt,
       caughtUp: base.caughtUp,
-      // Saturating: beyond the thresholds the counts make no difference.
-      goodStreak: good ? Math.min(base.goodStreak + 1, health.healthyAfter) : 0,
-      badStreak: good ? 0 : Math.min(base.badStreak + 1, health.unhealthyAfter),
+      goodStreak: countProbe(base.goodStreak, good, health.healthyAfter),
+      badStreak: countProbe(base.badStreak, !good, health.unhealthyAfter),
       routed: base.routed,
       headNumber: obs.head?.number ?? base.headNumber,
       stallClockFrom,

@@ -7,10 +7,12 @@ export interface Streaks {
   badStreak: number;
 }
 
-export function nextStreaks(previous: Streaks, good: boolean): Streaks {
-  return good
-    ? { goodStreak: previous.goodStreak + 1, badStreak: 0 }
-    : { goodStreak: 0, badStreak: previous.badStreak + 1 };
+/**
+ * Counts a probe into a streak: +1 when it counts, back to 0 when it does not. Saturates at the threshold, beyond
+ * which the count makes no difference.
+ */
+export function countProbe(streak: number, counts: boolean, threshold: number): number {
+  return counts ? Math.min(streak + 1, threshold) : 0;
 }
 
 /** The state a problem leads to once the hysteresis lets it through. */
