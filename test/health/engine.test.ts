@@ -29,6 +29,19 @@ describe("the failures other RPC proxies have hit", () => {
     expect(allDecisions(outputs, "restart")).toEqual([]);
   });
 
+  it("a lone racing peer that keeps racing ends as peers-halted, naming the ignored head: still no restarts", () => {
+    const sc = new Scenario();
+    sc.round({ peers: [peer("full-0", 1000)], nodes: [node("n1", 1000), node("dead", 1000)] });
+    const outputs = sc.run(90, PROBE, (_i, now) => ({
+      peers: [peer("full-0", 5_000_000 + headAt(now), { chain: "fork" })],
+      nodes: [node("n1", headAt(now)), node("dead", undefined, { reachable: false })],
+    }));
+    const last = outputs.at(-1)!;
+    expect(last.systemic?.cause).toBe("peers-halted");
+    expect(last.systemic?.message).toMatch(/head 50010\d\d from full-0 ignored as an implausible jump/);
+    expect(allDecisions(outputs, "restart")).toEqual([]);
+  });
+
   it("with three peers the racing one is outvoted and the reference follows the honest two", () => {
     const sc = new Scenario();
     const outputs = sc.run(12, PROBE, (_i, now) => ({

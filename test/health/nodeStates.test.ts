@@ -18,7 +18,12 @@ const headAt = (now: number) => 1000 + Math.floor((now - T0) / 12_000);
 describe("node condition and state after a few probes against reference 1000", () => {
   const ref = block(1000);
   it.each<
-    [string, Record<string, unknown>, NodeObservation, { state: NodeState; reason: string; routed: boolean }]
+    [
+      string,
+      Record<string, unknown>,
+      NodeObservation,
+      { state: NodeState; reason: string; routed: boolean; head?: number },
+    ]
   >([
     ["in sync", {}, node("n", 1000), { state: "Healthy", reason: "ok", routed: true }],
     [
@@ -75,6 +80,12 @@ describe("node condition and state after a few probes against reference 1000", (
       {},
       node("n", 1000, { check: { number: 998, hash: "0xfork-998" } }),
       { state: "Diverged", reason: "hash-mismatch", routed: false },
+    ],
+    [
+      "a node on a fork racing ahead looks in sync, but its settled hash gives it away",
+      {},
+      node("n", 1500, { chain: "fork", check: { number: 998, hash: "0xfork-998" } }),
+      { state: "Diverged", reason: "hash-mismatch", routed: false, head: 1500 },
     ],
     [
       "the same hash at the check height",
