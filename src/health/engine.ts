@@ -1,12 +1,14 @@
 import { NodeMemoryLookup, readMemory, toState, type EngineMemory, type NodeMemory } from "./engineMemory.js";
 import { nextStallClock } from "./headProgress.js";
 import { countProbe, nextState } from "./hysteresis.js";
+import { coldStart, newIncarnation, pendingRestart } from "./nodeLifecycle.js";
 import { assessNode, type NodeCondition } from "./nodeCondition.js";
 import { referenceHashAt } from "./referenceHead.js";
 import { trackReference } from "./referenceTracker.js";
 import { planRestarts, type RestartCandidate } from "./restartPlanner.js";
+import { describeStatus } from "./statusMessage.js";
 import { isPoolMostlyBad } from "./systemic.js";
-import type { Decision, EngineInput, EngineOutput, NodeObservation, NodeState, NodeStatus } from "./types.js";
+import type { Decision, EngineInput, EngineOutput, NodeState, NodeStatus } from "./types.js";
 
 export class EngineInputError extends Error {
   override name = "EngineInputError";
@@ -174,7 +176,7 @@ export function evaluateNetwork(input: EngineInput): EngineOutput {
     const routed = systemic ? currentRouted : state === "Healthy";
     next.routed = routed;
     next.since = state === before ? base.since : now;
-    const message = describe(
+    const message = describeStatus(
       state,
       obs,
       next,
@@ -230,81 +232,4 @@ function findDuplicate(names: ReadonlyArray<string>, previous: ReadonlyArray<str
   if (names.length === previous.length && names.every((n, i) => n === previous[i])) return undefined;
   const seen = new Set<string>();
   return names.find((n) => seen.has(n) || !seen.add(n));
-}
-
-/** A node seen for the first time (or after a controller restart): trust the fleet's routing as the starting point. */
-function coldStart(obs: NodeObservation, now: number, healthyAfter: number): NodeMemory {
-  const routed = obs.routed === true;
-  return {
-    state: routed ? "Healthy" : "Starting",
-    since: now,
-    startedAt: obs.startedAt,
-    caughtUp: routed,
-    goodStreak: routed ? healthyAfter : 0,
-    badStreak: 0,
-    routed,
-    stallClockFrom: now,
-    crashLoop: false,
-  };
-}
-
-/** A new incarnation (the node was restarted) starts over, but keeps its crash-loop standing and routing. */
-function newIncarnation(previous: NodeMemory, obs: NodeObservation, now: number): NodeMemory {
-  return {
-    state: "Starting",
-    since: now,
-    startedAt: obs.startedAt,
-    caughtUp: false,
-    goodStreak: 0,
-    badStreak: 0,
-    routed: previous.routed,
-    stallClockFrom: now,
-    crashLoop: previous.crashLoop,
-    crashLoopClearedAt: previous.crashLoopClearedAt,
-  };
-}
-
-/** A restart the engine asked for counts as in flight until the backend shows it, or it is retried after a while. */
-function pendingRestart(
-  issuedAt: number | undefined,
-  obs: NodeObservation,
-  now: number,
-  retryAfter: number,
-): number | undefined {
-  if (issuedAt === undefined) return undefined;
-  if (obs.restartInFlight || obs.startedAt >= issuedAt || now - issuedAt >= retryAfter) return undefined;
-  for (const r of obs.restarts) if (r.at >= issuedAt) return undefined;
-  return issuedAt;
-}
-
-function describe(
-  state: NodeState,
-  obs: NodeObservation,
-  streaks: { goodStreak: number; badStreak: number },
-  condition: NodeCondition,
-  systemic: string | undefined,
-  held: string | undefined,
-  unhealthyAfter: number,
-  healthyAfter: number,
-): string {
-  let text: string;
-  if (state === "Restarting") {
-    text = obs.restartInFlight ? "restart in progress" : `restart requested: ${condition.message}`;
-  } else if (state === "CrashLoop") {
-    text = `restarted too often, no automatic restart until healthy: ${condition.message}`;
-  } else if (state === "Healthy") {
-    text =
-      condition.tier === "ok"
-        ? condition.message
-        : `${streaks.badStreak}/${unhealthyAfter} bad probes: ${condition.message}`;
-  } else if (condition.tier === "ok") {
-    const phase = state === "Starting" ? "starting" : "recovering";
-    text = `${phase}, ${streaks.goodStreak}/${healthyAfter} good probes: ${condition.message}`;
-  } else if (state === "Starting") {
-    text = `starting: ${condition.message}`;
-  } else {
-    text = condition.message;
-  }
-  if (held) text = `${text}; ${held}`;
-  return systemic ? `systemic failure, state and routing kept (${systemic}); ${text}` : text;
 }

@@ -1,0 +1,35 @@
+import type { NodeCondition } from "./nodeCondition.js";
+import type { NodeObservation, NodeState } from "./types.js";
+
+/** The human-readable status message: the state, why, and what holds it there (hysteresis, backoff, systemic). */
+export function describeStatus(
+  state: NodeState,
+  obs: NodeObservation,
+  streaks: { goodStreak: number; badStreak: number },
+  condition: NodeCondition,
+  systemic: string | undefined,
+  held: string | undefined,
+  unhealthyAfter: number,
+  healthyAfter: number,
+): string {
+  let text: string;
+  if (state === "Restarting") {
+    text = obs.restartInFlight ? "restart in progress" : `restart requested: ${condition.message}`;
+  } else if (state === "CrashLoop") {
+    text = `restarted too often, no automatic restart until healthy: ${condition.message}`;
+  } else if (state === "Healthy") {
+    text =
+      condition.tier === "ok"
+        ? condition.message
+        : `${streaks.badStreak}/${unhealthyAfter} bad probes: ${condition.message}`;
+  } else if (condition.tier === "ok") {
+    const phase = state === "Starting" ? "starting" : "recovering";
+    text = `${phase}, ${streaks.goodStreak}/${healthyAfter} good probes: ${condition.message}`;
+  } else if (state === "Starting") {
+    text = `starting: ${condition.message}`;
+  } else {
+    text = condition.message;
+  }
+  if (held) text = `${text}; ${held}`;
+  return systemic ? `systemic failure, state and routing kept (${systemic}); ${text}` : text;
+}
