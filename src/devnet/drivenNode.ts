@@ -1,0 +1,221 @@
+import type { Logger } from "../log/logger.js";
+import { RpcError } from "../rpc/jsonRpc.js";
+import { HttpRpcClient } from "../rpc/httpRpcClient.js";
+import type { BlockLog, ReplayStep } from "./blockLog.js";
+import type { ActiveFault } from "./faults.js";
+import { targetHeight } from "./faults.js";
+
+export type NodeRole = "full" | "light";
+
+export interface NodeEndpoint {
+  name: string;
+  network: string;
+  role: NodeRole;
+  httpUrl: string;
+  wsUrl: string;
+}
+
+export interface NodeHead {
+  number: number;
+  hash: string;
+}
+
+/** What the driver knows about one node; JSON-serialisable. */
+export interface DrivenNodeStatus extends NodeEndpoint {
+  /** Started (and restarted on heal) by the devnet, rather than attached. */
+  owned: boolean;
+  pid?: number;
+  fault: ActiveFault | null;
+  /** Height the driver mines it up to; null while stalled or killed. */
+  target: number | null;
+  head: NodeHead | null;
+  reachable: boolean;
+  lastError?: string;
+}
+
+/** How a node's process is controlled: owned nodes are killed and respawned by the devnet itself. */
+export interface NodeProcessControl {
+  pid(): number | undefined;
+  kill(): Promise<void>;
+  /** Starts a fresh process at the same address (owned nodes only). */
+  respawn?: () => Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** Anvil answers this when a transaction is already in its pool (a replay retried after a failure). */
+const ALREADY_KNOWN = /already (known|imported)|known transaction/i;
+
+/** An address no one uses: setting its balance on one node alone gives that node a block of its own (a fork). */
+const FORK_MARKER_ADDRESS = "0x00000000000000000000000000000000000f04c0";
+
+const RPC_TIMEOUT_MS = 10_000;
+
+/**
+ * One node under the block driver. Syncing is level-based: each round reads the node's height and mines the logged
+ * blocks it lacks up to its target, so a node that restarted empty is replayed from genesis and a missed round is
+ * harmless. Rounds and fault operations on a node run one at a time.
+ */
+export class DrivenNode {
+  fault: ActiveFault | undefined;
+  head: NodeHead | undefined;
+  reachable = false;
+  lastError: string | undefined;
+  detached = false;
+  private rpc: HttpRpcClient;
+  private serial: Promise<void> = Promise.resolve();
+  private queuedSync: Promise<void> | undefined;
+  private verified = false;
+  private fork: { snapshotId: string; markerPending: boolean } | undefined;
+
+  constructor(
+    readonly endpoint: NodeEndpoint,
+    readonly owned: boolean,
+    private readonly log: BlockLog,
+    private readonly chainId: number,
+    private readonly genesisHash: string | undefined,
+    readonly control: NodeProcessControl | undefined,
+    private readonly logger: Logger,
+  ) {
+    this.rpc = new HttpRpcClient(endpoint.httpUrl, RPC_TIMEOUT_MS);
+  }
+
+  get name(): string {
+    return this.endpoint.name;
+  }
+
+  /** False from a fork until it is healed: the node's blocks are then its own. */
+  onCommonChain(): boolean {
+    return this.fork === undefined;
+  }
+
+  target(): number | undefined {
+    return targetHeight(this.fault, this.log.height);
+  }
+
+  /** Mines the node up to its target. Calls made while a round is waiting to start share that round. */
+  sync(): Promise<void> {
+    if (this.queuedSync) return this.queuedSync;
+    const round = this.exclusive(async () => {
+      this.queuedSync = undefined;
+      await this.syncRound();
+    });
+    this.queuedSync = round;
+    return round;
+  }
+
+  /** First contact: the node must be on this network's chain, from this devnet's genesis. Throws otherwise. */
+  async verify(): Promise<void> {
+    const chainId = Number(await this.rpc.call<string>("eth_chainId"));
+    if (chainId !== this.chainId) {
+      throw new Error(`${this.name} has chain id ${chainId}, expected ${this.chainId}`);
+    }
+    if (this.genesisHash) {
+      const genesis = await this.rpc.call<{ hash: string } | null>("eth_getBlockByNumber", ["0x0", false]);
+      if (genesis?.hash !== this.genesisHash) {
+        throw new Error(
+          `${this.name} has genesis ${genesis?.hash}, expected ${this.genesisHash}: start it with --timestamp ` +
+            `${this.log.genesisTimestamp} --chain-id ${this.chainId} --no-mining and the default accounts`,
+        );
+      }
+    }
+    this.verified = true;
+  }
+
+  /** Applies a fault; heal undoes whatever the node carries. Runs between sync rounds. */
+  applyFault(fault: ActiveFault | { kind: "heal" }): Promise<void> {
+    return this.exclusive(async () => {
+      if (fault.kind === "heal") {
+        await this.heal();
+      } else if (fault.kind === "kill") {
+        this.fault = fault;
+        await this.control?.kill();
+        this.reachable = false;
+        this.verified = false;
+      } else if (fault.kind === "fork") {
+        if (this.fault?.kind !== "fork") {
+          // The snapshot lets heal return to the common chain; the marker makes the next block this node's own.
+          this.fork = { snapshotId: await this.rpc.call<string>("evm_snapshot"), markerPending: true };
+        }
+        this.fault = fault;
+      } else {
+        this.fault = fault;
+      }
+    });
+  }
+
+  private async heal(): Promise<void> {
+    const previous = this.fault;
+    this.fault = undefined;
+    if (previous?.kind === "kill" && this.control?.respawn) {
+      await this.control.respawn();
+      this.verified = false;
+    }
+    if (this.fork) {
+      const { snapshotId } = this.fork;
+      this.fork = undefined;
+      // A node restarted since the fork has no snapshot to return to and is on the common chain anyway.
+      if (previous?.kind !== "kill") await this.rpc.call("evm_revert", [snapshotId]).catch(() => undefined);
+    }
+  }
+
+  status(): DrivenNodeStatus {
+    const target = this.target();
+    return {
+      ...this.endpoint,
+      owned: this.owned,
+      ...(this.control?.pid() !== undefined ? { pid: this.control.pid() } : {}),
+      fault: this.fault ?? null,
+      target: target ?? null,
+      head: this.head ?? null,
+      reachable: this.reachable,
+      ...(this.lastError ? { lastError: this.lastError } : {}),
+    };
+  }
+
+  private exclusive(task: () => Promise<void>): Promise<void> {
+    const run = this.serial.then(task);
+    this.serial = run.catch(() => undefined);
+    return run;
+  }
+
+  private async syncRound(): Promise<void> {
+    const target = this.target();
+    if (this.detached || target === undefined) return;
+    try {
+      if (!this.verified) await this.verify();
+      const height = Number(await this.rpc.call<string>("eth_blockNumber"));
+      if (height < target) await this.runSteps(this.log.replaySteps(height, target));
+      const latest = await this.rpc.call<{ number: string; hash: string }>("eth_getBlockByNumber", [
+        "latest",
+        false,
+      ]);
+      this.head = { number: Number(latest.number), hash: latest.hash };
+      this.reachable = true;
+      this.lastError = undefined;
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      if (this.reachable) this.logger.warn({ node: this.name, err: message }, "devnet node out of reach");
+      this.reachable = false;
+      this.verified = false;
+      this.lastError = message;
+    }
+  }
+
+  private async runSteps(steps: ReplayStep[]): Promise<void> {
+    for (const step of steps) {
+      if (step.kind === "send") {
+        for (const raw of step.rawTransactions) {
+          await this.rpc.call("eth_sendRawTransaction", [raw]).catch((error: unknown) => {
+            if (!(error instanceof RpcError && ALREADY_KNOWN.test(error.message))) throw error;
+          });
+        }
+        continue;
+      }
+      if (this.fork?.markerPending) {
+        await this.rpc.call("anvil_setBalance", [FORK_MARKER_ADDRESS, "0x1"]);
+        this.fork.markerPending = false;
+      }
+      await this.rpc.call("evm_mine", [{ timestamp: step.timestamp, blocks: step.blocks }]);
+    }
+  }
+}

@@ -1,0 +1,83 @@
+import { readFileSync, readdirSync } from "node:fs";
+import { afterAll, onTestFinished } from "vitest";
+import type { Devnet, StartDevnetOptions } from "../../src/devnet/devnet.js";
+import { startDevnet } from "../../src/devnet/devnet.js";
+import { waitFor } from "./waitFor.js";
+
+export type TestDevnetOptions = Partial<StartDevnetOptions>;
+
+const running = new Set<Devnet>();
+
+// Catch-all for devnets started outside a test (in beforeAll): stopped when the file ends, also on failure.
+afterAll(async () => {
+  await Promise.allSettled([...running].map((devnet) => devnet.stop()));
+  running.clear();
+});
+
+/**
+ * Starts a devnet on ephemeral ports (one network "devnet", chain 31337, one full node, blocks only on mine() unless
+ * told otherwise). Started inside a test it is stopped when that test finishes; started in beforeAll, when the file
+ * finishes. Either way it is stopped on failure too.
+ */
+export async function startTestDevnet(options: TestDevnetOptions = {}): Promise<Devnet> {
+  const devnet = await startDevnet({
+    networks: [{ name: "devnet", chainId: 31_337 }],
+    blockTimeMs: 0,
+    ...options,
+    basePort: 0,
+  });
+  running.add(devnet);
+  const stop = async () => {
+    running.delete(devnet);
+    await devnet.stop();
+  };
+  try {
+    onTestFinished(stop);
+  } catch {
+    // Not inside a test: the afterAll above stops it.
+  }
+  return devnet;
+}
+
+/** Pids of the anvil processes the devnet runs now. */
+export function devnetPids(devnet: Devnet): number[] {
+  return devnet
+    .status()
+    .nodes.map((node) => node.pid)
+    .filter((pid): pid is number => pid !== undefined);
+}
+
+/** Whether a process exists (and is not a zombie awaiting its parent). */
+export function processAlive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z";
+  } catch {
+    return false;
+  }
+}
+
+/** Anvil processes whose parent is this process (none may remain once every devnet is stopped). */
+export function anvilChildren(parentPid = process.pid): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      const comm = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      if (comm === "anvil" && Number(fields[1]) === parentPid && fields[0] !== "Z") pids.push(Number(entry));
+    } catch {
+      // the process ended while listing
+    }
+  }
+  return pids;
+}
+
+/** Waits until none of the given processes is alive; fails naming the survivors. */
+export async function expectProcessesGone(pids: number[], timeoutMs = 10_000): Promise<void> {
+  await waitFor(() => pids.every((pid) => !processAlive(pid)), {
+    timeoutMs,
+    what: `processes ${pids.filter(processAlive).join(", ")} to exit`,
+  });
+}
