@@ -4,6 +4,7 @@ import { HttpRpcClient } from "../rpc/httpRpcClient.js";
 import type { BlockLog, ReplayStep } from "./blockLog.js";
 import type { ActiveFault } from "./faults.js";
 import { targetHeight } from "./faults.js";
+import { nextBaseFee } from "./nextBaseFee.js";
 
 export type NodeRole = "full" | "light";
 
@@ -154,8 +155,22 @@ export class DrivenNode {
       const { snapshotId } = this.fork;
       this.fork = undefined;
       // A node restarted since the fork has no snapshot to return to and is on the common chain anyway.
-      if (previous?.kind !== "kill") await this.rpc.call("evm_revert", [snapshotId]).catch(() => undefined);
+      if (previous?.kind !== "kill") await this.revertTo(snapshotId);
     }
+  }
+
+  private async revertTo(snapshotId: string): Promise<void> {
+    await this.rpc.call("evm_revert", [snapshotId]);
+    const parent = await this.rpc.call<{ baseFeePerGas: string; gasUsed: string; gasLimit: string }>(
+      "eth_getBlockByNumber",
+      ["latest", false],
+    );
+    const fee = nextBaseFee({
+      baseFeePerGas: BigInt(parent.baseFeePerGas),
+      gasUsed: BigInt(parent.gasUsed),
+      gasLimit: BigInt(parent.gasLimit),
+    });
+    await this.rpc.call("anvil_setNextBlockBaseFeePerGas", [`0x${fee.toString(16)}`]);
   }
 
   status(): DrivenNodeStatus {

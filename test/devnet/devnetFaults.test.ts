@@ -1,0 +1,186 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { startAnvil } from "../../src/devnet/anvil.js";
+import type { Devnet } from "../../src/devnet/devnet.js";
+import { DevnetInputError, DevnetNotFoundError } from "../../src/devnet/errors.js";
+import { HttpRpcClient } from "../../src/rpc/httpRpcClient.js";
+import { expectProcessesGone, processAlive, startTestDevnet } from "../support/devnet.js";
+
+const cleanup: Array<() => unknown> = [];
+afterEach(async () => {
+  for (const fn of cleanup.splice(0).reverse()) await fn();
+});
+
+const rpc = (url: string) => new HttpRpcClient(url, 3_000);
+
+async function height(url: string): Promise<number> {
+  return Number(await rpc(url).call<string>("eth_blockNumber"));
+}
+
+async function hashAt(url: string, n: number): Promise<string | undefined> {
+  const block = await rpc(url).call<{ hash: string } | null>("eth_getBlockByNumber", [
+    `0x${n.toString(16)}`,
+    false,
+  ]);
+  return block?.hash;
+}
+
+async function mineTimes(devnet: Devnet, count: number): Promise<void> {
+  for (let i = 0; i < count; i++) await devnet.mine();
+}
+
+function url(devnet: Devnet, name: string): string {
+  return devnet.nodes().find((n) => n.name === name)!.httpUrl;
+}
+
+function nodeStatus(devnet: Devnet, name: string) {
+  return devnet.status().nodes.find((n) => n.name === name)!;
+}
+
+async function devnetWithLight(fullNodes = 1): Promise<Devnet> {
+  return startTestDevnet({ networks: [{ name: "devnet", chainId: 31_337, fullNodes, lightNodes: 1 }] });
+}
+
+describe("devnet faults", () => {
+  it("lag keeps a node N blocks behind the head, and heal brings it back", async () => {
+    const devnet = await devnetWithLight();
+    await mineTimes(devnet, 2);
+    await devnet.fault("devnet-light-0", { kind: "lag", blocks: 3 });
+    await mineTimes(devnet, 6);
+    expect(devnet.head("devnet").number).toBe(8);
+    expect(await height(url(devnet, "devnet-light-0"))).toBe(5);
+    expect(nodeStatus(devnet, "devnet-light-0")).toMatchObject({
+      fault: { kind: "lag", blocks: 3 },
+      target: 5,
+    });
+    await devnet.mine();
+    expect(await height(url(devnet, "devnet-light-0"))).toBe(6);
+    await devnet.fault("devnet-light-0", { kind: "heal" });
+    expect(await height(url(devnet, "devnet-light-0"))).toBe(9);
+    expect(nodeStatus(devnet, "devnet-light-0")).toMatchObject({ fault: null, target: 9 });
+  });
+
+  it("stall stops a node's blocks until heal", async () => {
+    const devnet = await devnetWithLight();
+    await mineTimes(devnet, 2);
+    await devnet.fault("devnet-light-0", { kind: "stall" });
+    await mineTimes(devnet, 4);
+    expect(await height(url(devnet, "devnet-light-0"))).toBe(2);
+    expect(nodeStatus(devnet, "devnet-light-0")).toMatchObject({ fault: { kind: "stall" }, target: null });
+    await devnet.fault("devnet-light-0", { kind: "heal" });
+    expect(await height(url(devnet, "devnet-light-0"))).toBe(6);
+    expect(await hashAt(url(devnet, "devnet-light-0"), 6)).toBe(devnet.head("devnet").hash);
+  });
+
+  it("fork gives a node blocks of its own at every height from the next block, and heal returns it to the chain", async () => {
+    const devnet = await devnetWithLight();
+    await mineTimes(devnet, 3);
+    await devnet.fault("devnet-light-0", { kind: "fork" });
+    await mineTimes(devnet, 4);
+    const light = url(devnet, "devnet-light-0");
+    const full = url(devnet, "devnet-full-0");
+    expect(await height(light)).toBe(7);
+    expect(await hashAt(light, 3)).toBe(await hashAt(full, 3));
+    for (const n of [4, 5, 6, 7]) expect(await hashAt(light, n)).not.toBe(await hashAt(full, n));
+    // The network head is the common chain's, not the forked node's.
+    expect(devnet.head("devnet").hash).toBe(await hashAt(full, 7));
+    await devnet.fault("devnet-light-0", { kind: "heal" });
+    expect(await height(light)).toBe(7);
+    for (const n of [4, 5, 6, 7]) expect(await hashAt(light, n)).toBe(await hashAt(full, n));
+    await devnet.mine();
+    expect(await hashAt(light, 8)).toBe(await hashAt(full, 8));
+  });
+
+  it("kill SIGKILLs a devnet-owned node; heal respawns it at the same address and replays it", async () => {
+    const devnet = await devnetWithLight();
+    await mineTimes(devnet, 3);
+    const light = url(devnet, "devnet-light-0");
+    const pid = nodeStatus(devnet, "devnet-light-0").pid!;
+    await devnet.fault("devnet-light-0", { kind: "kill" });
+    await expectProcessesGone([pid]);
+    await expect(height(light)).rejects.toThrow(/cannot reach/);
+    expect(nodeStatus(devnet, "devnet-light-0")).toMatchObject({ reachable: false, fault: { kind: "kill" } });
+    expect(nodeStatus(devnet, "devnet-light-0").pid).toBeUndefined();
+    await mineTimes(devnet, 2);
+    await devnet.fault("devnet-light-0", { kind: "heal" });
+    const respawned = nodeStatus(devnet, "devnet-light-0");
+    expect(respawned.pid).not.toBe(pid);
+    expect(processAlive(respawned.pid!)).toBe(true);
+    expect(respawned).toMatchObject({ reachable: true, head: devnet.head("devnet") });
+    expect(await height(light)).toBe(5);
+    expect(await hashAt(light, 5)).toBe(await hashAt(url(devnet, "devnet-full-0"), 5));
+  });
+
+  it("a network whose only full node stalls or dies halts; heal resumes it", async () => {
+    const devnet = await devnetWithLight();
+    await mineTimes(devnet, 2);
+    await devnet.fault("devnet-full-0", { kind: "stall" });
+    await mineTimes(devnet, 3);
+    expect(devnet.status().networks[0]).toMatchObject({ halted: true, head: { number: 2 } });
+    expect(await height(url(devnet, "devnet-full-0"))).toBe(2);
+    expect(await height(url(devnet, "devnet-light-0"))).toBe(2);
+    await devnet.fault("devnet-full-0", { kind: "heal" });
+    await devnet.mine();
+    expect(devnet.status().networks[0]).toMatchObject({ halted: false, head: { number: 3 } });
+
+    await devnet.fault("devnet-full-0", { kind: "kill" });
+    await expect(height(url(devnet, "devnet-full-0"))).rejects.toThrow(/cannot reach/);
+    await devnet.mine();
+    expect(devnet.status().networks[0]!.halted).toBe(true);
+    expect(await height(url(devnet, "devnet-light-0"))).toBe(3);
+    await devnet.fault("devnet-full-0", { kind: "heal" });
+    expect(await height(url(devnet, "devnet-full-0"))).toBe(3);
+    await devnet.mine();
+    expect(await hashAt(url(devnet, "devnet-full-0"), 4)).toBe(
+      await hashAt(url(devnet, "devnet-light-0"), 4),
+    );
+  });
+
+  it("with two full nodes, one killed leaves the network producing; healed, it is replayed", async () => {
+    const devnet = await devnetWithLight(2);
+    await devnet.fault("devnet-full-1", { kind: "kill" });
+    await mineTimes(devnet, 3);
+    expect(devnet.status().networks[0]).toMatchObject({ halted: false, head: { number: 3 } });
+    await devnet.fault("devnet-full-1", { kind: "heal" });
+    expect(await hashAt(url(devnet, "devnet-full-1"), 3)).toBe(devnet.head("devnet").hash);
+  });
+
+  it("kill of an attached node calls its kill function; without one it is refused", async () => {
+    const devnet = await startTestDevnet();
+    const node = await startAnvil({
+      name: "ext",
+      chainId: 31_337,
+      timestamp: devnet.genesisTimestamp,
+      noMining: true,
+    });
+    cleanup.push(() => node.stop());
+    await devnet.attach({ name: "ext", network: "devnet", httpUrl: node.httpUrl });
+    await expect(devnet.fault("ext", { kind: "kill" })).rejects.toThrow(DevnetInputError);
+    devnet.detach("ext");
+    let killed = 0;
+    await devnet.attach({
+      name: "ext",
+      network: "devnet",
+      httpUrl: node.httpUrl,
+      kill: () => {
+        killed += 1;
+        node.process.kill("SIGKILL");
+      },
+    });
+    await devnet.fault("ext", { kind: "kill" });
+    expect(killed).toBe(1);
+    await expectProcessesGone([node.process.pid!]);
+  });
+
+  it("names unknown nodes and bad faults clearly", async () => {
+    const devnet = await startTestDevnet();
+    await expect(devnet.fault("nope", { kind: "stall" })).rejects.toThrow(DevnetNotFoundError);
+    await expect(devnet.fault("nope", { kind: "stall" })).rejects.toThrow(
+      /no devnet node named nope \(nodes: devnet-full-0\)/,
+    );
+    await expect(devnet.fault("devnet-full-0", { kind: "lag", blocks: 0 })).rejects.toThrow(
+      /lag needs blocks/,
+    );
+    expect(() => devnet.detach("devnet-full-0")).toThrow(/started by the devnet/);
+    expect(() => devnet.head("nope")).toThrow(DevnetNotFoundError);
+  });
+});
