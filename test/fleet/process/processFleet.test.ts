@@ -1,0 +1,159 @@
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import type { ProcessFleetConfig } from "../../../src/config/sections/processFleet.js";
+import { ProcessFleet, type StartedMember } from "../../../src/fleet/process/processFleet.js";
+import { silentLogger } from "../../../src/log/logger.js";
+import { HttpRpcClient } from "../../../src/rpc/httpRpcClient.js";
+import { ROOT } from "../../support/runCli.js";
+import { commandLine, descendants, isAlive } from "../../support/processTree.js";
+import { waitFor } from "../../support/waitFor.js";
+
+const ANVIL = ["{anvil}", "--port", "{port}", "--chain-id", "{chainId}", "--no-mining"];
+
+const cleanup: Array<() => unknown> = [];
+afterEach(async () => {
+  for (const fn of cleanup.splice(0).reverse()) await fn();
+});
+
+function fleetOf(
+  nodes: Partial<ProcessFleetConfig>,
+  extra: { onStarted?: (m: StartedMember) => Promise<void> } = {},
+) {
+  const dataDir = mkdtempSync(join(tmpdir(), "lightfleet-fleet-"));
+  const fleet = new ProcessFleet({
+    networks: [
+      {
+        name: "devnet",
+        chainId: 31_337,
+        nodes: { command: ANVIL, replicas: 2, basePort: 0, startTimeout: 20_000, ...nodes },
+      },
+    ],
+    dataDir,
+    logger: silentLogger(),
+    ...extra,
+  });
+  cleanup.push(() => rmSync(dataDir, { recursive: true, force: true }));
+  cleanup.push(() => fleet.stop());
+  return fleet;
+}
+
+async function chainIdAt(url: string): Promise<string> {
+  return new HttpRpcClient(url, 2_000).call<string>("eth_chainId");
+}
+
+/** Running anvil processes started (directly or not) by `pid`. */
+function anvilsUnder(pid: number): number[] {
+  return descendants(pid).filter((p) => /(^|\/)anvil$/.test(commandLine(p).split(" ")[0] ?? ""));
+}
+
+function pidsOfMembers(): number[] {
+  return anvilsUnder(process.pid);
+}
+
+describe("ProcessFleet", () => {
+  it("starts the configured members from the command template and lists them once they answer", async () => {
+    const started: StartedMember[] = [];
+    const fleet = fleetOf({ replicas: 3 }, { onStarted: async (m) => void started.push(m) });
+    await fleet.start();
+    const members = fleet.members("devnet");
+    expect(members.map((m) => m.name)).toEqual(["devnet-light-0", "devnet-light-1", "devnet-light-2"]);
+    for (const member of members) {
+      expect(await chainIdAt(member.httpUrl)).toBe("0x7a69");
+      expect(member).toMatchObject({ network: "devnet", routed: false, restarting: false, restarts: [] });
+    }
+    expect(new Set(members.map((m) => m.httpUrl)).size).toBe(3);
+    expect(started.map((m) => m.name).sort()).toEqual(members.map((m) => m.name));
+  });
+
+  it("keeps the routing set and reports every change", async () => {
+    const fleet = fleetOf({ replicas: 2 });
+    await fleet.start();
+    const changes: string[] = [];
+    fleet.onChange((network) => changes.push(network));
+    await fleet.setRouted("devnet", "devnet-light-1", true);
+    await fleet.setRouted("devnet", "devnet-light-1", true);
+    expect(fleet.routedMembers("devnet").map((m) => m.name)).toEqual(["devnet-light-1"]);
+    expect(changes).toEqual(["devnet"]);
+  });
+
+  it("restarts a member as a new incarnation on the same URL and records why", async () => {
+    const fleet = fleetOf({ replicas: 1 });
+    await fleet.start();
+    const before = fleet.members("devnet")[0]!;
+    const pidBefore = pidsOfMembers();
+    expect(await fleet.restart("devnet", before.name, "stall")).toEqual({ outcome: "restarted" });
+    const after = fleet.members("devnet")[0]!;
+    expect(after.httpUrl).toBe(before.httpUrl);
+    expect(after.startedAt).toBeGreaterThan(before.startedAt);
+    expect(after.restarts).toEqual([{ at: expect.any(Number), reason: "stall" }]);
+    expect(await chainIdAt(after.httpUrl)).toBe("0x7a69");
+    for (const pid of pidBefore) expect(isAlive(pid)).toBe(false);
+    expect(await fleet.restart("devnet", "nobody", "manual")).toEqual({ outcome: "gone" });
+  });
+
+  it("does not respawn a member that died: it stays listed, unreachable, until someone restarts it", async () => {
+    const fleet = fleetOf({ replicas: 1 });
+    await fleet.start();
+    const changes: string[] = [];
+    fleet.onChange((network) => changes.push(network));
+    const member = fleet.members("devnet")[0]!;
+    expect(fleet.kill("devnet", member.name)).toBe(true);
+    await waitFor(() => changes.length > 0, { what: "a change after the exit" });
+    await expect(chainIdAt(member.httpUrl)).rejects.toThrow(/cannot reach/);
+    expect(fleet.members("devnet")).toMatchObject([{ name: member.name, startedAt: member.startedAt }]);
+    expect(pidsOfMembers()).toEqual([]);
+  });
+
+  it("scales up and down, stopping the members it removes", async () => {
+    const fleet = fleetOf({ replicas: 1 });
+    await fleet.start();
+    await fleet.scale("devnet", 3);
+    const members = fleet.members("devnet");
+    expect(members.map((m) => m.name)).toEqual(["devnet-light-0", "devnet-light-1", "devnet-light-2"]);
+    expect(pidsOfMembers()).toHaveLength(3);
+    await fleet.scale("devnet", 1);
+    expect(fleet.members("devnet").map((m) => m.name)).toEqual(["devnet-light-0"]);
+    expect(pidsOfMembers()).toHaveLength(1);
+    await expect(chainIdAt(members[2]!.httpUrl)).rejects.toThrow(/cannot reach/);
+  });
+
+  it("stops a member's whole process group, so a wrapper's children go too", async () => {
+    const fleet = fleetOf({
+      replicas: 1,
+      command: ["sh", "-c", "'{anvil}' --port {port} --no-mining; true"],
+    });
+    await fleet.start();
+    const anvils = pidsOfMembers();
+    expect(anvils).toHaveLength(1);
+    await fleet.stop();
+    await waitFor(() => !isAlive(anvils[0]!), { what: "the wrapped anvil gone" });
+  });
+
+  it("lists a member whose command cannot start, without crashing, so the controller sees it unresponsive", async () => {
+    const fleet = fleetOf({ replicas: 1, command: ["sh", "-c", "exit 3"] });
+    await fleet.start();
+    const [member] = fleet.members("devnet");
+    expect(member?.name).toBe("devnet-light-0");
+    await expect(chainIdAt(member!.httpUrl)).rejects.toThrow(/cannot reach/);
+  });
+
+  it("leaves no member running when its supervisor is killed outright", async () => {
+    // `node --import tsx` rather than the tsx CLI, which would put a process of its own in between.
+    const fixture = join(ROOT, "test/fleet/process/supervisor.fixture.ts");
+    const supervisor = spawn(process.execPath, ["--import", "tsx", fixture], {
+      cwd: ROOT,
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    cleanup.push(() => supervisor.kill("SIGKILL"));
+    let output = "";
+    supervisor.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    await waitFor(() => output.includes('"members":2'), { what: "supervisor ready", timeoutMs: 30_000 });
+    const anvils = anvilsUnder(supervisor.pid!);
+    expect(anvils.length).toBeGreaterThanOrEqual(2);
+    supervisor.kill("SIGKILL");
+    await waitFor(() => anvils.every((pid) => !isAlive(pid)), { what: "members gone with the supervisor" });
+  });
+});

@@ -1,0 +1,50 @@
+import { readFileSync, readdirSync } from "node:fs";
+
+/** Whether a process exists (and is not a zombie). */
+export function isAlive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return statFields(stat)[0] !== "Z";
+  } catch {
+    return false;
+  }
+}
+
+/** Every process descending from `pid` (children, grandchildren, ...), read from /proc. */
+export function descendants(pid: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const ppid = Number(statFields(readFileSync(`/proc/${entry}/stat`, "utf8"))[1]);
+      const list = children.get(ppid) ?? [];
+      list.push(Number(entry));
+      children.set(ppid, list);
+    } catch {
+      // The process ended while we looked.
+    }
+  }
+  const found: number[] = [];
+  const queue = [pid];
+  while (queue.length > 0) {
+    for (const child of children.get(queue.shift()!) ?? []) {
+      found.push(child);
+      queue.push(child);
+    }
+  }
+  return found;
+}
+
+/** The command line of a process ("" once it is gone). */
+export function commandLine(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").join(" ").trim();
+  } catch {
+    return "";
+  }
+}
+
+/** Fields after the command name in /proc/PID/stat: state, ppid, ... (the name may contain spaces). */
+function statFields(stat: string): string[] {
+  return stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+}
