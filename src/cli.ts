@@ -3,6 +3,7 @@ import { createRequire } from "node:module";
 import { Command } from "commander";
 import { failAndExit } from "./cli/fail.js";
 import { registerConfigCommand } from "./config/command.js";
+import { registerDevnetCommand } from "./devnet/command.js";
 
 const { version } = createRequire(import.meta.url)("../package.json") as { version: string };
 
@@ -17,5 +18,6 @@ const program = new Command("lightfleet")
   });
 
 registerConfigCommand(program);
+registerDevnetCommand(program);
 
 program.parseAsync(process.argv).catch(failAndExit);

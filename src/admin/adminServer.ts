@@ -1,6 +1,8 @@
 import { createServer } from "node:http";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import express from "express";
+import type { RequestHandler } from "express";
 import type { Registry } from "prom-client";
 import type { Logger } from "../log/logger.js";
 
@@ -24,6 +26,8 @@ export interface AdminServer {
   server: Server;
   addLiveness(check: HealthCheck): void;
   addReadiness(check: HealthCheck): void;
+  /** Serves more routes (an express Router) on this port, e.g. the devnet's; built-in paths keep precedence. */
+  addRoutes(routes: RequestHandler): void;
   close(): Promise<void>;
 }
 
@@ -42,12 +46,20 @@ function runChecks(checks: HealthCheck[]): { ok: boolean; body: string } {
   return { ok, body: `${lines.join("\n")}${lines.length ? "\n" : ""}${ok ? "ok" : "failed"}\n` };
 }
 
+const BUILT_IN_PATHS = new Set(["/metrics", "/healthz", "/livez", "/readyz"]);
+
 /** Serves `/metrics`, `/healthz` and `/readyz` (Kubernetes style: 200 "ok" or 503 with the failing checks). */
 export async function startAdminServer(options: AdminServerOptions): Promise<AdminServer> {
   const liveness = [...(options.liveness ?? [])];
   const readiness = [...(options.readiness ?? [])];
+  let extra: express.Express | undefined;
+  const extraRoutes = express.Router();
   const server = createServer((req, res) => {
     const path = (req.url ?? "/").split("?")[0];
+    if (extra && !BUILT_IN_PATHS.has(path ?? "")) {
+      extra(req, res);
+      return;
+    }
     if (req.method !== "GET" && req.method !== "HEAD") {
       res.writeHead(405, { allow: "GET, HEAD" }).end();
       return;
@@ -83,6 +95,17 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
     server,
     addLiveness: (check) => liveness.push(check),
     addReadiness: (check) => readiness.push(check),
+    addRoutes: (routes) => {
+      if (!extra) {
+        extra = express();
+        extra.disable("x-powered-by");
+        extra.use(extraRoutes);
+        extra.use((_req, res) => {
+          res.status(404).type("text/plain").send("not found\n");
+        });
+      }
+      extraRoutes.use(routes);
+    },
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());

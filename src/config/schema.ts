@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { adminSchema } from "./sections/admin.js";
 import { controllerSchema } from "./sections/controller.js";
+import { devnetSchema } from "./sections/devnet.js";
 import { gatewaySchema } from "./sections/gateway.js";
 import { keysSchema } from "./sections/keys.js";
 import { logSchema } from "./sections/log.js";
@@ -17,6 +18,7 @@ export const configSchema = z
     gateway: gatewaySchema.prefault({}),
     keys: keysSchema.prefault({}),
     controller: controllerSchema.prefault({}),
+    devnet: devnetSchema.optional(),
   })
   .superRefine((config, ctx) => {
     const seen = new Map<string, number>();

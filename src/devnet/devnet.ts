@@ -5,7 +5,7 @@ import type { AnvilNode } from "./anvil.js";
 import { startAnvil } from "./anvil.js";
 import { BlockLog } from "./blockLog.js";
 import type { DevTransactionRequest, SentDevTransaction } from "./devTransactions.js";
-import { LOG_EMITTER_BYTECODE, signDevTransaction } from "./devTransactions.js";
+import { DEV_ACCOUNT, LOG_EMITTER_BYTECODE, signDevTransaction } from "./devTransactions.js";
 import type { DrivenNodeStatus, NodeEndpoint, NodeHead, NodeProcessControl, NodeRole } from "./drivenNode.js";
 import { DrivenNode } from "./drivenNode.js";
 import { DevnetInputError, DevnetNotFoundError } from "./errors.js";
@@ -149,7 +149,14 @@ export async function startDevnet(options: StartDevnetOptions): Promise<Devnet> 
     await Promise.allSettled(settled.map((s) => (s.status === "fulfilled" ? s.value.stop() : undefined)));
     throw error;
   }
-  return new DevnetDriver(networks, genesisTimestamp, options.blockTimeMs, now, logger);
+  const driver = new DevnetDriver(networks, genesisTimestamp, options.blockTimeMs, now, logger);
+  try {
+    await driver.start();
+  } catch (error) {
+    await driver.stop();
+    throw error;
+  }
+  return driver;
 }
 
 class DevnetDriver implements Devnet {
@@ -162,13 +169,26 @@ class DevnetDriver implements Devnet {
     private readonly blockTimeMs: number,
     private readonly now: () => number,
     private readonly logger: Logger,
-  ) {
-    for (const network of networks) {
-      void this.syncNetwork(network);
-      if (blockTimeMs > 0) this.timers.push(setInterval(() => void this.produce(network), blockTimeMs));
+  ) {}
+
+  /** Marks each network's first block, syncs every node once, then starts the block and reconcile timers. */
+  async start(): Promise<void> {
+    for (const network of this.networks) {
+      // Signed with the network's chain id, this transaction makes block 1 (and so every later block) differ between
+      // networks that share the genesis timestamp, so a request answered by the wrong network cannot pass unnoticed.
+      await this.sendTransaction(network.name, { to: DEV_ACCOUNT, gasLimit: 21_000 });
+    }
+    await Promise.all(this.networks.map((network) => this.syncNetwork(network)));
+    for (const network of this.networks) {
+      if (this.blockTimeMs > 0) {
+        this.timers.push(setInterval(() => void this.produce(network), this.blockTimeMs));
+      }
     }
     this.timers.push(
-      setInterval(() => networks.forEach((network) => void this.syncNetwork(network)), RECONCILE_INTERVAL_MS),
+      setInterval(
+        () => this.networks.forEach((network) => void this.syncNetwork(network)),
+        RECONCILE_INTERVAL_MS,
+      ),
     );
   }
 

@@ -50,7 +50,7 @@ export function fullNodeProduces(fault: ActiveFault | undefined): boolean {
   return fault?.kind !== "stall" && fault?.kind !== "kill";
 }
 
-export function describeFault(fault: ActiveFault | undefined): string {
+export function describeFault(fault: Fault | null | undefined): string {
   if (!fault) return "none";
   return fault.kind === "lag" ? `lag ${fault.blocks}` : fault.kind;
 }

@@ -98,7 +98,12 @@ describe("devnet block driver", () => {
     const [full, light] = devnet.nodes("alpha");
     const top = Math.min(await height(full!.httpUrl), await height(light!.httpUrl));
     expect(await hashes(light!.httpUrl, top)).toEqual(await hashes(full!.httpUrl, top));
-    expect(Number(await rpc(devnet.nodes("beta")[0]!.httpUrl).call<string>("eth_chainId"))).toBe(1_002);
+    const beta = devnet.nodes("beta")[0]!.httpUrl;
+    expect(Number(await rpc(beta).call<string>("eth_chainId"))).toBe(1_002);
+    // Same genesis, but each network's own chain from block 1 on.
+    const [alphaHashes, betaHashes] = [await hashes(full!.httpUrl, 1), await hashes(beta, 1)];
+    expect(alphaHashes[0]).toBe(betaHashes[0]);
+    expect(alphaHashes[1]).not.toBe(betaHashes[1]);
   });
 
   it("replays an attached node from genesis to the head, then mirrors every new block", async () => {

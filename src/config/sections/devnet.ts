@@ -1,0 +1,43 @@
+import { z } from "zod";
+import { duration } from "../duration.js";
+
+const devnetNetworkSchema = z.strictObject({
+  /** Also the prefix of its node names: <name>-full-<i>, <name>-light-<i>. */
+  name: z
+    .string()
+    .regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, "must be a DNS label: lower-case letters, digits and '-'"),
+  chainId: z.number().int().positive(),
+  /** Reserved full-node peers of the network. */
+  fullNodes: z.number().int().min(1).max(16).default(1),
+  /** Light nodes the devnet starts itself (`up` runs its own through the process fleet instead). */
+  lightNodes: z.number().int().min(0).max(64).default(0),
+});
+
+/**
+ * The local anvil devnet (`lightfleet devnet`, and `lightfleet up` when present). Without `networks`, the devnet
+ * runs one network per entry of the top-level `networks` (same name and chain id), else one network "devnet".
+ */
+export const devnetSchema = z
+  .strictObject({
+    /** Interval between blocks; 0 mines only on request (POST /devnet/mine). */
+    blockTime: duration.default(2_000),
+    /** Genesis timestamp (Unix seconds) shared by every node; default the start time. */
+    genesisTimestamp: z.number().int().positive().optional(),
+    /** Nodes listen on basePort, basePort+1, ... in network order; 0 picks free ports. */
+    basePort: z.number().int().min(0).max(65_535).default(0),
+    networks: z.array(devnetNetworkSchema).min(1).optional(),
+  })
+  .superRefine((devnet, ctx) => {
+    const seen = new Set<string>();
+    devnet.networks?.forEach((network, i) => {
+      if (seen.has(network.name)) {
+        ctx.addIssue({
+          code: "custom",
+          path: ["networks", i, "name"],
+          message: `duplicate devnet network name ${network.name}`,
+        });
+      }
+      seen.add(network.name);
+    });
+  });
+export type DevnetConfig = z.output<typeof devnetSchema>;

@@ -1,0 +1,67 @@
+import express from "express";
+import type { NextFunction, Request, Response, Router } from "express";
+import type { Devnet } from "./devnet.js";
+import { DevnetInputError } from "./errors.js";
+import { parseFault } from "./faults.js";
+
+/**
+ * Devnet admin routes, mounted on the admin port by `lightfleet up` and `lightfleet devnet`:
+ *   GET  /devnet/status          nodes, heads and faults
+ *   POST /devnet/faults/:node    {"kind": "lag"|"stall"|"fork"|"kill"|"heal", "blocks"?: N}
+ *   POST /devnet/mine            {"network"?: NAME}: one block now
+ * Errors are JSON {"error": message}: 400 bad input, 404 unknown node or network or route, 500 a failure to act.
+ */
+export function devnetAdminRouter(devnet: Devnet): Router {
+  const router = express.Router();
+  router.use("/devnet", express.json({ limit: "16kb", strict: false }));
+
+  router.get("/devnet/status", (_req, res) => {
+    res.json(devnet.status());
+  });
+
+  router.post("/devnet/faults/:node", async (req: Request<{ node: string }>, res, next) => {
+    try {
+      const fault = parseFault(req.body);
+      await devnet.fault(req.params.node, fault);
+      const node = devnet.status().nodes.find((n) => n.name === req.params.node) ?? null;
+      res.json({ node: req.params.node, applied: fault, status: node });
+    } catch (error) {
+      next(error);
+    }
+  });
+
+  router.post("/devnet/mine", async (req, res, next) => {
+    try {
+      const body: unknown = req.body ?? {};
+      const network = body && typeof body === "object" ? (body as { network?: unknown }).network : undefined;
+      if (network !== undefined && typeof network !== "string") {
+        throw new DevnetInputError("network must be a network name");
+      }
+      await devnet.mine(network);
+      res.json({ networks: devnet.status().networks });
+    } catch (error) {
+      next(error);
+    }
+  });
+
+  router.all("/devnet/{*rest}", (req, res) => {
+    res.status(404).json({ error: `no devnet route ${req.method} ${req.path}` });
+  });
+
+  router.use("/devnet", (error: unknown, _req: Request, res: Response, _next: NextFunction) => {
+    const { status, message } = describeError(error);
+    res.status(status).json({ error: message });
+  });
+  return router;
+}
+
+function describeError(error: unknown): { status: number; message: string } {
+  if (error instanceof DevnetInputError) return { status: error.status, message: error.message };
+  const e = error as { type?: string; status?: number; message?: string };
+  if (e?.type === "entity.parse.failed") return { status: 400, message: "the body is not valid JSON" };
+  if (e?.type === "entity.too.large") return { status: 413, message: "the body is too large" };
+  if (typeof e?.status === "number" && e.status >= 400 && e.status < 500) {
+    return { status: e.status, message: e.message ?? "bad request" };
+  }
+  return { status: 500, message: `the devnet could not do it: ${e?.message ?? String(error)}` };
+}

@@ -1,0 +1,116 @@
+import type { Command } from "commander";
+import { EXIT_CONFIG } from "../cli/fail.js";
+import type { DevnetFlags } from "./devnetOptions.js";
+import { DEFAULT_ADMIN_URL } from "./adminClient.js";
+
+interface RunFlags extends DevnetFlags {
+  config?: string;
+  adminPort?: string;
+  adminHost?: string;
+  logFormat?: "auto" | "json" | "pretty";
+}
+
+const collect = (value: string, previous: string[]) => [...previous, value];
+
+/** `lightfleet devnet` (run a standalone devnet) and its fault commands against a running one. */
+export function registerDevnetCommand(program: Command): void {
+  const devnet = program
+    .command("devnet")
+    .description("local anvil devnet: run one, or inject faults into a running one");
+
+  devnet
+    .command("run", { isDefault: true })
+    .description(
+      "start full (and light) anvil nodes, mine blocks, serve /devnet/* on the admin port; Ctrl-C stops",
+    )
+    .option("--config <file>", "YAML config (its devnet: section, else its networks)")
+    .option("--network <name:chainId>", "a network to run (repeatable; default devnet:31337)", collect, [])
+    .option("--full-nodes <n>", "full nodes per network (default 1)")
+    .option("--light-nodes <n>", "devnet-owned light nodes per network (default 0)")
+    .option("--block-time <duration>", "interval between blocks, 0 = only on POST /devnet/mine (default 2s)")
+    .option("--genesis-timestamp <seconds>", "shared genesis timestamp (default now)")
+    .option("--base-port <port>", "first node port, the next ones follow (default 0: free ports)")
+    .option("--admin-port <port>", "admin port with /devnet/*, /metrics, /healthz (default 9464)")
+    .option("--admin-host <host>", "admin listen address (default 127.0.0.1)")
+    .option("--log-format <format>", "auto | json | pretty")
+    .action(async (flags: RunFlags) => {
+      const { runDevnet } = await import("./runDevnet.js");
+      await reportDevnetErrors(() => runDevnet(flags));
+    });
+
+  const adminOption = [
+    "--admin <url>",
+    "admin endpoint of the running devnet or up",
+    DEFAULT_ADMIN_URL,
+  ] as const;
+  devnet
+    .command("lag")
+    .description("keep NODE BLOCKS blocks behind the head")
+    .argument("<node>")
+    .argument("<blocks>")
+    .option(...adminOption)
+    .action((node: string, blocks: string, opts: { admin: string }) =>
+      injectFault(opts.admin, node, { kind: "lag", blocks }),
+    );
+  const simple: Array<[string, string]> = [
+    ["stall", "stop giving NODE new blocks"],
+    ["fork", "make NODE mine blocks of its own from the next block on"],
+    ["kill", "SIGKILL NODE's process"],
+    ["heal", "undo NODE's fault: catch up, return from a fork, respawn"],
+  ];
+  for (const [kind, description] of simple) {
+    devnet
+      .command(kind)
+      .description(description)
+      .argument("<node>")
+      .option(...adminOption)
+      .action((node: string, opts: { admin: string }) => injectFault(opts.admin, node, { kind }));
+  }
+  devnet
+    .command("status")
+    .description("print the running devnet's networks, nodes, heads and faults")
+    .option(...adminOption)
+    .option("--json", "print the status as JSON")
+    .action(async (opts: { admin: string; json?: boolean }) => {
+      const { requestStatus } = await import("./adminClient.js");
+      const { formatStatus } = await import("./formatStatus.js");
+      await reportDevnetErrors(async () => {
+        const status = await requestStatus(opts.admin);
+        process.stdout.write(opts.json ? `${JSON.stringify(status, null, 2)}\n` : formatStatus(status));
+      });
+    });
+}
+
+async function injectFault(
+  adminUrl: string,
+  node: string,
+  input: { kind: string; blocks?: string },
+): Promise<void> {
+  const { describeFault, parseFault } = await import("./faults.js");
+  const { requestFault } = await import("./adminClient.js");
+  await reportDevnetErrors(async () => {
+    const fault = parseFault(input);
+    const result = await requestFault(adminUrl, node, fault);
+    const head = result.status?.head ? ` (head ${result.status.head.number})` : "";
+    process.stdout.write(`${node}: ${fault.kind === "heal" ? "healed" : describeFault(fault)}${head}\n`);
+  });
+}
+
+/** Bad input and 4xx answers exit 2 (like a bad config), an unreachable or failing devnet 1; one line each. */
+async function reportDevnetErrors(task: () => Promise<void>): Promise<void> {
+  const { DevnetAdminError } = await import("./adminClient.js");
+  const { DevnetInputError } = await import("./errors.js");
+  try {
+    await task();
+  } catch (error) {
+    if (error instanceof DevnetInputError) {
+      process.stderr.write(`lightfleet devnet: ${error.message}\n`);
+      process.exitCode = EXIT_CONFIG;
+    } else if (error instanceof DevnetAdminError) {
+      process.stderr.write(`lightfleet devnet: ${error.message}\n`);
+      process.exitCode = error.status >= 400 && error.status < 500 ? EXIT_CONFIG : 1;
+    } else {
+      throw error;
+    }
+  }
+}
