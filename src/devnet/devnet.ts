@@ -79,7 +79,7 @@ export interface Devnet {
 }
 
 /** How often every node is checked even without new blocks, so a restarted node is replayed promptly. */
-const RECONCILE_INTERVAL_MS = 1_000;
+const RECONCILE_INTERVAL_MS = 500;
 /** Canonical hashes kept per network (for status and the divergence self-check). */
 const KEPT_HASHES = 1_024;
 

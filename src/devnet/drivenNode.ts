@@ -66,6 +66,8 @@ export class DrivenNode {
   private serial: Promise<void> = Promise.resolve();
   private queuedSync: Promise<void> | undefined;
   private verified = false;
+  /** A sync round failed (or the node was killed) since the last successful one. */
+  private lost = false;
   private fork: { snapshotId: string; markerPending: boolean } | undefined;
 
   constructor(
@@ -130,8 +132,8 @@ export class DrivenNode {
       } else if (fault.kind === "kill") {
         this.fault = fault;
         await this.control?.kill();
-        this.reachable = false;
-        this.verified = false;
+        if (!this.owned) await this.awaitDeath();
+        this.markLost("killed");
       } else if (fault.kind === "fork") {
         if (this.fault?.kind !== "fork") {
           // The snapshot lets heal return to the common chain; the marker makes the next block this node's own.
@@ -194,25 +196,55 @@ export class DrivenNode {
   }
 
   private async syncRound(): Promise<void> {
-    const target = this.target();
-    if (this.detached || target === undefined) return;
+    // A stalled or killed node the devnet owns has nothing to do; an attached one is still watched for a restart.
+    if (this.detached || (this.owned && this.target() === undefined)) return;
     try {
       if (!this.verified) await this.verify();
       const height = Number(await this.rpc.call<string>("eth_blockNumber"));
-      if (height < target) await this.runSteps(this.log.replaySteps(height, target));
+      if (
+        !this.owned &&
+        this.fault &&
+        (this.lost || (this.head !== undefined && height < this.head.number))
+      ) {
+        // The fleet restarted it: a fresh process carries none of the old one's fault, as after a real restart.
+        this.logger.info({ node: this.name, fault: this.fault }, "devnet node restarted: fault cleared");
+        this.fault = undefined;
+        this.fork = undefined;
+      }
+      const target = this.target();
+      if (target !== undefined && height < target) await this.runSteps(this.log.replaySteps(height, target));
       const latest = await this.rpc.call<{ number: string; hash: string }>("eth_getBlockByNumber", [
         "latest",
         false,
       ]);
       this.head = { number: Number(latest.number), hash: latest.hash };
       this.reachable = true;
+      this.lost = false;
       this.lastError = undefined;
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
       if (this.reachable) this.logger.warn({ node: this.name, err: message }, "devnet node out of reach");
-      this.reachable = false;
-      this.verified = false;
-      this.lastError = message;
+      this.markLost(message);
+    }
+  }
+
+  private markLost(message: string): void {
+    this.reachable = false;
+    this.lost = true;
+    this.verified = false;
+    this.lastError = message;
+  }
+
+  /** Waits (briefly) until a killed node stops answering, so a late answer is not taken for a restart. */
+  private async awaitDeath(): Promise<void> {
+    const deadline = Date.now() + 3_000;
+    while (Date.now() < deadline) {
+      const alive = await new HttpRpcClient(this.endpoint.httpUrl, 200)
+        .call("eth_chainId")
+        .then(() => true)
+        .catch(() => false);
+      if (!alive) return;
+      await new Promise((resolve) => setTimeout(resolve, 20));
     }
   }
 
