@@ -135,7 +135,7 @@ export class DrivenNode {
         if (!this.owned) await this.awaitDeath();
         this.markLost("killed");
       } else if (fault.kind === "fork") {
-        if (this.fault?.kind !== "fork") {
+        if (!this.fork) {
           // The snapshot lets heal return to the common chain; the marker makes the next block this node's own.
           this.fork = { snapshotId: await this.rpc.call<string>("evm_snapshot"), markerPending: true };
         }
@@ -223,7 +223,8 @@ export class DrivenNode {
       this.lastError = undefined;
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
-      if (this.reachable) this.logger.warn({ node: this.name, err: message }, "devnet node out of reach");
+      if (this.reachable && !this.detached)
+        this.logger.warn({ node: this.name, err: message }, "devnet node out of reach");
       this.markLost(message);
     }
   }

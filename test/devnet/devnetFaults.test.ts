@@ -97,11 +97,17 @@ describe("devnet faults", () => {
     for (const n of [4, 5, 6, 7]) expect(await hashAt(light, n)).not.toBe(await hashAt(full, n));
     // The network head is the common chain's, not the forked node's.
     expect(devnet.head("devnet").hash).toBe(await hashAt(full, 7));
-    await devnet.fault("devnet-light-0", { kind: "heal" });
-    expect(await height(light)).toBe(7);
-    for (const n of [4, 5, 6, 7]) expect(await hashAt(light, n)).toBe(await hashAt(full, n));
+    // Another fault on top, then fork again: heal still returns to the snapshot from before the first fork.
+    await devnet.fault("devnet-light-0", { kind: "stall" });
     await devnet.mine();
-    expect(await hashAt(light, 8)).toBe(await hashAt(full, 8));
+    await devnet.fault("devnet-light-0", { kind: "fork" });
+    await devnet.mine();
+    expect(await hashAt(light, 9)).not.toBe(await hashAt(full, 9));
+    await devnet.fault("devnet-light-0", { kind: "heal" });
+    expect(await height(light)).toBe(9);
+    for (const n of [4, 5, 6, 7, 8, 9]) expect(await hashAt(light, n)).toBe(await hashAt(full, n));
+    await devnet.mine();
+    expect(await hashAt(light, 10)).toBe(await hashAt(full, 10));
   });
 
   it("kill SIGKILLs a devnet-owned node; heal respawns it at the same address and replays it", async () => {
