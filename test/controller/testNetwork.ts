@@ -1,10 +1,9 @@
 import { networkSchema, type NetworkConfig } from "../../src/config/sections/network.js";
-import type { AnvilNode } from "../../src/devnet/anvil.js";
 
 /** A network config for controller tests: short intervals, peers from running anvil nodes. */
 export function testNetwork(
   name: string,
-  peers: ReadonlyArray<AnvilNode>,
+  peers: ReadonlyArray<{ httpUrl: string; wsUrl: string }>,
   health: Record<string, unknown> = {},
   options: { chainId?: number; blockTime?: string; ws?: boolean } = {},
 ): NetworkConfig {

@@ -1,0 +1,143 @@
+import { afterAll, afterEach, describe, expect, it } from "vitest";
+import type { EngineOutput } from "../../src/health/types.js";
+import { startDevnetFleet, type DevnetFleet } from "../support/devnetFleet.js";
+import { commandLine, descendants } from "../support/processTree.js";
+import { waitFor } from "../support/waitFor.js";
+
+const BLOCK_MS = 500;
+const HEALTH = {
+  probeInterval: "200ms",
+  maxLagBlocks: 3,
+  // Lag alone never restarts here, so the lag test sees routing only.
+  restartLagBlocks: 1_000,
+  unhealthyAfter: 2,
+  healthyAfter: 2,
+  stallAfter: "1500ms",
+  restartAfter: "2s",
+  restartBackoffBase: "2s",
+  startupGrace: "20s",
+};
+const NODE = "devnet-light-1";
+
+let current: DevnetFleet | undefined;
+afterEach(async () => {
+  await current?.stop();
+  current = undefined;
+});
+afterAll(() => {
+  const anvils = descendants(process.pid).filter((pid) =>
+    /(^|\/)anvil$/.test(commandLine(pid).split(" ")[0] ?? ""),
+  );
+  expect(anvils, "anvil processes left behind").toEqual([]);
+});
+
+async function healthyFleet(): Promise<DevnetFleet> {
+  current = await startDevnetFleet({ lightNodes: 3, blockTimeMs: BLOCK_MS, health: HEALTH });
+  const fleet = current;
+  await waitFor(() => fleet.routed().length === 3, {
+    what: "all three light nodes routed",
+    timeoutMs: 20_000,
+  });
+  return fleet;
+}
+
+function statusIn(output: EngineOutput, node: string) {
+  return output.nodes.find((n) => n.name === node);
+}
+
+function restartsOf(f: DevnetFleet, node: string) {
+  return f.fleet.members("devnet").find((m) => m.name === node)?.restarts ?? [];
+}
+
+describe("controller on a real devnet", () => {
+  it("takes a lagging node out of routing within unhealthyAfter probes of crossing the threshold, and back after healthyAfter", async () => {
+    const f = await healthyFleet();
+    const from = f.outputs.length;
+    await f.devnet.fault(NODE, { kind: "lag", blocks: 6 });
+    await waitFor(() => !f.routed().includes(NODE), { what: `${NODE} unrouted`, timeoutMs: 10_000 });
+    const rounds = f.outputs.slice(from);
+    const crossed = rounds.findIndex((o) => (statusIn(o, NODE)?.lagBlocks ?? 0) > HEALTH.maxLagBlocks);
+    const unrouted = rounds.findIndex((o) =>
+      o.decisions.some((d) => d.kind === "unroute" && d.node === NODE),
+    );
+    expect(crossed).toBeGreaterThanOrEqual(0);
+    // The round that crosses is the first bad probe; the unhealthyAfter-th bad probe unroutes.
+    expect(unrouted - crossed).toBe(HEALTH.unhealthyAfter - 1);
+    expect(f.stateOf(NODE)).toBe("Lagging");
+    expect(f.routed()).toHaveLength(2);
+
+    const healFrom = f.outputs.length;
+    await f.devnet.fault(NODE, { kind: "heal" });
+    await waitFor(() => f.routed().includes(NODE), { what: `${NODE} routed again`, timeoutMs: 10_000 });
+    const after = f.outputs.slice(healFrom);
+    const good = after.findIndex((o) => statusIn(o, NODE)?.reason === "ok");
+    const routed = after.findIndex((o) => o.decisions.some((d) => d.kind === "route" && d.node === NODE));
+    expect(routed - good).toBe(HEALTH.healthyAfter - 1);
+    expect(restartsOf(f, NODE)).toEqual([]);
+  });
+
+  it("restarts a stalled node after restartAfter; the new incarnation replays to the head and becomes Healthy", async () => {
+    const f = await healthyFleet();
+    const before = f.fleet.members("devnet").find((m) => m.name === NODE)!;
+    const stalledAt = Date.now();
+    await f.devnet.fault(NODE, { kind: "stall" });
+    await waitFor(() => restartsOf(f, NODE).length > 0, { what: "a restart", timeoutMs: 15_000 });
+    const [restart] = restartsOf(f, NODE);
+    expect(restart!.reason).toBe("stall");
+    expect(restart!.at - stalledAt).toBeGreaterThanOrEqual(2_000);
+    await waitFor(() => f.stateOf(NODE) === "Healthy" && f.routed().includes(NODE), {
+      what: `${NODE} Healthy after the restart`,
+      timeoutMs: 15_000,
+    });
+    const after = f.fleet.members("devnet").find((m) => m.name === NODE)!;
+    expect(after.startedAt).toBeGreaterThan(before.startedAt);
+    const head = f.devnet.head("devnet").number;
+    expect(statusIn(f.outputs.at(-1)!, NODE)!.head).toBeGreaterThanOrEqual(head - HEALTH.maxLagBlocks);
+    expect(restartsOf(f, NODE)).toHaveLength(1);
+  });
+
+  it("marks a forked node Diverged", async () => {
+    const f = await healthyFleet();
+    await f.devnet.fault(NODE, { kind: "fork" });
+    await waitFor(() => f.stateOf(NODE) === "Diverged", { what: `${NODE} Diverged`, timeoutMs: 10_000 });
+    const status = statusIn(f.controller.lastOutput("devnet")!, NODE)!;
+    expect(status.reason).toBe("hash-mismatch");
+    expect(status.routed).toBe(false);
+    expect(f.routed()).not.toContain(NODE);
+  });
+
+  it("sees a killed node Unresponsive, then restarts it and routes it again", async () => {
+    const f = await healthyFleet();
+    await f.devnet.fault(NODE, { kind: "kill" });
+    await waitFor(() => f.stateOf(NODE) === "Unresponsive", {
+      what: `${NODE} Unresponsive`,
+      timeoutMs: 10_000,
+    });
+    expect(f.routed()).not.toContain(NODE);
+    await waitFor(() => restartsOf(f, NODE).length > 0, { what: "a restart", timeoutMs: 15_000 });
+    expect(restartsOf(f, NODE)[0]!.reason).toBe("unresponsive");
+    await waitFor(() => f.stateOf(NODE) === "Healthy" && f.routed().includes(NODE), {
+      what: `${NODE} Healthy after the restart`,
+      timeoutMs: 15_000,
+    });
+  });
+
+  it("restarts nothing while the full nodes are down, keeps routing and reports the systemic cause", async () => {
+    const f = await healthyFleet();
+    await f.devnet.fault("devnet-full-0", { kind: "kill" });
+    await f.devnet.fault("devnet-full-1", { kind: "kill" });
+    await waitFor(() => f.controller.lastOutput("devnet")?.systemic?.cause === "no-peer-reachable", {
+      what: "systemic cause",
+      timeoutMs: 10_000,
+    });
+    // Twenty more rounds last beyond restartAfter (2 s): any restart would have been asked for by then.
+    const rounds = f.outputs.length;
+    await waitFor(() => f.outputs.length >= rounds + 20, { what: "twenty more rounds", timeoutMs: 15_000 });
+    expect(f.controller.lastOutput("devnet")?.systemic?.cause).toBe("no-peer-reachable");
+    for (const member of f.fleet.members("devnet")) expect(member.restarts).toEqual([]);
+    expect(f.routed()).toHaveLength(3);
+    expect(await f.registry.metrics()).toContain(
+      'lightfleet_pool_systemic_failure{network="devnet",cause="no-peer-reachable"} 1',
+    );
+  });
+});

@@ -1,0 +1,112 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Controller } from "../../src/controller/controller.js";
+import type { Devnet } from "../../src/devnet/devnet.js";
+import { ProcessFleet } from "../../src/fleet/process/processFleet.js";
+import type { EngineOutput } from "../../src/health/types.js";
+import { silentLogger, type Logger } from "../../src/log/logger.js";
+import { createControllerMetrics } from "../../src/metrics/controllerMetrics.js";
+import { createRegistry } from "../../src/metrics/registry.js";
+import { testNetwork } from "../controller/testNetwork.js";
+import { startTestDevnet } from "./devnet.js";
+
+/** A light node as `up` runs it on the devnet: an empty anvil from the shared genesis, mined only by the driver. */
+export const ANVIL_LIGHT_NODE = [
+  "{anvil}",
+  "--port",
+  "{port}",
+  "--chain-id",
+  "{chainId}",
+  "--timestamp",
+  "{genesisTimestamp}",
+  "--no-mining",
+];
+
+export interface DevnetFleetOptions {
+  lightNodes: number;
+  fullNodes?: number;
+  blockTimeMs: number;
+  health?: Record<string, unknown>;
+  logger?: Logger;
+}
+
+export interface DevnetFleet {
+  devnet: Devnet;
+  fleet: ProcessFleet;
+  controller: Controller;
+  registry: ReturnType<typeof createRegistry>;
+  /** Every round's output, in order. */
+  outputs: EngineOutput[];
+  stateOf(node: string): string | undefined;
+  routed(): string[];
+  stop(): Promise<void>;
+}
+
+/**
+ * What `up` composes, on ephemeral ports: a devnet (network "devnet", chain 31337) whose full nodes are the reserved
+ * peers, a process fleet of light nodes attached to it, and the controller over both. The caller stops it.
+ */
+export async function startDevnetFleet(options: DevnetFleetOptions): Promise<DevnetFleet> {
+  const logger = options.logger ?? silentLogger();
+  const devnet = await startTestDevnet({
+    networks: [{ name: "devnet", chainId: 31_337, fullNodes: options.fullNodes ?? 2 }],
+    blockTimeMs: options.blockTimeMs,
+  });
+  const dataDir = mkdtempSync(join(tmpdir(), "lightfleet-devnet-fleet-"));
+  const fleet = new ProcessFleet({
+    networks: [
+      {
+        name: "devnet",
+        chainId: 31_337,
+        nodes: { command: ANVIL_LIGHT_NODE, replicas: options.lightNodes, basePort: 0, startTimeout: 20_000 },
+      },
+    ],
+    dataDir,
+    logger,
+    placeholders: { genesisTimestamp: String(devnet.genesisTimestamp) },
+    onStarted: (member) => devnet.attach(member),
+    onStopping: (member) => {
+      try {
+        devnet.detach(member.name);
+      } catch {
+        // never attached
+      }
+    },
+  });
+  const registry = createRegistry({ defaultMetrics: false });
+  const outputs: EngineOutput[] = [];
+  let controller: Controller | undefined;
+  const stop = async () => {
+    await controller?.stop();
+    await fleet.stop();
+    await devnet.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  };
+  try {
+    await fleet.start();
+    const peers = devnet.nodes("devnet").filter((n) => n.role === "full");
+    controller = new Controller({
+      networks: [testNetwork("devnet", peers, options.health, { blockTime: `${options.blockTimeMs}ms` })],
+      fleet,
+      logger,
+      metrics: createControllerMetrics(registry),
+      onRound: (_network, output) => void outputs.push(output),
+    });
+    controller.start();
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  const started = controller;
+  return {
+    devnet,
+    fleet,
+    controller: started,
+    registry,
+    outputs,
+    stateOf: (node) => started.lastOutput("devnet")?.nodes.find((n) => n.name === node)?.state,
+    routed: () => fleet.routedMembers("devnet").map((m) => m.name),
+    stop,
+  };
+}
