@@ -31,8 +31,12 @@ afterAll(() => {
   expect(anvils, "anvil processes left behind").toEqual([]);
 });
 
-async function healthyFleet(): Promise<DevnetFleet> {
-  current = await startDevnetFleet({ lightNodes: 3, blockTimeMs: BLOCK_MS, health: HEALTH });
+async function healthyFleet(health: Record<string, unknown> = {}): Promise<DevnetFleet> {
+  current = await startDevnetFleet({
+    lightNodes: 3,
+    blockTimeMs: BLOCK_MS,
+    health: { ...HEALTH, ...health },
+  });
   const fleet = current;
   await waitFor(() => fleet.routed().length === 3, {
     what: "all three light nodes routed",
@@ -51,17 +55,20 @@ function restartsOf(f: DevnetFleet, node: string) {
 
 describe("controller on a real devnet", () => {
   it("takes a lagging node out of routing within unhealthyAfter probes of crossing the threshold, and back after healthyAfter", async () => {
-    const f = await healthyFleet();
+    // A node held back stops climbing for a while: no stall verdict here, only lag.
+    const f = await healthyFleet({ stallAfter: "1m" });
     const from = f.outputs.length;
     await f.devnet.fault(NODE, { kind: "lag", blocks: 6 });
     await waitFor(() => !f.routed().includes(NODE), { what: `${NODE} unrouted`, timeoutMs: 10_000 });
     const rounds = f.outputs.slice(from);
-    const crossed = rounds.findIndex((o) => (statusIn(o, NODE)?.lagBlocks ?? 0) > HEALTH.maxLagBlocks);
+    // Crossing the threshold is the first probe that finds the node too far behind (in blocks, or in seconds of block
+    // timestamps, whichever comes first); the unhealthyAfter-th bad probe in a row unroutes it.
+    const crossed = rounds.findIndex((o) => statusIn(o, NODE)?.reason === "lag");
     const unrouted = rounds.findIndex((o) =>
       o.decisions.some((d) => d.kind === "unroute" && d.node === NODE),
     );
     expect(crossed).toBeGreaterThanOrEqual(0);
-    // The round that crosses is the first bad probe; the unhealthyAfter-th bad probe unroutes.
+    expect(rounds.slice(0, crossed).every((o) => statusIn(o, NODE)?.reason === "ok")).toBe(true);
     expect(unrouted - crossed).toBe(HEALTH.unhealthyAfter - 1);
     expect(f.stateOf(NODE)).toBe("Lagging");
     expect(f.routed()).toHaveLength(2);
