@@ -30,6 +30,19 @@ export function requestFault(adminUrl: string, node: string, fault: Fault): Prom
   });
 }
 
+/** Reorganises a network of a running devnet (`POST /devnet/reorg`). */
+export function requestReorg(
+  adminUrl: string,
+  network: string,
+  depth: number,
+): Promise<{ network: string; depth: number; head: { number: number; hash: string } }> {
+  return call(adminUrl, "/devnet/reorg", {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ network, depth }),
+  });
+}
+
 export function requestStatus(adminUrl: string): Promise<DevnetStatus> {
   return call<DevnetStatus>(adminUrl, "/devnet/status", { method: "GET" });
 }

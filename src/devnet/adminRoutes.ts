@@ -9,6 +9,7 @@ import { parseFault } from "./faults.js";
  *   GET  /devnet/status          nodes, heads and faults
  *   POST /devnet/faults/:node    {"kind": "lag"|"stall"|"fork"|"kill"|"heal", "blocks"?: N}
  *   POST /devnet/mine            {"network"?: NAME}: one block now
+ *   POST /devnet/reorg           {"network": NAME, "depth": N}: replace the newest N blocks
  * Errors are JSON {"error": message}: 400 bad input, 404 unknown node or network or route, 500 a failure to act.
  */
 export function devnetAdminRouter(devnet: Devnet): Router {
@@ -39,6 +40,22 @@ export function devnetAdminRouter(devnet: Devnet): Router {
       }
       await devnet.mine(network);
       res.json({ networks: devnet.status().networks });
+    } catch (error) {
+      next(error);
+    }
+  });
+
+  router.post("/devnet/reorg", async (req, res, next) => {
+    try {
+      const body: unknown = req.body;
+      if (!body || typeof body !== "object" || Array.isArray(body)) {
+        throw new DevnetInputError('expected a JSON object such as {"network": "devnet", "depth": 2}');
+      }
+      const { network, depth } = body as { network?: unknown; depth?: unknown };
+      if (typeof network !== "string") throw new DevnetInputError("network must be a network name");
+      if (typeof depth !== "number") throw new DevnetInputError("depth must be a number of blocks");
+      const head = await devnet.reorg(network, depth);
+      res.json({ network, depth, head });
     } catch (error) {
       next(error);
     }

@@ -67,6 +67,23 @@ export function registerDevnetCommand(program: Command): void {
       .action((node: string, opts: { admin: string }) => injectFault(opts.admin, node, { kind }));
   }
   devnet
+    .command("reorg")
+    .description("replace NETWORK's newest DEPTH blocks on every node by new ones (a chain reorganisation)")
+    .argument("<network>")
+    .argument("<depth>")
+    .option(...adminOption)
+    .action(async (network: string, depth: string, opts: { admin: string }) => {
+      const { requestReorg } = await import("./adminClient.js");
+      const { DevnetInputError } = await import("./errors.js");
+      await reportDevnetErrors(async () => {
+        if (!/^\d+$/.test(depth)) throw new DevnetInputError(`depth must be a whole number (got ${depth})`);
+        const result = await requestReorg(opts.admin, network, Number(depth));
+        process.stdout.write(
+          `${network}: reorganised ${depth} block(s), head ${result.head.number} ${result.head.hash}\n`,
+        );
+      });
+    });
+  devnet
     .command("status")
     .description("print the running devnet's networks, nodes, heads and faults")
     .option(...adminOption)

@@ -69,6 +69,12 @@ export interface Devnet {
   detach(name: string): void;
   fault(name: string, fault: Fault): Promise<void>;
   mine(network?: string): Promise<void>;
+  /**
+   * Replaces the network's newest `depth` blocks on every node by new ones at the same heights (a chain
+   * reorganisation); their transactions move into the first new block. Resolves with the new head once every
+   * reachable node is on the new branch.
+   */
+  reorg(network: string, depth: number): Promise<NodeHead>;
   head(network: string): NodeHead;
   /** Signs and queues a transaction from the funded dev account; it is mined in the network's next block on every node. */
   sendTransaction(network: string, tx: DevTransactionRequest): Promise<SentDevTransaction>;
@@ -80,6 +86,8 @@ export interface Devnet {
 
 /** How often every node is checked even without new blocks, so a restarted node is replayed promptly. */
 const RECONCILE_INTERVAL_MS = 500;
+/** Deepest reorg accepted (far deeper than any real one). */
+export const MAX_REORG_DEPTH = 64;
 /** Canonical hashes kept per network (for status and the divergence self-check). */
 const KEPT_HASHES = 1_024;
 
@@ -255,6 +263,21 @@ class DevnetDriver implements Devnet {
   async mine(network?: string): Promise<void> {
     const selected = network === undefined ? this.networks : [this.network(network)];
     await Promise.all(selected.map((n) => this.produce(n)));
+  }
+
+  async reorg(network: string, depth: number): Promise<NodeHead> {
+    const n = this.network(network);
+    if (!Number.isInteger(depth) || depth < 1 || depth > Math.min(n.log.height, MAX_REORG_DEPTH)) {
+      throw new DevnetInputError(
+        `reorg depth must be a whole number from 1 to ${Math.min(n.log.height, MAX_REORG_DEPTH)} ` +
+          `(the head is ${n.log.height}; got ${JSON.stringify(depth)})`,
+      );
+    }
+    const forkPoint = n.log.reorganise(depth, this.now());
+    for (const height of [...n.hashes.keys()]) if (height > forkPoint) n.hashes.delete(height);
+    this.logger.info({ network, depth, forkPoint }, "devnet reorg");
+    await this.syncNetwork(n);
+    return this.head(network);
   }
 
   head(network: string): NodeHead {

@@ -49,6 +49,9 @@ const ALREADY_KNOWN = /already (known|imported)|known transaction/i;
 /** An address no one uses: setting its balance on one node alone gives that node a block of its own (a fork). */
 const FORK_MARKER_ADDRESS = "0x00000000000000000000000000000000000f04c0";
 
+/** Another unused address: its balance, set in every block of a reorg's new branch, makes that branch new. */
+const REORG_MARKER_ADDRESS = "0x00000000000000000000000000000000000e0e60";
+
 const RPC_TIMEOUT_MS = 10_000;
 
 /**
@@ -68,7 +71,9 @@ export class DrivenNode {
   private verified = false;
   /** A sync round failed (or the node was killed) since the last successful one. */
   private lost = false;
-  private fork: { snapshotId: string; markerPending: boolean } | undefined;
+  private fork: { snapshotId: string; height: number; markerPending: boolean } | undefined;
+  /** The log's reorg epoch this node's blocks are known to match. */
+  private epoch = 0;
 
   constructor(
     readonly endpoint: NodeEndpoint,
@@ -137,7 +142,7 @@ export class DrivenNode {
       } else if (fault.kind === "fork") {
         if (!this.fork) {
           // The snapshot lets heal return to the common chain; the marker makes the next block this node's own.
-          this.fork = { snapshotId: await this.rpc.call<string>("evm_snapshot"), markerPending: true };
+          this.fork = await this.snapshot();
         }
         this.fault = fault;
       } else {
@@ -161,8 +166,28 @@ export class DrivenNode {
     }
   }
 
+  private async snapshot(): Promise<{ snapshotId: string; height: number; markerPending: boolean }> {
+    const height = Number(await this.rpc.call<string>("eth_blockNumber"));
+    return { snapshotId: await this.rpc.call<string>("evm_snapshot"), height, markerPending: true };
+  }
+
   private async revertTo(snapshotId: string): Promise<void> {
     await this.rpc.call("evm_revert", [snapshotId]);
+    await this.restoreBaseFee();
+  }
+
+  /**
+   * Takes the node back to height `to` after a reorg of the log. A forked node whose fork point is gone forks again
+   * from there.
+   */
+  private async rollBack(height: number, to: number): Promise<void> {
+    await this.rpc.call("anvil_rollback", [height - to]);
+    await this.restoreBaseFee();
+    if (this.fork && this.fork.height > to) this.fork = await this.snapshot();
+  }
+
+  /** anvil rewinds blocks and state but not its fee tracker: set the next block's base fee from the new head. */
+  private async restoreBaseFee(): Promise<void> {
     const parent = await this.rpc.call<{ baseFeePerGas: string; gasUsed: string; gasLimit: string }>(
       "eth_getBlockByNumber",
       ["latest", false],
@@ -196,20 +221,29 @@ export class DrivenNode {
   }
 
   private async syncRound(): Promise<void> {
-    // A stalled or killed node the devnet owns has nothing to do; an attached one is still watched for a restart.
-    if (this.detached || (this.owned && this.target() === undefined)) return;
+    // A killed node the devnet owns has nothing to do; an attached one is still watched for a restart.
+    if (this.detached || (this.owned && this.fault?.kind === "kill")) return;
     try {
       if (!this.verified) await this.verify();
-      const height = Number(await this.rpc.call<string>("eth_blockNumber"));
+      const reported = Number(await this.rpc.call<string>("eth_blockNumber"));
       if (
         !this.owned &&
         this.fault &&
-        (this.lost || (this.head !== undefined && height < this.head.number))
+        (this.lost || (this.head !== undefined && reported < this.head.number))
       ) {
         // The fleet restarted it: a fresh process carries none of the old one's fault, as after a real restart.
         this.logger.info({ node: this.name, fault: this.fault }, "devnet node restarted: fault cleared");
         this.fault = undefined;
         this.fork = undefined;
+      }
+      let height = reported;
+      if (this.epoch < this.log.epoch) {
+        const forkPoint = this.log.forkPointSince(this.epoch);
+        if (forkPoint !== undefined && height > forkPoint) {
+          await this.rollBack(height, forkPoint);
+          height = forkPoint;
+        }
+        this.epoch = this.log.epoch;
       }
       const target = this.target();
       if (target !== undefined && height < target) await this.runSteps(this.log.replaySteps(height, target));
@@ -257,6 +291,10 @@ export class DrivenNode {
             if (!(error instanceof RpcError && ALREADY_KNOWN.test(error.message))) throw error;
           });
         }
+        continue;
+      }
+      if (step.kind === "salt") {
+        await this.rpc.call("anvil_setBalance", [REORG_MARKER_ADDRESS, `0x${step.value.toString(16)}`]);
         continue;
       }
       if (this.fork?.markerPending) {

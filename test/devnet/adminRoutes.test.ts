@@ -67,6 +67,31 @@ describe("devnet admin routes", () => {
     expect(((await mined.json()) as DevnetStatus).networks[0]!.head.number).toBe(head + 1);
   });
 
+  it("reorganises a network on request", async () => {
+    await post("/devnet/mine", "{}");
+    const before = devnet.head("devnet");
+    const res = await post("/devnet/reorg", JSON.stringify({ network: "devnet", depth: 1 }));
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { head: { number: number; hash: string } };
+    expect(body).toMatchObject({ network: "devnet", depth: 1, head: { number: before.number } });
+    expect(body.head.hash).not.toBe(before.hash);
+    expect(body.head).toEqual(devnet.head("devnet"));
+    await expectError(await post("/devnet/reorg", "{}"), 400, /network must be a network name/);
+    await expectError(
+      await post("/devnet/reorg", '{"network":"devnet","depth":"1"}'),
+      400,
+      /depth must be a number/,
+    );
+    await expectError(
+      await post("/devnet/reorg", '{"network":"devnet","depth":999}'),
+      400,
+      /reorg depth must be/,
+    );
+    await expectError(await post("/devnet/reorg", '{"network":"nope","depth":1}'), 404, /no devnet network/);
+    await expectError(await post("/devnet/reorg", "[]"), 400, /JSON object/);
+    expect(devnet.head("devnet")).toEqual(body.head);
+  });
+
   it("answers bad input with 400 and unknown names with 404, in JSON", async () => {
     await expectError(
       await post("/devnet/faults/nope", '{"kind":"stall"}'),

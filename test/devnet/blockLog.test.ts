@@ -44,3 +44,52 @@ describe("BlockLog", () => {
     expect(log.replaySteps(5, 100)).toEqual([{ kind: "mine", timestamp: GENESIS + 2, blocks: 1 }]);
   });
 });
+
+describe("BlockLog.reorganise", () => {
+  it("replaces the newest blocks by salted ones at the same heights, moving their transactions to the first", () => {
+    const log = new BlockLog(GENESIS);
+    log.append(at(1));
+    log.addTransaction("0xaa");
+    log.append(at(2));
+    log.append(at(3));
+    log.addTransaction("0xpending");
+    expect(log.reorganise(2, at(4))).toBe(1);
+    expect(log.height).toBe(3);
+    expect(log.epoch).toBe(1);
+    expect(log.block(1)).toEqual({ number: 1, timestamp: GENESIS + 1, rawTransactions: [] });
+    expect(log.block(2)).toEqual({
+      number: 2,
+      timestamp: GENESIS + 4,
+      rawTransactions: ["0xaa"],
+      reorgSalt: 1,
+    });
+    expect(log.block(3)).toEqual({ number: 3, timestamp: GENESIS + 4, rawTransactions: [], reorgSalt: 1 });
+    expect(log.pendingTransactions).toEqual(["0xpending"]);
+    expect(log.replaySteps(1, 3)).toEqual([
+      { kind: "salt", value: 1 },
+      { kind: "send", rawTransactions: ["0xaa"] },
+      { kind: "mine", timestamp: GENESIS + 4, blocks: 1 },
+      { kind: "salt", value: 1 },
+      { kind: "mine", timestamp: GENESIS + 4, blocks: 1 },
+    ]);
+  });
+
+  it("tells a node last consistent at an epoch how far down its blocks still hold", () => {
+    const log = new BlockLog(GENESIS);
+    for (let i = 0; i < 10; i++) log.append(at(i));
+    expect(log.forkPointSince(0)).toBeUndefined();
+    log.reorganise(2, at(20));
+    log.reorganise(5, at(21));
+    log.reorganise(1, at(22));
+    expect(log.forkPointSince(0)).toBe(5);
+    expect(log.forkPointSince(2)).toBe(9);
+    expect(log.forkPointSince(3)).toBeUndefined();
+  });
+
+  it("refuses depths beyond the chain", () => {
+    const log = new BlockLog(GENESIS);
+    log.append(at(1));
+    expect(() => log.reorganise(2, at(2))).toThrow(/from 1 to the height 1/);
+    expect(() => log.reorganise(0, at(2))).toThrow(RangeError);
+  });
+});

@@ -71,6 +71,10 @@ describe("lightfleet devnet", () => {
     const shown = await runCli(["devnet", "status", "--admin", devnet.adminUrl]);
     expect(shown.stdout).toMatch(/^alpha \(chain 1001\): head 3 0x/);
 
+    const reorg = await runCli(["devnet", "reorg", "alpha", "2", "--admin", devnet.adminUrl]);
+    expect(reorg.code).toBe(0);
+    expect(reorg.stdout).toMatch(/^alpha: reorganised 2 block\(s\), head 3 0x[0-9a-f]{64}\n$/);
+
     const unknown = await runCli(["devnet", "stall", "nope", "--admin", devnet.adminUrl]);
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toBe(

@@ -1,0 +1,100 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { startAnvil } from "../../src/devnet/anvil.js";
+import type { Devnet } from "../../src/devnet/devnet.js";
+import { HttpRpcClient } from "../../src/rpc/httpRpcClient.js";
+import { startTestDevnet } from "../support/devnet.js";
+
+const cleanup: Array<() => unknown> = [];
+afterEach(async () => {
+  for (const fn of cleanup.splice(0).reverse()) await fn();
+});
+
+const rpc = (url: string) => new HttpRpcClient(url, 3_000);
+
+async function chain(url: string): Promise<string[]> {
+  const client = rpc(url);
+  const top = Number(await client.call<string>("eth_blockNumber"));
+  const hashes: string[] = [];
+  for (let n = 0; n <= top; n++) {
+    hashes.push(
+      (await client.call<{ hash: string }>("eth_getBlockByNumber", [`0x${n.toString(16)}`, false])).hash,
+    );
+  }
+  return hashes;
+}
+
+async function mineTimes(devnet: Devnet, count: number): Promise<void> {
+  for (let i = 0; i < count; i++) await devnet.mine();
+}
+
+describe("devnet reorg", () => {
+  it("replaces the newest blocks on every node by a new branch at the same heights", async () => {
+    const devnet = await startTestDevnet({
+      networks: [{ name: "devnet", chainId: 31_337, fullNodes: 2, lightNodes: 2 }],
+    });
+    const emitter = await devnet.deployLogEmitter("devnet");
+    await devnet.mine();
+    await mineTimes(devnet, 2);
+    const sent = await devnet.sendTransaction("devnet", { to: emitter.contractAddress, data: "0xbeef" });
+    await mineTimes(devnet, 3);
+    const urls = devnet.nodes().map((n) => n.httpUrl);
+    const before = await chain(urls[0]!);
+    expect(before).toHaveLength(7);
+    await devnet.fault("devnet-light-1", { kind: "stall" });
+
+    const head = await devnet.reorg("devnet", 3);
+    expect(head.number).toBe(6);
+    const after = await chain(urls[0]!);
+    expect(after.slice(0, 4)).toEqual(before.slice(0, 4));
+    for (const n of [4, 5, 6]) expect(after[n]).not.toBe(before[n]);
+    expect(head.hash).toBe(after[6]);
+    for (const url of urls.slice(1, 3)) expect(await chain(url)).toEqual(after);
+    // The stalled node lost its old branch too and waits at the fork point.
+    expect(await chain(urls[3]!)).toEqual(after.slice(0, 4));
+
+    // The transaction of the replaced block 4 is in the new block 4, with its log, on every node.
+    for (const url of urls.slice(0, 3)) {
+      const receipt = await rpc(url).call<{ blockNumber: string; blockHash: string; logs: unknown[] }>(
+        "eth_getTransactionReceipt",
+        [sent.hash],
+      );
+      expect(receipt).toMatchObject({ blockNumber: "0x4", blockHash: after[4] });
+      expect(receipt.logs).toHaveLength(1);
+    }
+
+    await devnet.fault("devnet-light-1", { kind: "heal" });
+    await devnet.mine();
+    const extended = await chain(urls[0]!);
+    for (const url of urls.slice(1)) expect(await chain(url)).toEqual(extended);
+    expect(extended.slice(0, 7)).toEqual(after);
+  });
+
+  it("replays the new branch to nodes that were away: killed, or attached later", async () => {
+    const devnet = await startTestDevnet({ networks: [{ name: "devnet", chainId: 31_337, lightNodes: 1 }] });
+    await mineTimes(devnet, 5);
+    await devnet.fault("devnet-light-0", { kind: "kill" });
+    await devnet.reorg("devnet", 2);
+    await devnet.fault("devnet-light-0", { kind: "heal" });
+    const full = await chain(devnet.nodes()[0]!.httpUrl);
+    expect(await chain(devnet.nodes()[1]!.httpUrl)).toEqual(full);
+    const late = await startAnvil({
+      name: "late",
+      chainId: 31_337,
+      timestamp: devnet.genesisTimestamp,
+      noMining: true,
+    });
+    cleanup.push(() => late.stop());
+    await devnet.attach({ name: "late", network: "devnet", httpUrl: late.httpUrl });
+    expect(await chain(late.httpUrl)).toEqual(full);
+  });
+
+  it("refuses depths beyond the chain or the limit", async () => {
+    const devnet = await startTestDevnet();
+    await mineTimes(devnet, 2);
+    await expect(devnet.reorg("devnet", 3)).rejects.toThrow(/from 1 to 2 \(the head is 2; got 3\)/);
+    await expect(devnet.reorg("devnet", 0)).rejects.toThrow(/whole number/);
+    await expect(devnet.reorg("devnet", 1.5)).rejects.toThrow(/whole number/);
+    await expect(devnet.reorg("nope", 1)).rejects.toThrow(/no devnet network named nope/);
+    expect(devnet.head("devnet").number).toBe(2);
+  });
+});
