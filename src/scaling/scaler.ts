@@ -1,0 +1,185 @@
+import { schedule, type ScheduledTask } from "node-cron";
+import type { ScalingConfig } from "../config/sections/scaling.js";
+import type { Fleet } from "../fleet/fleet.js";
+import type { EngineOutput } from "../health/types.js";
+import type { Logger } from "../log/logger.js";
+import type { ScalingHoldCause, ScalingMetrics } from "../metrics/scalingMetrics.js";
+import { decideScale, type ScaleDecision, type ScalingMemory } from "./decideScale.js";
+import { errorMessage } from "./errorMessage.js";
+import type { RateReading, RateSource } from "./rateReading.js";
+import { describeConflicts, type ScalingConflict } from "./scalingConflicts.js";
+
+export interface ScalerNetwork {
+  name: string;
+  scaling: ScalingConfig;
+}
+
+export interface ScalerOptions {
+  networks: ReadonlyArray<ScalerNetwork>;
+  /** Carries out sizes (process fleet in `up`, the workload's scale subresource in Kubernetes). */
+  fleet: Pick<Fleet, "members" | "scale">;
+  /** The pool's size now; by default the fleet's member count. */
+  currentReplicas?: (network: string) => number | Promise<number>;
+  /** The request-rate source of a network (see createRateSources). */
+  source: (network: string) => RateSource;
+  /** Other autoscalers that target the pool's workload (Kubernetes); while there is one, nothing is applied. */
+  conflicts?: (network: string) => Promise<ReadonlyArray<ScalingConflict>>;
+  clock: () => number;
+  logger: Logger;
+  metrics?: ScalingMetrics;
+}
+
+/** The outcome of one scaling round of a pool: for the pool status (desiredReplicas, rate, reason) and Events. */
+export interface ScalingStatus extends ScaleDecision {
+  network: string;
+  at: number;
+  /** The pool's size before this round. */
+  current: number;
+  /** Whether `replicas` was asked of the fleet this round (false on a hold, a conflict or a failed call). */
+  applied: boolean;
+  /** Set while another autoscaler owns the workload (or it could not be checked). */
+  conflict?: string;
+}
+
+/**
+ * Scales each pool on its request rate, once per controller round: reads the rate, asks decideScale, and sets the
+ * fleet's size. Keeps the algorithm's memory per pool; level-based, so a failed scale call is simply decided again
+ * next round.
+ */
+export class Scaler {
+  private readonly networks = new Map<string, ScalerNetwork>();
+  private readonly memory = new Map<string, ScalingMemory>();
+  private readonly statuses = new Map<string, ScalingStatus>();
+  private readonly logged = new Map<string, string>();
+
+  constructor(private readonly options: ScalerOptions) {
+    for (const network of options.networks) this.networks.set(network.name, network);
+  }
+
+  /** The last round's outcome of a pool. */
+  status(network: string): ScalingStatus | undefined {
+    return this.statuses.get(network);
+  }
+
+  /** One round of a pool, after the health engine's round (its node states and systemic cause). */
+  async round(
+    network: string,
+    engine: Pick<EngineOutput, "nodes" | "systemic">,
+  ): Promise<ScalingStatus | undefined> {
+    const config = this.networks.get(network);
+    if (!config?.scaling.enabled) return undefined;
+    const { fleet, metrics, clock } = this.options;
+    const source = this.options.source(network);
+    const [rate, current, conflict] = await Promise.all([
+      source.read(network),
+      Promise.resolve(this.options.currentReplicas?.(network) ?? fleet.members(network).length),
+      this.checkConflicts(network),
+    ]);
+    if (!rate.ok && rate.failed) metrics?.recordSourceError(network, source.kind);
+
+    let starting = 0;
+    let healthy = 0;
+    for (const node of engine.nodes) {
+      if (node.state === "Starting") starting++;
+      else if (node.state === "Healthy") healthy++;
+    }
+    const now = clock();
+    const decision = decideScale({
+      now,
+      params: config.scaling,
+      current,
+      rate,
+      pool: { starting, healthy, ...(engine.systemic ? { systemic: engine.systemic } : {}) },
+      previous: this.memory.get(network),
+    });
+    this.memory.set(network, decision.memory);
+
+    let applied = false;
+    let reason = decision.reason;
+    if (conflict !== undefined) {
+      reason = `${conflict} (lightfleet would keep ${decision.replicas}: ${decision.reason})`;
+    } else if (decision.replicas !== current) {
+      try {
+        await fleet.scale(network, decision.replicas);
+        applied = true;
+        metrics?.recordScale(network, decision.replicas > current ? "up" : "down");
+      } catch (error) {
+        reason = `${decision.reason}; scaling failed: ${errorMessage(error)}`;
+      }
+    }
+    const held: ScalingHoldCause | undefined = conflict !== undefined ? "conflict" : decision.held;
+    metrics?.observe(network, {
+      ...(rate.ok ? { rate: rate.requestsPerSecond } : {}),
+      desired: decision.desired,
+      floor: decision.floor,
+      ...(held ? { held } : {}),
+    });
+    const status: ScalingStatus = {
+      ...decision,
+      reason,
+      network,
+      at: now,
+      current,
+      applied,
+      ...(conflict !== undefined ? { conflict } : {}),
+    };
+    this.statuses.set(network, status);
+    this.log(status, rate);
+    return status;
+  }
+
+  /**
+   * Schedules a round request at every start and end of every cron floor (node-cron, in the floor's time zone), so a
+   * floor takes effect on the minute even between controller rounds. Returns a function that stops the schedules.
+   */
+  scheduleCronFloors(onFloorChange: (network: string) => void): () => void {
+    const tasks: ScheduledTask[] = [];
+    for (const { name, scaling } of this.networks.values()) {
+      if (!scaling.enabled) continue;
+      for (const floor of scaling.cronFloors) {
+        for (const expression of [floor.start, floor.end]) {
+          tasks.push(
+            schedule(expression, () => onFloorChange(name), {
+              timezone: floor.timezone,
+              name: `lightfleet-floor-${name}-${tasks.length}`,
+              suppressMissedWarning: true,
+              unref: true,
+            }),
+          );
+        }
+      }
+    }
+    return () => {
+      for (const task of tasks) void task.destroy();
+    };
+  }
+
+  private async checkConflicts(network: string): Promise<string | undefined> {
+    if (!this.options.conflicts) return undefined;
+    try {
+      const conflicts = await this.options.conflicts(network);
+      return conflicts.length > 0 ? describeConflicts(conflicts) : undefined;
+    } catch (error) {
+      return `could not check for other autoscalers (${errorMessage(error)}); not scaling`;
+    }
+  }
+
+  /** Logs every change, and a hold only when its cause or size differs from the last line logged. */
+  private log(status: ScalingStatus, rate: RateReading): void {
+    const { logger } = this.options;
+    const key = `${status.change}:${status.held ?? ""}:${status.conflict ?? ""}:${status.replicas}`;
+    if (status.change === "hold" && this.logged.get(status.network) === key) return;
+    this.logged.set(status.network, key);
+    const fields = {
+      network: status.network,
+      from: status.current,
+      to: status.replicas,
+      desired: status.desired,
+      rate: rate.ok ? rate.requestsPerSecond : null,
+      applied: status.applied,
+      why: status.reason,
+    };
+    if (status.conflict !== undefined || (!rate.ok && rate.failed)) logger.warn(fields, "scaling decision");
+    else logger.info(fields, "scaling decision");
+  }
+}

@@ -1,0 +1,231 @@
+import { Registry } from "prom-client";
+import { describe, expect, it } from "vitest";
+import { scalingSchema } from "../../src/config/sections/scaling.js";
+import type { EngineOutput, NodeState, NodeStatus } from "../../src/health/types.js";
+import { createLogger } from "../../src/log/logger.js";
+import { createScalingMetrics } from "../../src/metrics/scalingMetrics.js";
+import { createRateSources } from "../../src/scaling/createRateSources.js";
+import { Scaler } from "../../src/scaling/scaler.js";
+import type { ScalingConflict } from "../../src/scaling/scalingConflicts.js";
+import { waitFor } from "../support/waitFor.js";
+
+function engine(
+  states: NodeState[],
+  systemic?: EngineOutput["systemic"],
+): Pick<EngineOutput, "nodes" | "systemic"> {
+  const nodes: NodeStatus[] = states.map((state, i) => ({
+    name: `light-${i}`,
+    state,
+    routed: state === "Healthy",
+    message: state,
+    since: 0,
+  }));
+  return { nodes, ...(systemic ? { systemic } : {}) };
+}
+
+/** A pool of `replicas` nodes whose size follows every scale call, unless `refuse` is set. */
+function setup(
+  options: { scaling?: Record<string, unknown>; conflicts?: () => Promise<ScalingConflict[]> } = {},
+) {
+  const totals = new Map<string, number>();
+  let now = 1_000_000;
+  let replicas = 1;
+  let refuse: string | undefined;
+  const scaleCalls: number[] = [];
+  const lines: Array<Record<string, unknown>> = [];
+  const logger = createLogger({ level: "info", format: "json" }, {
+    write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>),
+  } as never);
+  const registry = new Registry();
+  const networks = [{ name: "mainnet", scaling: scalingSchema.parse(options.scaling ?? {}) }];
+  const scaler = new Scaler({
+    networks,
+    fleet: {
+      members: () => [],
+      scale: async (_network, n) => {
+        scaleCalls.push(n);
+        if (refuse) throw new Error(refuse);
+        replicas = n;
+      },
+    },
+    currentReplicas: () => replicas,
+    source: createRateSources(networks, { clock: () => now, gateway: { requestTotals: () => totals } }),
+    ...(options.conflicts ? { conflicts: options.conflicts } : {}),
+    clock: () => now,
+    logger,
+    metrics: createScalingMetrics(registry),
+  });
+  return {
+    scaler,
+    registry,
+    lines,
+    scaleCalls,
+    serve: (n: number) => totals.set("mainnet", (totals.get("mainnet") ?? 0) + n),
+    advance: (ms: number) => (now += ms),
+    get replicas() {
+      return replicas;
+    },
+    refuse: (message: string | undefined) => (refuse = message),
+  };
+}
+
+async function metric(
+  registry: Registry,
+  name: string,
+  labels = 'network="mainnet"',
+): Promise<number | undefined> {
+  const line = (await registry.metrics()).split("\n").find((l) => l.startsWith(`${name}{${labels}}`));
+  return line === undefined ? undefined : Number(line.split(" ").at(-1));
+}
+
+describe("Scaler", () => {
+  it("scales the fleet on the in-process gateway's counters and exports the decision", async () => {
+    const t = setup();
+    const first = await t.scaler.round("mainnet", engine(["Healthy"]));
+    expect(first).toMatchObject({ change: "hold", held: "rate-unavailable", applied: false });
+    expect(first!.reason).toContain("warming up");
+    expect(
+      await metric(
+        t.registry,
+        "lightfleet_scaling_source_errors_total",
+        'network="mainnet",source="gateway"',
+      ),
+    ).toBe(undefined);
+
+    t.serve(2_000);
+    t.advance(10_000);
+    const second = await t.scaler.round("mainnet", engine(["Healthy"]));
+    expect(second).toMatchObject({
+      change: "up",
+      current: 1,
+      replicas: 4,
+      desired: 4,
+      rate: 200,
+      applied: true,
+    });
+    expect(t.replicas).toBe(4);
+    expect(await metric(t.registry, "lightfleet_pool_request_rate")).toBe(200);
+    expect(await metric(t.registry, "lightfleet_pool_desired_replicas")).toBe(4);
+    expect(await metric(t.registry, "lightfleet_pool_min_replicas")).toBe(1);
+    expect(
+      await metric(t.registry, "lightfleet_pool_scale_events_total", 'network="mainnet",direction="up"'),
+    ).toBe(1);
+    expect(t.lines.at(-1)).toMatchObject({
+      msg: "scaling decision",
+      network: "mainnet",
+      from: 1,
+      to: 4,
+      rate: 200,
+    });
+    expect(t.scaler.status("mainnet")).toBe(second);
+  });
+
+  it("holds in a systemic failure and says so", async () => {
+    const t = setup();
+    await t.scaler.round("mainnet", engine(["Healthy"]));
+    t.serve(5_000);
+    t.advance(10_000);
+    const status = await t.scaler.round(
+      "mainnet",
+      engine(["Lagging"], { cause: "no-peer-reachable", message: "no reserved peer answers" }),
+    );
+    expect(status).toMatchObject({ change: "hold", held: "systemic-failure", replicas: 1 });
+    expect(t.scaleCalls).toEqual([]);
+    expect(
+      await metric(t.registry, "lightfleet_pool_scaling_held", 'network="mainnet",cause="systemic-failure"'),
+    ).toBe(1);
+  });
+
+  it("counts and reports a failing source, and removes the stale rate", async () => {
+    const t = setup({
+      scaling: { source: { type: "prometheus", url: "http://127.0.0.1:1", timeout: "1s" } },
+    });
+    const status = await t.scaler.round("mainnet", engine(["Healthy"]));
+    expect(status).toMatchObject({ held: "rate-unavailable", change: "hold" });
+    expect(status!.reason).toMatch(
+      /^request rate unavailable \(Prometheus query failed: .*\): no scale-down; holding 1$/,
+    );
+    expect(
+      await metric(
+        t.registry,
+        "lightfleet_scaling_source_errors_total",
+        'network="mainnet",source="prometheus"',
+      ),
+    ).toBe(1);
+    expect(await metric(t.registry, "lightfleet_pool_request_rate")).toBeUndefined();
+    expect(t.lines.at(-1)).toMatchObject({ level: 40, msg: "scaling decision" });
+  });
+
+  it("leaves the pool to another autoscaler, and to nobody when it cannot tell", async () => {
+    let conflicts: ScalingConflict[] | Error = [{ kind: "ScaledObject", name: "mainnet-nodes" }];
+    const t = setup({
+      conflicts: () => (conflicts instanceof Error ? Promise.reject(conflicts) : Promise.resolve(conflicts)),
+    });
+    await t.scaler.round("mainnet", engine(["Healthy"]));
+    t.serve(5_000);
+    t.advance(10_000);
+    const status = await t.scaler.round("mainnet", engine(["Healthy"]));
+    expect(status).toMatchObject({ applied: false, replicas: 5, desired: 10 });
+    expect(status!.conflict).toBe(
+      "ScaledObject mainnet-nodes scales this workload; lightfleet leaves scaling to it",
+    );
+    expect(t.scaleCalls).toEqual([]);
+    expect(
+      await metric(t.registry, "lightfleet_pool_scaling_held", 'network="mainnet",cause="conflict"'),
+    ).toBe(1);
+    // The desired size is still exported: a KEDA ScaledObject may scale on it.
+    expect(await metric(t.registry, "lightfleet_pool_desired_replicas")).toBe(10);
+
+    conflicts = new Error("horizontalpodautoscalers is forbidden");
+    const unknown = await t.scaler.round("mainnet", engine(["Healthy"]));
+    expect(unknown!.conflict).toBe(
+      "could not check for other autoscalers (horizontalpodautoscalers is forbidden); not scaling",
+    );
+    expect(t.scaleCalls).toEqual([]);
+
+    conflicts = [];
+    await t.scaler.round("mainnet", engine(["Healthy"]));
+    expect(t.scaleCalls).toEqual([5]);
+  });
+
+  it("reports a failed scale call and asks again next round", async () => {
+    const t = setup();
+    await t.scaler.round("mainnet", engine(["Healthy"]));
+    t.serve(1_000);
+    t.advance(10_000);
+    t.refuse("statefulsets.apps mainnet is forbidden");
+    const failed = await t.scaler.round("mainnet", engine(["Healthy"]));
+    expect(failed).toMatchObject({ applied: false, replicas: 2 });
+    expect(failed!.reason).toContain("scaling failed: statefulsets.apps mainnet is forbidden");
+    t.refuse(undefined);
+    t.serve(1_000);
+    t.advance(10_000);
+    expect(await t.scaler.round("mainnet", engine(["Healthy"]))).toMatchObject({
+      applied: true,
+      replicas: 2,
+    });
+    expect(t.scaleCalls).toEqual([2, 2]);
+  });
+
+  it("does nothing for a pool with scaling disabled", async () => {
+    const t = setup({ scaling: { enabled: false } });
+    expect(await t.scaler.round("mainnet", engine(["Healthy"]))).toBeUndefined();
+    expect(await metric(t.registry, "lightfleet_pool_desired_replicas")).toBeUndefined();
+  });
+
+  it("asks for a round when a cron floor starts or ends (node-cron, in the floor's time zone)", async () => {
+    const t = setup({
+      scaling: {
+        cronFloors: [{ start: "* * * * * *", end: "30 3 1 1 *", timezone: "Asia/Tokyo", minReplicas: 2 }],
+      },
+    });
+    const asked: string[] = [];
+    const stop = t.scaler.scheduleCronFloors((network) => asked.push(network));
+    try {
+      await waitFor(() => asked.length > 0, { timeoutMs: 5_000, what: "a floor change" });
+      expect(asked[0]).toBe("mainnet");
+    } finally {
+      stop();
+    }
+  });
+});
