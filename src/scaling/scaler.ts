@@ -35,7 +35,7 @@ export interface ScalingStatus extends ScaleDecision {
   at: number;
   /** The pool's size before this round. */
   current: number;
-  /** Whether `replicas` was asked of the fleet this round (false on a hold, a conflict or a failed call). */
+  /** Whether `replicas` was asked of the fleet this round (false on a hold, when disabled, on a conflict or a failed call). */
   applied: boolean;
   /** Set while another autoscaler owns the workload (or it could not be checked). */
   conflict?: string;
@@ -61,19 +61,22 @@ export class Scaler {
     return this.statuses.get(network);
   }
 
-  /** One round of a pool, after the health engine's round (its node states and systemic cause). */
+  /**
+   * One round of a pool, after the health engine's round (its node states and systemic cause). A pool with
+   * `scaling.enabled: false` is evaluated and exported (for KEDA or an HPA to use) but never resized.
+   */
   async round(
     network: string,
     engine: Pick<EngineOutput, "nodes" | "systemic">,
   ): Promise<ScalingStatus | undefined> {
     const config = this.networks.get(network);
-    if (!config?.scaling.enabled) return undefined;
+    if (!config) return undefined;
     const { fleet, metrics, clock } = this.options;
     const source = this.options.source(network);
     const [rate, current, conflict] = await Promise.all([
       source.read(network),
       Promise.resolve(this.options.currentReplicas?.(network) ?? fleet.members(network).length),
-      this.checkConflicts(network),
+      config.scaling.enabled ? this.checkConflicts(network) : undefined,
     ]);
     if (!rate.ok && rate.failed) metrics?.recordSourceError(network, source.kind);
 
@@ -96,7 +99,9 @@ export class Scaler {
 
     let applied = false;
     let reason = decision.reason;
-    if (conflict !== undefined) {
+    if (!config.scaling.enabled) {
+      reason = `scaling disabled (lightfleet would keep ${decision.replicas}: ${decision.reason})`;
+    } else if (conflict !== undefined) {
       reason = `${conflict} (lightfleet would keep ${decision.replicas}: ${decision.reason})`;
     } else if (decision.replicas !== current) {
       try {
@@ -135,7 +140,6 @@ export class Scaler {
   scheduleCronFloors(onFloorChange: (network: string) => void): () => void {
     const tasks: ScheduledTask[] = [];
     for (const { name, scaling } of this.networks.values()) {
-      if (!scaling.enabled) continue;
       for (const floor of scaling.cronFloors) {
         for (const expression of [floor.start, floor.end]) {
           tasks.push(

@@ -207,10 +207,17 @@ describe("Scaler", () => {
     expect(t.scaleCalls).toEqual([2, 2]);
   });
 
-  it("does nothing for a pool with scaling disabled", async () => {
+  it("evaluates and exports a pool with scaling disabled, but never resizes it", async () => {
     const t = setup({ scaling: { enabled: false } });
-    expect(await t.scaler.round("mainnet", engine(["Healthy"]))).toBeUndefined();
-    expect(await metric(t.registry, "lightfleet_pool_desired_replicas")).toBeUndefined();
+    await t.scaler.round("mainnet", engine(["Healthy"]));
+    t.serve(1_500);
+    t.advance(10_000);
+    const status = await t.scaler.round("mainnet", engine(["Healthy"]));
+    expect(status).toMatchObject({ applied: false, replicas: 3, desired: 3 });
+    expect(status!.reason).toMatch(/^scaling disabled \(lightfleet would keep 3: 150 req\/s needs 3/);
+    expect(t.scaleCalls).toEqual([]);
+    expect(await metric(t.registry, "lightfleet_pool_request_rate")).toBe(150);
+    expect(await metric(t.registry, "lightfleet_pool_desired_replicas")).toBe(3);
   });
 
   it("asks for a round when a cron floor starts or ends (node-cron, in the floor's time zone)", async () => {

@@ -91,7 +91,12 @@ app.kubernetes.io/component: {{ .component }}
 {{- define "lightfleet.config" -}}
 {{- $networks := list }}
 {{- range .Values.networks }}
-{{- $networks = append $networks (include "lightfleet.configNetwork" . | fromYaml) }}
+{{- $network := include "lightfleet.configNetwork" . | fromYaml }}
+{{- if ne $.Values.autoscaling.mode "controller" }}
+{{- /* Another autoscaler (or nobody) sizes the pools; the controller still exports the rate and desired size. */}}
+{{- $_ := set $network "scaling" (merge (dict "enabled" false) (default dict $network.scaling)) }}
+{{- end }}
+{{- $networks = append $networks $network }}
 {{- end }}
 {{- $base := dict
   "dataDir" "/data"

@@ -1,4 +1,4 @@
-{{/* The controller's API calls: pods and their readiness condition, evictions, scaling, pools, nodes, events, leases. */}}
+{{/* The controller's API calls: pods and their readiness condition, evictions, scaling (and the HPAs and KEDA ScaledObjects it must not fight), pools, nodes, events, leases. */}}
 {{- define "lightfleet.rules.controller" -}}
 - apiGroups: [""]
   resources: [pods]
@@ -12,6 +12,12 @@
 - apiGroups: [apps]
   resources: [statefulsets/scale, deployments/scale]
   verbs: [get, patch, update]
+- apiGroups: [autoscaling]
+  resources: [horizontalpodautoscalers]
+  verbs: [list]
+- apiGroups: [keda.sh]
+  resources: [scaledobjects]
+  verbs: [list]
 - apiGroups: [lightfleet.io]
   resources: [lightnodepools]
   verbs: [get, list, watch]

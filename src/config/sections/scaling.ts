@@ -72,7 +72,7 @@ export type RateSourceConfig = z.infer<typeof rateSourceSchema>;
 /** Autoscaling of one pool on its request rate (`networks[].scaling:`). Durations are milliseconds once parsed. */
 export const scalingSchema = z
   .strictObject({
-    /** False leaves the pool's size alone (an HPA, KEDA or a person sizes it). */
+    /** False leaves the size to an HPA, KEDA or a person; the rate and the desired size are still exported. */
     enabled: z.boolean().default(true),
     minReplicas: z.number().int().min(0).default(1),
     maxReplicas: z.number().int().min(1).default(10),
