@@ -134,6 +134,17 @@ export class Scaler {
   }
 
   /**
+   * Drops every pool's memory, status and metric series: for a controller that stops leading, so the leader's
+   * numbers are the only ones exported, and a later term starts from the cluster as it is then.
+   */
+  forget(): void {
+    for (const network of this.networks.keys()) this.options.metrics?.forgetNetwork(network);
+    this.memory.clear();
+    this.statuses.clear();
+    this.logged.clear();
+  }
+
+  /**
    * Schedules a round request at every start and end of every cron floor (node-cron, in the floor's time zone), so a
    * floor takes effect on the minute even between controller rounds. Returns a function that stops the schedules.
    */

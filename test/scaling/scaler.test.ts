@@ -118,6 +118,12 @@ describe("Scaler", () => {
       rate: 200,
     });
     expect(t.scaler.status("mainnet")).toBe(second);
+
+    // A controller that stops leading exports nothing stale.
+    t.scaler.forget();
+    expect(t.scaler.status("mainnet")).toBeUndefined();
+    expect(await metric(t.registry, "lightfleet_pool_request_rate")).toBeUndefined();
+    expect(await metric(t.registry, "lightfleet_pool_desired_replicas")).toBeUndefined();
   });
 
   it("holds in a systemic failure and says so", async () => {
