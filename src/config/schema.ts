@@ -32,6 +32,19 @@ export const configSchema = z
         });
       } else seen.set(network.name, i);
     });
+    // With a devnet: section, `up` takes the devnet's full nodes as the reserved peers of the networks it runs.
+    const devnetNetworks = config.devnet
+      ? new Set(config.devnet.networks?.map((n) => n.name) ?? config.networks.map((n) => n.name))
+      : new Set<string>();
+    config.networks.forEach((network, i) => {
+      if (network.reservedPeers.length === 0 && !devnetNetworks.has(network.name)) {
+        ctx.addIssue({
+          code: "custom",
+          path: ["networks", i, "reservedPeers"],
+          message: "needs at least one reserved full-node peer (or a devnet: section that runs this network)",
+        });
+      }
+    });
     const defaults = config.networks.filter((n) => n.gateway.default);
     if (defaults.length > 1) {
       ctx.addIssue({

@@ -27,8 +27,11 @@ export const networkSchema = z
     chainId: z.number().int().positive().optional(),
     /** Target block interval; from the preset, else 12s. */
     blockTime: duration.optional(),
-    /** The operator's full nodes: the reference every light node is compared with. */
-    reservedPeers: z.array(peerSchema).min(1, "needs at least one reserved full-node peer"),
+    /**
+     * The operator's full nodes: the reference every light node is compared with. At least one, unless the config's
+     * devnet runs this network (its full nodes are then the peers; see schema.ts).
+     */
+    reservedPeers: z.array(peerSchema).default([]),
     health: healthSchema.prefault({}),
     gateway: networkGatewaySchema.prefault({}),
     scaling: scalingSchema.prefault({}),

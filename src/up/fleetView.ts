@@ -1,0 +1,76 @@
+import type { EngineOutput, NodeState } from "../health/types.js";
+
+const STATE_COLORS: Record<NodeState, number> = {
+  Healthy: 32,
+  Starting: 36,
+  Restarting: 36,
+  Lagging: 33,
+  Unresponsive: 31,
+  Diverged: 31,
+  CrashLoop: 35,
+};
+
+export interface FleetViewOptions {
+  write: (line: string) => void;
+  /** ANSI colours for states (on a terminal). */
+  color?: boolean;
+  clock?: () => number;
+  /** A pool summary is printed when it changes, and at least this often. */
+  summaryEveryMs?: number;
+}
+
+/**
+ * The readable view of `up` on a terminal: one line per state transition, restart and systemic change, and a pool
+ * summary line when the pool's figures change (or every half minute), instead of a stream of JSON logs.
+ */
+export class FleetView {
+  private readonly summaries = new Map<string, { key: string; at: number }>();
+  private readonly systemic = new Map<string, string | undefined>();
+  private readonly clock: () => number;
+
+  constructor(private readonly options: FleetViewOptions) {
+    this.clock = options.clock ?? Date.now;
+  }
+
+  onRound(network: string, output: EngineOutput): void {
+    const width = Math.max(network.length, ...output.nodes.map((n) => n.name.length));
+    for (const decision of output.decisions) {
+      if (decision.kind === "transition") {
+        const from = decision.from ? this.paint(decision.from) : "new";
+        this.options.write(
+          `${decision.node.padEnd(width)}  ${from} -> ${this.paint(decision.to)}  (${decision.message})`,
+        );
+      } else if (decision.kind === "restart") {
+        this.options.write(`${decision.node.padEnd(width)}  restart (${decision.reason})`);
+      }
+    }
+    const cause = output.systemic?.cause;
+    if (cause !== this.systemic.get(network)) {
+      this.systemic.set(network, cause);
+      this.options.write(
+        cause
+          ? `${network.padEnd(width)}  SYSTEMIC ${cause}: no restarts, routing kept (${output.systemic!.message})`
+          : `${network.padEnd(width)}  systemic failure over`,
+      );
+    }
+    this.summarize(network, output, width);
+  }
+
+  private summarize(network: string, output: EngineOutput, width: number): void {
+    const healthy = output.nodes.filter((n) => n.state === "Healthy").length;
+    const routed = output.nodes.filter((n) => n.routed).map((n) => n.name);
+    const key = `${healthy}/${output.nodes.length}|${routed.join(",")}|${output.systemic?.cause ?? ""}`;
+    const now = this.clock();
+    const last = this.summaries.get(network);
+    if (last && last.key === key && now - last.at < (this.options.summaryEveryMs ?? 30_000)) return;
+    this.summaries.set(network, { key, at: now });
+    const head = output.reference ? `head ${output.reference.number}` : "no reference head";
+    this.options.write(
+      `${network.padEnd(width)}  ${head}  ${healthy}/${output.nodes.length} healthy  routed: ${routed.join(" ") || "none"}`,
+    );
+  }
+
+  private paint(state: NodeState): string {
+    return this.options.color ? `\u001b[${STATE_COLORS[state]}m${state}\u001b[0m` : state;
+  }
+}

@@ -1,0 +1,71 @@
+import { describe, expect, it } from "vitest";
+import type { EngineOutput, NodeStatus } from "../../src/health/types.js";
+import { FleetView } from "../../src/up/fleetView.js";
+
+function status(name: string, state: NodeStatus["state"], routed: boolean): NodeStatus {
+  return { name, state, routed, message: "", since: 0 };
+}
+
+function output(nodes: NodeStatus[], extra: Partial<EngineOutput> = {}): EngineOutput {
+  return {
+    state: {},
+    nodes,
+    decisions: [],
+    reference: { number: 120, hash: "0xa", timestamp: 1, seenAt: 0, peers: ["full-0"] },
+    ...extra,
+  };
+}
+
+describe("FleetView", () => {
+  it("prints one line per transition and restart, and a pool summary when its figures change", () => {
+    const lines: string[] = [];
+    let now = 0;
+    const view = new FleetView({ write: (l) => lines.push(l), clock: () => now });
+    const healthy = [status("mainnet-light-0", "Healthy", true), status("mainnet-light-1", "Healthy", true)];
+    view.onRound("mainnet", output(healthy));
+    view.onRound("mainnet", output(healthy));
+    expect(lines).toEqual([
+      "mainnet          head 120  2/2 healthy  routed: mainnet-light-0 mainnet-light-1",
+    ]);
+    lines.length = 0;
+    view.onRound(
+      "mainnet",
+      output([healthy[0]!, status("mainnet-light-1", "Lagging", false)], {
+        decisions: [
+          {
+            kind: "transition",
+            node: "mainnet-light-1",
+            from: "Healthy",
+            to: "Lagging",
+            message: "5 blocks (10 s) behind reference 120",
+          },
+          { kind: "unroute", node: "mainnet-light-1" },
+          { kind: "restart", node: "mainnet-light-1", reason: "lag" },
+        ],
+      }),
+    );
+    expect(lines).toEqual([
+      "mainnet-light-1  Healthy -> Lagging  (5 blocks (10 s) behind reference 120)",
+      "mainnet-light-1  restart (lag)",
+      "mainnet          head 120  1/2 healthy  routed: mainnet-light-0",
+    ]);
+    lines.length = 0;
+    now = 31_000;
+    view.onRound("mainnet", output([healthy[0]!, status("mainnet-light-1", "Lagging", false)]));
+    expect(lines).toHaveLength(1);
+  });
+
+  it("reports a systemic failure once when it starts and once when it ends", () => {
+    const lines: string[] = [];
+    const view = new FleetView({ write: (l) => lines.push(l) });
+    const nodes = [status("a", "Healthy", true)];
+    const systemic = { cause: "no-peer-reachable" as const, message: "no reserved peer is reachable" };
+    view.onRound("sepolia", output(nodes, { systemic }));
+    view.onRound("sepolia", output(nodes, { systemic }));
+    view.onRound("sepolia", output(nodes));
+    expect(lines.filter((l) => l.includes("systemic") || l.includes("SYSTEMIC"))).toEqual([
+      "sepolia  SYSTEMIC no-peer-reachable: no restarts, routing kept (no reserved peer is reachable)",
+      "sepolia  systemic failure over",
+    ]);
+  });
+});

@@ -1,0 +1,138 @@
+import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { commandLine, descendants, isAlive } from "../support/processTree.js";
+import { ROOT, runCli } from "../support/runCli.js";
+import { waitFor } from "../support/waitFor.js";
+
+const cleanup: Array<() => unknown> = [];
+afterEach(async () => {
+  for (const fn of cleanup.splice(0).reverse()) await fn();
+});
+
+const CONFIG = `
+log: { level: info, format: json }
+admin: { host: 127.0.0.1, port: 0 }
+dataDir: DATA_DIR
+devnet:
+  blockTime: 500ms
+  basePort: 0
+  networks: [{ name: alpha, chainId: 31337, fullNodes: 2 }]
+networks:
+  - name: alpha
+    chainId: 31337
+    blockTime: 500ms
+    health: { probeInterval: 200ms, unhealthyAfter: 2, healthyAfter: 2 }
+    nodes:
+      command: ["{anvil}", "--port", "{port}", "--chain-id", "{chainId}", "--timestamp", "{genesisTimestamp}", "--no-mining"]
+      replicas: 2
+`;
+
+function writeConfig(): string {
+  const dir = mkdtempSync(join(tmpdir(), "lightfleet-up-"));
+  cleanup.push(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, "up.yaml");
+  writeFileSync(file, CONFIG.replace("DATA_DIR", join(dir, "data")));
+  return file;
+}
+
+/** `lightfleet up` as its own process (node --import tsx, so the pid is the supervisor itself). */
+function startUp(config: string): {
+  child: ChildProcessWithoutNullStreams;
+  lines: () => Array<Record<string, unknown>>;
+} {
+  const child = spawn(
+    process.execPath,
+    ["--import", "tsx", join(ROOT, "src/cli.ts"), "up", "--config", config],
+    {
+      cwd: ROOT,
+      stdio: ["pipe", "pipe", "pipe"],
+    },
+  );
+  cleanup.push(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+  });
+  let stdout = "";
+  child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on("data", () => undefined);
+  const lines = () =>
+    stdout
+      .split("\n")
+      .filter((l) => l.startsWith("{"))
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+  return { child, lines };
+}
+
+function anvilsUnder(pid: number): number[] {
+  return descendants(pid).filter((p) => /(^|\/)anvil$/.test(commandLine(p).split(" ")[0] ?? ""));
+}
+
+describe("lightfleet up", () => {
+  it("reaches a healthy fleet, serves the admin endpoints and the devnet routes, and stops cleanly on SIGTERM", async () => {
+    const { child, lines } = startUp(writeConfig());
+    const started = await waitFor(() => lines().find((l) => l.msg === "lightfleet up: started"), {
+      what: "up started",
+      timeoutMs: 30_000,
+    });
+    const admin = started.admin as string;
+    await waitFor(
+      async () =>
+        /lightfleet_pool_healthy_nodes\{network="alpha"\} 2/.test(
+          await (await fetch(`${admin}/metrics`)).text(),
+        ),
+      { what: "two healthy light nodes", timeoutMs: 20_000 },
+    );
+    expect((await fetch(`${admin}/readyz`)).status).toBe(200);
+    const devnet = (await (await fetch(`${admin}/devnet/status`)).json()) as {
+      nodes: Array<{ name: string }>;
+    };
+    expect(devnet.nodes.map((n) => n.name).sort()).toEqual([
+      "alpha-full-0",
+      "alpha-full-1",
+      "alpha-light-0",
+      "alpha-light-1",
+    ]);
+    const routed = lines()
+      .filter((l) => l.msg === "node routed")
+      .map((l) => l.node);
+    expect(routed.sort()).toEqual(["alpha-light-0", "alpha-light-1"]);
+
+    const anvils = anvilsUnder(child.pid!);
+    expect(anvils).toHaveLength(4);
+    const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+    child.kill("SIGTERM");
+    expect(await exited).toBe(0);
+    await waitFor(() => anvils.every((pid) => !isAlive(pid)), { what: "every anvil stopped" });
+    expect(lines().at(-1)?.msg).toBe("stopped");
+  });
+
+  it("exits 2 with the problems listed on a bad config", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "lightfleet-up-bad-"));
+    cleanup.push(() => rmSync(dir, { recursive: true, force: true }));
+    const file = join(dir, "bad.yaml");
+    writeFileSync(
+      file,
+      "networks:\n  - name: alpha\n    chainId: 31337\n    nodes: { command: ['{anvil}', '{prot}'] }\n",
+    );
+    const result = await runCli(["up", "--config", file]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain("networks[0].nodes.command[1]: unknown placeholder {prot}");
+    expect(result.stderr).toContain("networks[0].reservedPeers: needs at least one reserved full-node peer");
+    expect(result.stderr).not.toMatch(/\n\s+at /);
+  });
+
+  it("ships an example devnet config that validates without listing reserved peers", async () => {
+    const result = await runCli(["config", "check", join(ROOT, "examples/devnet.yaml")]);
+    expect(result.stderr).toBe("");
+    expect(result.stdout).toContain("ok (networks: mainnet (chain 1), sepolia (chain 11155111))");
+    expect(result.code).toBe(0);
+  });
+
+  it("exits 2 on a bad flag", async () => {
+    const result = await runCli(["up", "--admin-port", "99999"]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain("must be a port number");
+  });
+});
