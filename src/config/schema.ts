@@ -41,7 +41,9 @@ export const configSchema = z
         ctx.addIssue({
           code: "custom",
           path: ["networks", i, "reservedPeers"],
-          message: "needs at least one reserved full-node peer (or a devnet: section that runs this network)",
+          message: network.reservedPeersGiven
+            ? "needs at least one reserved full-node peer (or a devnet: section that runs this network)"
+            : "is required",
         });
       }
     });

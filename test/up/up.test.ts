@@ -119,7 +119,7 @@ describe("lightfleet up", () => {
     const result = await runCli(["up", "--config", file]);
     expect(result.code).toBe(2);
     expect(result.stderr).toContain("networks[0].nodes.command[1]: unknown placeholder {prot}");
-    expect(result.stderr).toContain("networks[0].reservedPeers: needs at least one reserved full-node peer");
+    expect(result.stderr).toContain("networks[0].reservedPeers: is required");
     expect(result.stderr).not.toMatch(/\n\s+at /);
   });
 

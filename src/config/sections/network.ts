@@ -31,7 +31,7 @@ export const networkSchema = z
      * The operator's full nodes: the reference every light node is compared with. At least one, unless the config's
      * devnet runs this network (its full nodes are then the peers; see schema.ts).
      */
-    reservedPeers: z.array(peerSchema).default([]),
+    reservedPeers: z.array(peerSchema).optional(),
     health: healthSchema.prefault({}),
     gateway: networkGatewaySchema.prefault({}),
     scaling: scalingSchema.prefault({}),
@@ -63,7 +63,7 @@ export const networkSchema = z
       });
     }
     const names = new Set<string>();
-    network.reservedPeers.forEach((peer, i) => {
+    network.reservedPeers?.forEach((peer, i) => {
       if (names.has(peer.name)) {
         ctx.addIssue({
           code: "custom",
@@ -79,6 +79,8 @@ export const networkSchema = z
     const blockTimeMs = network.blockTime ?? preset?.blockTimeMs ?? 12_000;
     return {
       ...network,
+      reservedPeers: network.reservedPeers ?? [],
+      reservedPeersGiven: network.reservedPeers !== undefined,
       chainId: network.chainId ?? preset?.chainId ?? 0,
       blockTimeMs,
       health: {
