@@ -37,7 +37,8 @@ export const configSchema = z
       ? new Set(config.devnet.networks?.map((n) => n.name) ?? config.networks.map((n) => n.name))
       : new Set<string>();
     config.networks.forEach((network, i) => {
-      if (network.reservedPeers.length === 0 && !devnetNetworks.has(network.name)) {
+      // Runs on partly invalid input too (zod reports every problem at once), so nothing here is taken for granted.
+      if ((network.reservedPeers?.length ?? 0) === 0 && !devnetNetworks.has(network.name)) {
         ctx.addIssue({
           code: "custom",
           path: ["networks", i, "reservedPeers"],
