@@ -1,6 +1,5 @@
 import type { Logger } from "../log/logger.js";
 import { silentLogger } from "../log/logger.js";
-import { stopChild } from "../process/spawnChild.js";
 import type { AnvilNode } from "./anvil.js";
 import { startAnvil } from "./anvil.js";
 import { BlockLog } from "./blockLog.js";
@@ -11,6 +10,7 @@ import { DrivenNode } from "./drivenNode.js";
 import { DevnetInputError, DevnetNotFoundError } from "./errors.js";
 import type { Fault } from "./faults.js";
 import { fullNodeProduces, parseFault } from "./faults.js";
+import { genesisHashOf, ownedControl } from "./ownedAnvil.js";
 
 export type { NodeEndpoint, NodeHead, DrivenNodeStatus };
 
@@ -385,48 +385,6 @@ class DevnetDriver implements Devnet {
     }
     return found;
   }
-}
-
-/** Kill and respawn of a devnet-owned anvil: the new process listens on the same port, so URLs stay valid. */
-function ownedControl(
-  first: AnvilNode,
-  spawn: { chainId: number; timestamp: number; logger: Logger },
-): NodeProcessControl {
-  let current = first;
-  const alive = () => current.process.exitCode === null && current.process.signalCode === null;
-  const kill = async () => {
-    if (!alive()) return;
-    const exited = new Promise((resolve) => current.process.once("exit", resolve));
-    current.process.kill("SIGKILL");
-    await exited;
-  };
-  return {
-    pid: () => (alive() ? current.process.pid : undefined),
-    kill,
-    respawn: async () => {
-      await kill();
-      current = await startAnvil({
-        name: first.name,
-        chainId: spawn.chainId,
-        timestamp: spawn.timestamp,
-        port: first.port,
-        noMining: true,
-        logger: spawn.logger,
-      });
-    },
-    stop: () => stopChild(current.process, 1_000),
-  };
-}
-
-async function genesisHashOf(anvil: AnvilNode): Promise<string> {
-  const response = await fetch(anvil.httpUrl, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_getBlockByNumber", params: ["0x0", false] }),
-  });
-  const body = (await response.json()) as { result?: { hash: string } };
-  if (!body.result) throw new Error(`${anvil.name}: no genesis block`);
-  return body.result.hash;
 }
 
 function validateOptions(options: StartDevnetOptions): void {

@@ -111,7 +111,10 @@ export class DrivenNode {
     return round;
   }
 
-  /** First contact: the node must be on this network's chain, from this devnet's genesis. Throws otherwise. */
+  /**
+   * First contact (again after every loss): the node must be on this network's chain, from this devnet's genesis.
+   * Throws otherwise.
+   */
   async verify(): Promise<void> {
     const chainId = Number(await this.rpc.call<string>("eth_chainId"));
     if (chainId !== this.chainId) {
@@ -126,6 +129,9 @@ export class DrivenNode {
         );
       }
     }
+    // Without it, the later blocks of one `evm_mine {timestamp, blocks}` call take the wall clock's second, which can
+    // tick during the call; with it, they all get the given timestamp, as the log says.
+    await this.rpc.call("anvil_setBlockTimestampInterval", [0]);
     this.verified = true;
   }
 
