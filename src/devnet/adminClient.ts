@@ -43,6 +43,15 @@ export function requestReorg(
   });
 }
 
+/** Mines one block now on one or every network of a running devnet (`POST /devnet/mine`). */
+export function requestMine(adminUrl: string, network?: string): Promise<Pick<DevnetStatus, "networks">> {
+  return call(adminUrl, "/devnet/mine", {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(network === undefined ? {} : { network }),
+  });
+}
+
 export function requestStatus(adminUrl: string): Promise<DevnetStatus> {
   return call<DevnetStatus>(adminUrl, "/devnet/status", { method: "GET" });
 }

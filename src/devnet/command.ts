@@ -84,6 +84,19 @@ export function registerDevnetCommand(program: Command): void {
       });
     });
   devnet
+    .command("mine")
+    .description("mine one block now on NETWORK, or on every network")
+    .argument("[network]")
+    .option(...adminOption)
+    .action(async (network: string | undefined, opts: { admin: string }) => {
+      const { requestMine } = await import("./adminClient.js");
+      await reportDevnetErrors(async () => {
+        const result = await requestMine(opts.admin, network);
+        for (const n of result.networks)
+          process.stdout.write(`${n.name}: head ${n.head.number} ${n.head.hash}\n`);
+      });
+    });
+  devnet
     .command("status")
     .description("print the running devnet's networks, nodes, heads and faults")
     .option(...adminOption)

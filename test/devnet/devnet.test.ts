@@ -1,16 +1,24 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { startAnvil } from "../../src/devnet/anvil.js";
 import type { Devnet } from "../../src/devnet/devnet.js";
 import { startDevnet } from "../../src/devnet/devnet.js";
 import { LOG_EMITTER_TOPIC } from "../../src/devnet/devTransactions.js";
 import { HttpRpcClient } from "../../src/rpc/httpRpcClient.js";
-import { anvilChildren, devnetPids, expectProcessesGone, startTestDevnet } from "../support/devnet.js";
+import {
+  anvilChildren,
+  devnetPids,
+  expectNoAnvilLeft,
+  expectProcessesGone,
+  startTestDevnet,
+} from "../support/devnet.js";
 import { waitFor } from "../support/waitFor.js";
 
 const cleanup: Array<() => unknown> = [];
 afterEach(async () => {
   for (const fn of cleanup.splice(0).reverse()) await fn();
 });
+// Every test stopped what it started: no anvil of this file may outlive it.
+afterAll(() => expectNoAnvilLeft());
 
 function rpc(url: string): HttpRpcClient {
   return new HttpRpcClient(url, 5_000);

@@ -62,7 +62,10 @@ describe("lightfleet devnet", () => {
 
     const lag = await runCli(["devnet", "lag", "alpha-light-0", "2", "--admin", devnet.adminUrl]);
     expect(lag).toMatchObject({ code: 0, stdout: "alpha-light-0: lag 2 (head 0)\n" });
-    for (let i = 0; i < 3; i++) await fetch(`${devnet.adminUrl}/devnet/mine`, { method: "POST" });
+    for (let i = 1; i <= 3; i++) {
+      const mined = await runCli(["devnet", "mine", "--admin", devnet.adminUrl]);
+      expect(mined.stdout).toMatch(new RegExp(`^alpha: head ${i} 0x[0-9a-f]{64}\n$`));
+    }
     const lagging = (await status(devnet.adminUrl)).nodes.find((n) => n.name === "alpha-light-0")!;
     expect(lagging).toMatchObject({ fault: { kind: "lag", blocks: 2 }, head: { number: 1 } });
 
@@ -80,6 +83,11 @@ describe("lightfleet devnet", () => {
     expect(unknown.stderr).toBe(
       "lightfleet devnet: no devnet node named nope (nodes: alpha-full-0, alpha-light-0)\n",
     );
+    const unknownNetwork = await runCli(["devnet", "mine", "beta", "--admin", devnet.adminUrl]);
+    expect(unknownNetwork).toMatchObject({
+      code: 2,
+      stderr: "lightfleet devnet: no devnet network named beta (networks: alpha)\n",
+    });
     const badBlocks = await runCli(["devnet", "lag", "alpha-light-0", "many", "--admin", devnet.adminUrl]);
     expect(badBlocks.code).toBe(2);
     expect(badBlocks.stderr).toMatch(/lag needs blocks, a whole number/);

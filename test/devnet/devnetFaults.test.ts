@@ -1,15 +1,17 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { startAnvil } from "../../src/devnet/anvil.js";
 import type { Devnet } from "../../src/devnet/devnet.js";
 import { DevnetInputError, DevnetNotFoundError } from "../../src/devnet/errors.js";
 import { HttpRpcClient } from "../../src/rpc/httpRpcClient.js";
-import { expectProcessesGone, processAlive, startTestDevnet } from "../support/devnet.js";
+import { expectNoAnvilLeft, expectProcessesGone, processAlive, startTestDevnet } from "../support/devnet.js";
 import { waitFor } from "../support/waitFor.js";
 
 const cleanup: Array<() => unknown> = [];
 afterEach(async () => {
   for (const fn of cleanup.splice(0).reverse()) await fn();
 });
+// Every test stopped what it started: no anvil of this file may outlive it.
+afterAll(() => expectNoAnvilLeft());
 
 const rpc = (url: string) => new HttpRpcClient(url, 3_000);
 

@@ -1,13 +1,15 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { startAnvil } from "../../src/devnet/anvil.js";
 import type { Devnet } from "../../src/devnet/devnet.js";
 import { HttpRpcClient } from "../../src/rpc/httpRpcClient.js";
-import { startTestDevnet } from "../support/devnet.js";
+import { expectNoAnvilLeft, startTestDevnet } from "../support/devnet.js";
 
 const cleanup: Array<() => unknown> = [];
 afterEach(async () => {
   for (const fn of cleanup.splice(0).reverse()) await fn();
 });
+// Every test stopped what it started: no anvil of this file may outlive it.
+afterAll(() => expectNoAnvilLeft());
 
 const rpc = (url: string) => new HttpRpcClient(url, 3_000);
 

@@ -74,6 +74,14 @@ export function anvilChildren(parentPid = process.pid): number[] {
   return pids;
 }
 
+/** Fails naming any anvil child of this process still running (call it once everything should be stopped). */
+export async function expectNoAnvilLeft(timeoutMs = 10_000): Promise<void> {
+  await waitFor(() => anvilChildren().length === 0, {
+    timeoutMs,
+    what: `anvil processes ${anvilChildren().join(", ")} to exit`,
+  });
+}
+
 /** Waits until none of the given processes is alive; fails naming the survivors. */
 export async function expectProcessesGone(pids: number[], timeoutMs = 10_000): Promise<void> {
   await waitFor(() => pids.every((pid) => !processAlive(pid)), {
