@@ -4,6 +4,8 @@ import type { Controller } from "../controller/controller.js";
 import type { Devnet } from "../devnet/devnet.js";
 import type { ProcessFleet } from "../fleet/process/processFleet.js";
 import type { Logger } from "../log/logger.js";
+import type { Scaler } from "../scaling/scaler.js";
+import type { RequestCounters } from "../scaling/sources/inProcessGatewaySource.js";
 import type { Registry } from "prom-client";
 
 /** `lightfleet up` flags that components may honour. */
@@ -29,6 +31,9 @@ export interface UpContext {
   devnet?: Devnet;
   fleet?: ProcessFleet;
   controller?: Controller;
+  /** The public RPC gateway; its request counters feed the autoscaler. */
+  gateway?: RequestCounters;
+  scaler?: Scaler;
 }
 
 /** A line of the start-up banner: what serves where. */
