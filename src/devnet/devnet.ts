@@ -1,3 +1,4 @@
+import { dnsLabel } from "../config/sections/network.js";
 import type { Logger } from "../log/logger.js";
 import { silentLogger } from "../log/logger.js";
 import type { AnvilNode } from "./anvil.js";
@@ -392,7 +393,7 @@ function validateOptions(options: StartDevnetOptions): void {
   if (options.networks.length === 0) problems.push("at least one network is needed");
   const names = new Set<string>();
   for (const network of options.networks) {
-    if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(network.name)) {
+    if (!dnsLabel.safeParse(network.name).success) {
       problems.push(
         `network name ${JSON.stringify(network.name)} must be lower-case letters, digits and '-'`,
       );

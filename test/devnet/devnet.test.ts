@@ -1,6 +1,4 @@
-import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { startAnvil } from "../../src/devnet/anvil.js";
-import type { Devnet } from "../../src/devnet/devnet.js";
+import { afterAll, describe, expect, it } from "vitest";
 import { startDevnet } from "../../src/devnet/devnet.js";
 import { LOG_EMITTER_TOPIC } from "../../src/devnet/devTransactions.js";
 import { HttpRpcClient } from "../../src/rpc/httpRpcClient.js";
@@ -9,14 +7,11 @@ import {
   devnetPids,
   expectNoAnvilLeft,
   expectProcessesGone,
+  startGenesisAnvil,
   startTestDevnet,
 } from "../support/devnet.js";
 import { waitFor } from "../support/waitFor.js";
 
-const cleanup: Array<() => unknown> = [];
-afterEach(async () => {
-  for (const fn of cleanup.splice(0).reverse()) await fn();
-});
 // Every test stopped what it started: no anvil of this file may outlive it.
 afterAll(() => expectNoAnvilLeft());
 
@@ -39,22 +34,6 @@ async function hashes(url: string, upTo: number): Promise<string[]> {
 
 async function height(url: string): Promise<number> {
   return Number(await rpc(url).call<string>("eth_blockNumber"));
-}
-
-/** A separately started anvil, as the fleet would start a light node for the devnet to attach. */
-async function externalNode(
-  devnet: Devnet,
-  name: string,
-  options: { chainId?: number; timestamp?: number } = {},
-) {
-  const node = await startAnvil({
-    name,
-    chainId: options.chainId ?? 31_337,
-    timestamp: options.timestamp ?? devnet.genesisTimestamp,
-    noMining: true,
-  });
-  cleanup.push(() => node.stop());
-  return node;
 }
 
 describe("devnet block driver", () => {
@@ -117,7 +96,7 @@ describe("devnet block driver", () => {
   it("replays an attached node from genesis to the head, then mirrors every new block", async () => {
     const devnet = await startTestDevnet();
     for (let i = 0; i < 40; i++) await devnet.mine();
-    const fresh = await externalNode(devnet, "attached-0");
+    const fresh = await startGenesisAnvil(devnet, "attached-0");
     expect(await height(fresh.httpUrl)).toBe(0);
     await devnet.attach({ name: "attached-0", network: "devnet", httpUrl: fresh.httpUrl });
     const full = devnet.nodes("devnet")[0]!;
@@ -134,18 +113,11 @@ describe("devnet block driver", () => {
 
   it("replays a node restarted empty behind the driver's back", async () => {
     const devnet = await startTestDevnet();
-    const first = await externalNode(devnet, "restarting");
+    const first = await startGenesisAnvil(devnet, "restarting");
     await devnet.attach({ name: "restarting", network: "devnet", httpUrl: first.httpUrl });
     for (let i = 0; i < 5; i++) await devnet.mine();
     await first.stop();
-    const second = await startAnvil({
-      name: "restarting",
-      chainId: 31_337,
-      timestamp: devnet.genesisTimestamp,
-      port: first.port,
-      noMining: true,
-    });
-    cleanup.push(() => second.stop());
+    const second = await startGenesisAnvil(devnet, "restarting", { port: first.port });
     await waitFor(async () => (await height(second.httpUrl)) === 5, { what: "replay of the restarted node" });
     expect(await hashes(second.httpUrl, 5)).toEqual(await hashes(devnet.nodes()[0]!.httpUrl, 5));
   });
@@ -160,7 +132,7 @@ describe("devnet block driver", () => {
     });
     await devnet.mine();
     await devnet.mine();
-    const late = await externalNode(devnet, "late");
+    const late = await startGenesisAnvil(devnet, "late");
     await devnet.attach({ name: "late", network: "devnet", httpUrl: late.httpUrl });
     const results = [];
     for (const node of devnet.nodes()) {
@@ -186,13 +158,13 @@ describe("devnet block driver", () => {
 
   it("refuses to attach a node from another genesis or chain, or under a taken name", async () => {
     const devnet = await startTestDevnet();
-    const otherGenesis = await externalNode(devnet, "other-genesis", {
+    const otherGenesis = await startGenesisAnvil(devnet, "other-genesis", {
       timestamp: devnet.genesisTimestamp - 100,
     });
     await expect(
       devnet.attach({ name: "x", network: "devnet", httpUrl: otherGenesis.httpUrl }),
     ).rejects.toThrow(/genesis/);
-    const otherChain = await externalNode(devnet, "other-chain", { chainId: 5 });
+    const otherChain = await startGenesisAnvil(devnet, "other-chain", { chainId: 5 });
     await expect(
       devnet.attach({ name: "y", network: "devnet", httpUrl: otherChain.httpUrl }),
     ).rejects.toThrow(/chain id 5, expected 31337/);

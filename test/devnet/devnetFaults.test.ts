@@ -1,15 +1,16 @@
-import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { startAnvil } from "../../src/devnet/anvil.js";
+import { afterAll, describe, expect, it } from "vitest";
 import type { Devnet } from "../../src/devnet/devnet.js";
 import { DevnetInputError, DevnetNotFoundError } from "../../src/devnet/errors.js";
 import { HttpRpcClient } from "../../src/rpc/httpRpcClient.js";
-import { expectNoAnvilLeft, expectProcessesGone, processAlive, startTestDevnet } from "../support/devnet.js";
+import {
+  expectNoAnvilLeft,
+  expectProcessesGone,
+  processAlive,
+  startGenesisAnvil,
+  startTestDevnet,
+} from "../support/devnet.js";
 import { waitFor } from "../support/waitFor.js";
 
-const cleanup: Array<() => unknown> = [];
-afterEach(async () => {
-  for (const fn of cleanup.splice(0).reverse()) await fn();
-});
 // Every test stopped what it started: no anvil of this file may outlive it.
 afterAll(() => expectNoAnvilLeft());
 
@@ -29,19 +30,6 @@ async function hashAt(url: string, n: number): Promise<string | undefined> {
 
 async function mineTimes(devnet: Devnet, count: number): Promise<void> {
   for (let i = 0; i < count; i++) await devnet.mine();
-}
-
-/** A fresh anvil where an attached node was, as a fleet restarts a member. */
-async function restartOnSamePort(devnet: Devnet, port: number) {
-  const node = await startAnvil({
-    name: "ext",
-    chainId: 31_337,
-    timestamp: devnet.genesisTimestamp,
-    port,
-    noMining: true,
-  });
-  cleanup.push(() => node.stop());
-  return node;
 }
 
 function url(devnet: Devnet, name: string): string {
@@ -168,13 +156,7 @@ describe("devnet faults", () => {
 
   it("kill of an attached node calls its kill function; without one it is refused", async () => {
     const devnet = await startTestDevnet();
-    const node = await startAnvil({
-      name: "ext",
-      chainId: 31_337,
-      timestamp: devnet.genesisTimestamp,
-      noMining: true,
-    });
-    cleanup.push(() => node.stop());
+    const node = await startGenesisAnvil(devnet, "ext");
     await devnet.attach({ name: "ext", network: "devnet", httpUrl: node.httpUrl });
     await expect(devnet.fault("ext", { kind: "kill" })).rejects.toThrow(DevnetInputError);
     devnet.detach("ext");
@@ -195,7 +177,7 @@ describe("devnet faults", () => {
     expect(nodeStatus(devnet, "ext")).toMatchObject({ fault: { kind: "kill" }, reachable: false });
     await devnet.mine();
     // The fleet restarts it on the same port: the devnet replays it and the fault is over.
-    const restarted = await restartOnSamePort(devnet, node.port);
+    const restarted = await startGenesisAnvil(devnet, "ext", { port: node.port });
     await waitFor(async () => (await height(restarted.httpUrl)) === 2, { what: "replay after the restart" });
     expect(await hashAt(restarted.httpUrl, 2)).toBe(devnet.head("devnet").hash);
     await waitFor(() => nodeStatus(devnet, "ext").fault === null, { what: "the fault to clear" });
@@ -203,20 +185,14 @@ describe("devnet faults", () => {
 
   it("an attached node restarted by its fleet loses its stall or fork and is replayed", async () => {
     const devnet = await startTestDevnet();
-    const first = await startAnvil({
-      name: "ext",
-      chainId: 31_337,
-      timestamp: devnet.genesisTimestamp,
-      noMining: true,
-    });
-    cleanup.push(() => first.stop());
+    const first = await startGenesisAnvil(devnet, "ext");
     await devnet.attach({ name: "ext", network: "devnet", httpUrl: first.httpUrl });
     await devnet.mine();
     await devnet.fault("ext", { kind: "stall" });
     await mineTimes(devnet, 3);
     expect(await height(first.httpUrl)).toBe(1);
     await first.stop();
-    const second = await restartOnSamePort(devnet, first.port);
+    const second = await startGenesisAnvil(devnet, "ext", { port: first.port });
     await waitFor(async () => (await height(second.httpUrl)) === 4, { what: "replay of the restarted node" });
     expect(nodeStatus(devnet, "ext").fault).toBeNull();
 
@@ -224,7 +200,7 @@ describe("devnet faults", () => {
     await mineTimes(devnet, 2);
     expect(await hashAt(second.httpUrl, 6)).not.toBe(devnet.head("devnet").hash);
     await second.stop();
-    const third = await restartOnSamePort(devnet, first.port);
+    const third = await startGenesisAnvil(devnet, "ext", { port: first.port });
     await waitFor(async () => (await hashAt(third.httpUrl, 6)) === devnet.head("devnet").hash, {
       what: "the restarted node back on the common chain",
     });

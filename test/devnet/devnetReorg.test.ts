@@ -1,13 +1,8 @@
-import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { startAnvil } from "../../src/devnet/anvil.js";
+import { afterAll, describe, expect, it } from "vitest";
 import type { Devnet } from "../../src/devnet/devnet.js";
 import { HttpRpcClient } from "../../src/rpc/httpRpcClient.js";
-import { expectNoAnvilLeft, startTestDevnet } from "../support/devnet.js";
+import { expectNoAnvilLeft, startGenesisAnvil, startTestDevnet } from "../support/devnet.js";
 
-const cleanup: Array<() => unknown> = [];
-afterEach(async () => {
-  for (const fn of cleanup.splice(0).reverse()) await fn();
-});
 // Every test stopped what it started: no anvil of this file may outlive it.
 afterAll(() => expectNoAnvilLeft());
 
@@ -79,13 +74,7 @@ describe("devnet reorg", () => {
     await devnet.fault("devnet-light-0", { kind: "heal" });
     const full = await chain(devnet.nodes()[0]!.httpUrl);
     expect(await chain(devnet.nodes()[1]!.httpUrl)).toEqual(full);
-    const late = await startAnvil({
-      name: "late",
-      chainId: 31_337,
-      timestamp: devnet.genesisTimestamp,
-      noMining: true,
-    });
-    cleanup.push(() => late.stop());
+    const late = await startGenesisAnvil(devnet, "late");
     await devnet.attach({ name: "late", network: "devnet", httpUrl: late.httpUrl });
     expect(await chain(late.httpUrl)).toEqual(full);
   });

@@ -1,5 +1,7 @@
 import { readFileSync, readdirSync } from "node:fs";
 import { afterAll, onTestFinished } from "vitest";
+import type { AnvilNode } from "../../src/devnet/anvil.js";
+import { startAnvil } from "../../src/devnet/anvil.js";
 import type { Devnet, StartDevnetOptions } from "../../src/devnet/devnet.js";
 import { startDevnet } from "../../src/devnet/devnet.js";
 import { waitFor } from "./waitFor.js";
@@ -37,6 +39,26 @@ export async function startTestDevnet(options: TestDevnetOptions = {}): Promise<
     // Not inside a test: the afterAll above stops it.
   }
   return devnet;
+}
+
+/**
+ * A fresh anvil from the devnet's genesis (same timestamp, chain id 31337 unless told), as a fleet starts a light node
+ * for the devnet to attach; stopped when the test finishes. Other options make nodes the devnet must refuse.
+ */
+export async function startGenesisAnvil(
+  devnet: Devnet,
+  name: string,
+  options: { chainId?: number; timestamp?: number; port?: number } = {},
+): Promise<AnvilNode> {
+  const node = await startAnvil({
+    name,
+    chainId: options.chainId ?? 31_337,
+    timestamp: options.timestamp ?? devnet.genesisTimestamp,
+    port: options.port ?? 0,
+    noMining: true,
+  });
+  onTestFinished(() => node.stop());
+  return node;
 }
 
 /** Pids of the anvil processes the devnet runs now. */

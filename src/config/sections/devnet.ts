@@ -1,11 +1,10 @@
 import { z } from "zod";
 import { duration } from "../duration.js";
+import { dnsLabel } from "./network.js";
 
 const devnetNetworkSchema = z.strictObject({
   /** Also the prefix of its node names: <name>-full-<i>, <name>-light-<i>. */
-  name: z
-    .string()
-    .regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, "must be a DNS label: lower-case letters, digits and '-'"),
+  name: dnsLabel,
   chainId: z.number().int().positive(),
   /** Reserved full-node peers of the network. */
   fullNodes: z.number().int().min(1).max(16).default(1),

@@ -8,7 +8,7 @@ import { processFleetSchema } from "./processFleet.js";
 import { scalingSchema } from "./scaling.js";
 
 /** A DNS label: network names become parts of Kubernetes names, hosts and metric labels. */
-const dnsLabel = z
+export const dnsLabel = z
   .string()
   .regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, "must be a DNS label: lower-case letters, digits and '-'");
 
