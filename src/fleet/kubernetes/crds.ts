@@ -1,0 +1,138 @@
+/**
+ * TypeScript shapes of the lightfleet.io/v1alpha1 custom resources. The schemas that the API server enforces are
+ * charts/lightfleet/crds/*.yaml; tests validate every status the controller writes against them.
+ */
+import type { NodeState, RestartReason } from "../../health/types.js";
+
+export const GROUP = "lightfleet.io";
+export const VERSION = "v1alpha1";
+export const API_VERSION = `${GROUP}/${VERSION}`;
+export const POOL_PLURAL = "lightnodepools";
+export const NODE_PLURAL = "lightnodes";
+/** The pod readiness gate through which the controller routes traffic. */
+export const IN_SYNC_CONDITION = "lightfleet.io/in-sync";
+
+export interface ObjectMeta {
+  name: string;
+  namespace?: string;
+  uid?: string;
+  generation?: number;
+  resourceVersion?: string;
+  creationTimestamp?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  ownerReferences?: OwnerReference[];
+}
+
+export interface OwnerReference {
+  apiVersion: string;
+  kind: string;
+  name: string;
+  uid: string;
+  controller?: boolean;
+  blockOwnerDeletion?: boolean;
+}
+
+/** metav1.Condition. */
+export interface Condition {
+  type: string;
+  status: "True" | "False" | "Unknown";
+  observedGeneration?: number;
+  lastTransitionTime: string;
+  reason: string;
+  message: string;
+}
+
+export const POOL_CONDITIONS = ["Ready", "Degraded", "PeersReachable", "ScalingActive"] as const;
+export type PoolConditionType = (typeof POOL_CONDITIONS)[number];
+
+export interface LabelSelector {
+  matchLabels?: Record<string, string>;
+  matchExpressions?: {
+    key: string;
+    operator: "In" | "NotIn" | "Exists" | "DoesNotExist";
+    values?: string[];
+  }[];
+}
+
+export interface LightNodePoolSpec {
+  network: string;
+  chainId: number;
+  workloadRef: { apiVersion?: "apps/v1"; kind: "StatefulSet" | "Deployment"; name: string };
+  selector: LabelSelector;
+  rpcPort?: number;
+  wsPort?: number;
+  reservedPeers: { name?: string; http: string; ws?: string }[];
+  /** Durations as strings ("2s"); integers as numbers. Unset fields take the controller's defaults. */
+  health?: Partial<{
+    probeInterval: string;
+    probeTimeout: string;
+    maxLagBlocks: number;
+    maxLagSeconds: string;
+    restartLagBlocks: number;
+    stallAfter: string;
+    unhealthyAfter: number;
+    healthyAfter: number;
+    restartAfter: string;
+    startupGrace: string;
+    maxConcurrentRestarts: number;
+    crashLoopAfter: number;
+    peerQuorum: number;
+    syncingIsUnhealthy: boolean;
+    getLogsMaxRange: number;
+  }>;
+  scaling?: Partial<{
+    enabled: boolean;
+    minReplicas: number;
+    maxReplicas: number;
+    targetRequestsPerNode: number;
+    scaleDownStabilization: string;
+    cronFloors: { name?: string; start: string; end: string; timezone?: string; minReplicas: number }[];
+  }>;
+}
+
+export interface LightNodePoolStatus {
+  observedGeneration?: number;
+  conditions?: Condition[];
+  referenceHead?: { number: number; hash: string; time: string };
+  replicas?: number;
+  healthyReplicas?: number;
+  /** "healthy/total", for the printer column. */
+  healthySummary?: string;
+  nodesByState?: Partial<Record<NodeState, number>>;
+  systemicCause?: string;
+  desiredReplicas?: number;
+  requestRate?: number;
+  scalingReason?: string;
+}
+
+export interface LightNodePool {
+  apiVersion: typeof API_VERSION;
+  kind: "LightNodePool";
+  metadata: ObjectMeta;
+  spec: LightNodePoolSpec;
+  status?: LightNodePoolStatus;
+}
+
+export interface LightNodeStatus {
+  network?: string;
+  state?: NodeState;
+  reason?: string;
+  message?: string;
+  routed?: boolean;
+  head?: { number: number; hash?: string };
+  lagBlocks?: number;
+  lagSeconds?: number;
+  restarts?: number;
+  lastRestart?: { time: string; reason: RestartReason };
+  lastTransitionTime?: string;
+  lastProbeTime?: string;
+}
+
+export interface LightNode {
+  apiVersion: typeof API_VERSION;
+  kind: "LightNode";
+  metadata: ObjectMeta;
+  spec: { pool: string; podName: string };
+  status?: LightNodeStatus;
+}
