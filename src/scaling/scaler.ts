@@ -39,6 +39,10 @@ export interface ScalingStatus extends ScaleDecision {
   applied: boolean;
   /** Set while another autoscaler owns the workload (or it could not be checked). */
   conflict?: string;
+  /** `scaling.enabled` is false: evaluated and exported only. */
+  disabled?: true;
+  /** Why the fleet refused the size this round. */
+  scaleError?: string;
 }
 
 /**
@@ -99,6 +103,7 @@ export class Scaler {
 
     let applied = false;
     let reason = decision.reason;
+    let scaleError: string | undefined;
     if (!config.scaling.enabled) {
       reason = `scaling disabled (lightfleet would keep ${decision.replicas}: ${decision.reason})`;
     } else if (conflict !== undefined) {
@@ -109,7 +114,8 @@ export class Scaler {
         applied = true;
         metrics?.recordScale(network, decision.replicas > current ? "up" : "down");
       } catch (error) {
-        reason = `${decision.reason}; scaling failed: ${errorMessage(error)}`;
+        scaleError = errorMessage(error);
+        reason = `${decision.reason}; scaling failed: ${scaleError}`;
       }
     }
     const held: ScalingHoldCause | undefined = conflict !== undefined ? "conflict" : decision.held;
@@ -127,6 +133,8 @@ export class Scaler {
       current,
       applied,
       ...(conflict !== undefined ? { conflict } : {}),
+      ...(config.scaling.enabled ? {} : { disabled: true as const }),
+      ...(scaleError !== undefined ? { scaleError } : {}),
     };
     this.statuses.set(network, status);
     this.log(status, rate);
