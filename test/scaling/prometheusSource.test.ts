@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createScalingMetrics } from "../../src/metrics/scalingMetrics.js";
 import { PrometheusSource } from "../../src/scaling/sources/prometheusSource.js";
 import { waitFor } from "../support/waitFor.js";
 import { GatewayCounterServer } from "./gatewayCounterServer.js";
@@ -16,6 +17,8 @@ describe("PrometheusSource against a real Prometheus", () => {
     gateway.serve("mainnet", 0);
     // 200 req/s of mainnet traffic until afterAll stops it.
     gateway.steadyLoad("mainnet", 200);
+    // The controller's exported decision, served beside the counter, for the queries KEDA and an HPA adapter use.
+    createScalingMetrics(gateway.registry).observe("mainnet", { rate: 200, desired: 4, floor: 2 });
     prometheus = await startPrometheus({ targets: [`127.0.0.1:${gateway.port}`], scrapeInterval: "250ms" });
   }, 60_000);
 
@@ -63,6 +66,23 @@ describe("PrometheusSource against a real Prometheus", () => {
       failed: true,
       reason: "PromQL must give a scalar or an instant vector, not a matrix",
     });
+  });
+
+  it("answers the chart's KEDA queries on the controller's exported metrics", async () => {
+    const rate = new PrometheusSource({
+      url: prometheus!.url,
+      query: 'max(lightfleet_pool_request_rate{network="{network}"})',
+    });
+    const desired = new PrometheusSource({
+      url: prometheus!.url,
+      query: 'max(lightfleet_pool_desired_replicas{network="{network}"})',
+    });
+    await waitFor(async () => (await rate.read("mainnet")).ok, {
+      timeoutMs: 20_000,
+      what: "the exported rate",
+    });
+    expect(await rate.read("mainnet")).toEqual({ ok: true, requestsPerSecond: 200 });
+    expect(await desired.read("mainnet")).toEqual({ ok: true, requestsPerSecond: 4 });
   });
 
   it("reads a scalar expression", async () => {
