@@ -1,7 +1,7 @@
 import type { NetworkConfig } from "../config/sections/network.js";
 import type { Fleet } from "../fleet/fleet.js";
 import { evaluateNetwork } from "../health/engine.js";
-import type { EngineOutput, NetworkHealthState, NetworkParams } from "../health/types.js";
+import type { EngineOutput, NetworkHealthState, NetworkParams, PeerObservation } from "../health/types.js";
 import type { Logger } from "../log/logger.js";
 import type { ControllerMetrics } from "../metrics/controllerMetrics.js";
 import type { ProbeMetrics } from "../metrics/probeMetrics.js";
@@ -23,9 +23,11 @@ export interface NetworkLoopOptions {
 }
 
 /**
- * The control loop of one pool: follows the reserved peers, and runs a round (probe every member, evaluate, act) every
- * probe interval and at once on every new peer head or fleet change. Rounds never overlap; a round asked for while one
- * runs happens right after it, once, however many times it was asked for.
+ * The control loop of one pool: follows the reserved peers, and runs a round (probe every member, evaluate, act) one
+ * probe interval after the last round began, and at once when the peers reach a new height or the fleet's membership
+ * changes. Every round therefore brings new evidence (time passed, a new block, a new member or incarnation), so the
+ * engine's probe counts (hysteresis) are not inflated by several peers announcing the same block. Rounds never
+ * overlap; a round asked for while one runs happens right after it, once, however many times it was asked for.
  */
 export class NetworkLoop {
   private readonly params: NetworkParams;
@@ -42,6 +44,12 @@ export class NetworkLoop {
   private unsubscribe: (() => void) | undefined;
   private roundsRun = 0;
   private lastSystemic: string | undefined;
+  /** The peer height that last triggered a round. */
+  private triggeredHeight = -1;
+  /** The highest peer height announced while a round ran. */
+  private pendingHeight = -1;
+  /** Members and incarnations as the last round saw them. */
+  private membership = "";
 
   constructor(private readonly options: NetworkLoopOptions) {
     const { network } = options;
@@ -85,25 +93,27 @@ export class NetworkLoop {
     if (!this.stopped) return;
     this.stopped = false;
     for (const follower of this.followers) {
-      follower.on("head", () => this.requestRound());
+      follower.on("head", () => this.onPeerHead());
       follower.start();
     }
     this.unsubscribe = this.options.fleet.onChange((network) => {
-      if (network === this.params.name) this.requestRound();
+      // Routing changes (often this loop's own) are not news; members coming, going or restarting are.
+      if (network === this.params.name && membershipOf(this.options.fleet, network) !== this.membership)
+        this.requestRound();
     });
-    this.timer = setInterval(() => this.requestRound(), this.params.health.probeInterval);
     this.requestRound();
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
-    clearInterval(this.timer);
+    clearTimeout(this.timer);
     this.unsubscribe?.();
     for (const follower of this.followers) {
       follower.stop();
       follower.removeAllListeners("head");
     }
     await this.running;
+    clearTimeout(this.timer);
     await Promise.all(this.backgroundRestarts);
   }
 
@@ -118,9 +128,30 @@ export class NetworkLoop {
     return this.running;
   }
 
+  /**
+   * A round as soon as the quorum of peers has a height no round has seen yet: that is when the reference head can
+   * advance, so a node falling behind is seen on the block that puts it behind. One round per height, however many
+   * peers announce it.
+   */
+  private onPeerHead(): void {
+    const agreed = quorumHeight(
+      this.followers.map((f) => f.observation()),
+      this.params.health.peerQuorum,
+    );
+    if (agreed <= this.triggeredHeight) return;
+    // While a round runs, whether it needs a successor is decided when it ends: it may have seen this height itself.
+    this.pendingHeight = Math.max(this.pendingHeight, agreed);
+    if (!this.running) void this.requestRound();
+  }
+
   private async runRounds(): Promise<void> {
     do {
       this.again = false;
+      // The periodic round comes one probe interval after the last round began, whatever triggered that one.
+      clearTimeout(this.timer);
+      this.timer = setTimeout(() => void this.requestRound(), this.params.health.probeInterval);
+      // Heights announced before the round starts are in its peer observations.
+      const announced = this.pendingHeight;
       try {
         await this.round();
       } catch (error) {
@@ -129,8 +160,9 @@ export class NetworkLoop {
           "controller round failed",
         );
       }
+      this.triggeredHeight = Math.max(this.triggeredHeight, announced);
       this.roundsRun++;
-    } while (this.again && !this.stopped);
+    } while ((this.again || this.pendingHeight > this.triggeredHeight) && !this.stopped);
   }
 
   private async round(): Promise<void> {
@@ -142,9 +174,11 @@ export class NetworkLoop {
       this.previous = undefined;
       return;
     }
+    const members = fleet.members(network);
+    this.membership = membershipOf(fleet, network, members);
     const nodes = await observeNodes({
       network,
-      members: fleet.members(network),
+      members,
       checkHeight: this.last?.checkHeight,
       timeoutMs: this.params.health.probeTimeout,
       restarting: this.restarting,
@@ -153,10 +187,13 @@ export class NetworkLoop {
     });
     if (this.stopped) return;
     const started = performance.now();
+    const peers = this.followers.map((f) => f.observation());
+    // Heights this round evaluates do not call for another round; later ones do.
+    this.triggeredHeight = Math.max(this.triggeredHeight, quorumHeight(peers, this.params.health.peerQuorum));
     const output = evaluateNetwork({
       now: this.options.clock(),
       network: this.params,
-      peers: this.followers.map((f) => f.observation()),
+      peers,
       nodes,
       previous: this.previous,
     });
@@ -176,15 +213,26 @@ export class NetworkLoop {
       restarting: this.restarting,
       track: (restart) => {
         this.backgroundRestarts.add(restart);
-        void restart.finally(() => {
-          this.backgroundRestarts.delete(restart);
-          // The member's new incarnation is worth a look right away.
-          this.requestRound();
-        });
+        void restart.finally(() => this.backgroundRestarts.delete(restart));
       },
     });
     await this.options.onRound(network, output);
   }
+}
+
+/** The height at least `quorum` reachable peers (or all of them, if fewer) have reached; -1 without any. */
+function quorumHeight(peers: ReadonlyArray<PeerObservation>, quorum: number): number {
+  const heights = peers
+    .filter((p) => p.reachable && p.head !== undefined)
+    .map((p) => p.head!.number)
+    .sort((a, b) => b - a);
+  if (heights.length === 0) return -1;
+  return heights[Math.min(quorum, heights.length) - 1]!;
+}
+
+/** A signature of the pool's members and incarnations (not their routing). */
+function membershipOf(fleet: Fleet, network: string, members = fleet.members(network)): string {
+  return members.map((m) => `${m.name}@${m.startedAt}${m.restarting ? "+restarting" : ""}`).join(",");
 }
 
 function logRound(
