@@ -16,10 +16,12 @@ export interface ScalingActiveCondition {
   message: string;
 }
 
+/** The fields of LightNodePoolStatus (src/fleet/kubernetes/crds.ts) a scaling round sets, and its condition. */
 export interface PoolScalingStatus {
   desiredReplicas: number;
   /** Requests per second, absent while unknown. */
   requestRate?: number;
+  scalingReason: string;
   condition: ScalingActiveCondition;
 }
 
@@ -44,6 +46,7 @@ export function poolScalingStatus(status: ScalingStatus): PoolScalingStatus {
   return {
     desiredReplicas: status.desired,
     ...(status.rate !== undefined ? { requestRate: Math.round(status.rate * 100) / 100 } : {}),
+    scalingReason: status.reason,
     condition: {
       type: "ScalingActive",
       status: reason === "Scaling" ? "True" : "False",

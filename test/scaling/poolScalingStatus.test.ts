@@ -24,6 +24,7 @@ describe("pool scaling status", () => {
     expect(poolScalingStatus(status({}))).toEqual({
       desiredReplicas: 2,
       requestRate: 101.23,
+      scalingReason: "101 req/s needs 3 at 50/node (within 10% of 2); holding 2",
       condition: {
         type: "ScalingActive",
         status: "True",
