@@ -1,7 +1,7 @@
 import type { HealthCheck } from "../admin/adminServer.js";
 import type { NetworkConfig } from "../config/sections/network.js";
 import type { Fleet } from "../fleet/fleet.js";
-import type { EngineOutput } from "../health/types.js";
+import type { EngineOutput, NetworkHealthState } from "../health/types.js";
 import type { Logger } from "../log/logger.js";
 import type { ControllerMetrics } from "../metrics/controllerMetrics.js";
 import type { ProbeMetrics } from "../metrics/probeMetrics.js";
@@ -9,10 +9,14 @@ import { NetworkLoop, type RoundListener } from "./networkLoop.js";
 
 export type { RoundListener };
 
+/** What the controller needs of a network (a NetworkConfig, or one built from a LightNodePool). */
+export type ControlledNetwork = Pick<
+  NetworkConfig,
+  "name" | "chainId" | "blockTimeMs" | "health" | "reservedPeers"
+>;
+
 export interface ControllerOptions {
-  networks: ReadonlyArray<
-    Pick<NetworkConfig, "name" | "chainId" | "blockTimeMs" | "health" | "reservedPeers">
-  >;
+  networks: ReadonlyArray<ControlledNetwork>;
   fleet: Fleet;
   logger: Logger;
   /** From createControllerMetrics; the round's node, pool and decision metrics. */
@@ -32,33 +36,77 @@ export interface ControllerOptions {
  * so a missed or failed action is simply decided again.
  */
 export class Controller {
-  private readonly loops: NetworkLoop[];
+  private loops: NetworkLoop[];
+  private readonly configs = new Map<string, string>();
   private readonly listeners = new Set<RoundListener>();
+  private started = false;
+  private updating: Promise<void> = Promise.resolve();
 
   constructor(private readonly options: ControllerOptions) {
     if (options.onRound) this.listeners.add(options.onRound);
-    this.loops = options.networks.map(
-      (network) =>
-        new NetworkLoop({
-          network,
-          fleet: options.fleet,
-          logger: options.logger.child({ component: "controller" }),
-          clock: options.clock ?? Date.now,
-          isLeader: options.isLeader ?? (() => true),
-          metrics: options.metrics,
-          probeMetrics: options.probeMetrics,
-          onRound: (name, output) => this.notify(name, output),
-        }),
-    );
+    this.loops = options.networks.map((network) => this.createLoop(network));
   }
 
   start(): void {
+    this.started = true;
     for (const loop of this.loops) loop.start();
+  }
+
+  /**
+   * Replaces the set of networks (pools come and go in Kubernetes). New networks start; removed ones stop and their
+   * metric series go; a network whose config changed is restarted with the new config, keeping its engine state
+   * (hysteresis, restart timers), so routing is not reshuffled. Unchanged networks are left alone.
+   */
+  setNetworks(networks: ReadonlyArray<ControlledNetwork>): Promise<void> {
+    // One update at a time, in call order.
+    this.updating = this.updating.then(() => this.applyNetworks(networks));
+    return this.updating;
+  }
+
+  private async applyNetworks(networks: ReadonlyArray<ControlledNetwork>): Promise<void> {
+    const wanted = new Map(networks.map((n) => [n.name, n]));
+    const kept: NetworkLoop[] = [];
+    const stopping: Array<Promise<void>> = [];
+    for (const loop of this.loops) {
+      const next = wanted.get(loop.name);
+      if (next && JSON.stringify(next) === this.configs.get(loop.name)) {
+        kept.push(loop);
+        wanted.delete(loop.name);
+        continue;
+      }
+      stopping.push(
+        loop.stop().then(() => {
+          if (next) {
+            const replacement = this.createLoop(next, loop.engineState);
+            this.loops.push(replacement);
+            if (this.started) replacement.start();
+          } else {
+            this.configs.delete(loop.name);
+            this.options.metrics?.forgetNetwork(loop.name);
+          }
+        }),
+      );
+      if (next) wanted.delete(loop.name);
+    }
+    this.loops = kept;
+    for (const network of wanted.values()) {
+      const loop = this.createLoop(network);
+      this.loops.push(loop);
+      if (this.started) loop.start();
+    }
+    await Promise.all(stopping);
   }
 
   /** Stops following and probing; waits for the round and the restarts under way. */
   async stop(): Promise<void> {
+    this.started = false;
+    await this.updating;
     await Promise.all(this.loops.map((loop) => loop.stop()));
+  }
+
+  /** The networks under control. */
+  networks(): string[] {
+    return this.loops.map((loop) => loop.name);
   }
 
   /** Adds a round listener; returns a function that removes it. */
@@ -93,6 +141,21 @@ export class Controller {
   /** Runs a round of every network now (or right after the one under way) and resolves when they are done. */
   async runRound(): Promise<void> {
     await Promise.all(this.loops.map((loop) => loop.requestRound()));
+  }
+
+  private createLoop(network: ControlledNetwork, engineState?: NetworkHealthState): NetworkLoop {
+    this.configs.set(network.name, JSON.stringify(network));
+    return new NetworkLoop({
+      network,
+      engineState,
+      fleet: this.options.fleet,
+      logger: this.options.logger.child({ component: "controller" }),
+      clock: this.options.clock ?? Date.now,
+      isLeader: this.options.isLeader ?? (() => true),
+      metrics: this.options.metrics,
+      probeMetrics: this.options.probeMetrics,
+      onRound: (name, output) => this.notify(name, output),
+    });
   }
 
   private async notify(network: string, output: EngineOutput): Promise<void> {

@@ -17,6 +17,8 @@ export interface NetworkLoopOptions {
   logger: Logger;
   clock: () => number;
   isLeader: () => boolean;
+  /** Engine state to continue from (a network whose config changed); default a cold start. */
+  engineState?: NetworkHealthState;
   onRound: (network: string, output: EngineOutput) => Promise<void>;
   metrics?: ControllerMetrics;
   probeMetrics?: ProbeMetrics;
@@ -60,6 +62,7 @@ export class NetworkLoop {
       health: network.health,
     };
     this.clients = new ProbeClients(network.health.probeTimeout);
+    this.previous = options.engineState;
     this.followers = network.reservedPeers.map(
       (peer) =>
         new PeerFollower({
@@ -87,6 +90,11 @@ export class NetworkLoop {
   /** The last round's engine output (undefined before the first evaluated round). */
   get lastOutput(): EngineOutput | undefined {
     return this.last;
+  }
+
+  /** The engine state after the last round, to continue from. */
+  get engineState(): NetworkHealthState | undefined {
+    return this.previous;
   }
 
   start(): void {

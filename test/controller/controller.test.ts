@@ -189,6 +189,36 @@ describe("Controller", () => {
     expect(outputs.length).toBeLessThanOrEqual(heads.size + 1);
   });
 
+  it("takes networks added, changed and removed, keeping a changed network's engine state", async () => {
+    const s = await setup(2);
+    const { controller, registry, outputs } = startController(s);
+    await waitFor(() => s.fleet.routed("devnet").length === 2, { what: "devnet routed" });
+    const other = new MirroredChain(31_338);
+    cleanup.push(() => other.stopAll());
+    const otherPeer = await other.node("other-full-0", 31_338);
+    const otherLight = await other.node("other-light-0", 31_338);
+    s.fleet.add("other", { name: "other-light-0", httpUrl: otherLight.httpUrl });
+    const otherNetwork = testNetwork("other", [otherPeer], { peerQuorum: 1 }, { chainId: 31_338 });
+    const from = outputs.length;
+    await controller.setNetworks([testNetwork("devnet", s.peers, { maxLagBlocks: 5 }), otherNetwork]);
+    expect(controller.networks().sort()).toEqual(["devnet", "other"]);
+    await waitFor(() => controller.lastOutput("other") !== undefined, { what: "a round of the new network" });
+    await waitFor(() => outputs.length > from + 5, { what: "more rounds" });
+    // The changed network went on from its state: no node went back to Starting, routing stayed.
+    const devnetTransitions = outputs
+      .slice(from)
+      .flatMap((o) => o.decisions)
+      .filter((d) => d.kind === "transition" && d.node.startsWith("light-"));
+    expect(devnetTransitions).toEqual([]);
+    expect(s.fleet.routed("devnet")).toHaveLength(2);
+
+    await controller.setNetworks([otherNetwork]);
+    expect(controller.networks()).toEqual(["other"]);
+    const text = await registry.metrics();
+    expect(text).not.toContain('network="devnet"');
+    expect(text).toContain('lightfleet_pool_nodes{network="other"} 1');
+  });
+
   it("neither evaluates nor acts while it does not lead, and starts cold from the fleet's routing when it does", async () => {
     const s = await setup(2);
     let leader = false;
