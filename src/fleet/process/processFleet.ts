@@ -66,6 +66,7 @@ export class ProcessFleet implements Fleet {
   private readonly listeners = new Set<(network: string) => void>();
   private readonly logger: Logger;
   private stopped = false;
+  private readonly scaling = new Map<string, Promise<void>>();
 
   constructor(private readonly options: ProcessFleetOptions) {
     this.logger = options.logger.child({ component: "process-fleet" });
@@ -128,10 +129,25 @@ export class ProcessFleet implements Fleet {
     return { outcome: "restarted" };
   }
 
-  async scale(network: string, replicas: number): Promise<void> {
+  /** Starts or stops members to reach `replicas`; calls for one network run one after another. */
+  scale(network: string, replicas: number): Promise<void> {
     const slots = this.slots.get(network);
     const config = this.options.networks.find((n) => n.name === network);
-    if (!slots || !config) throw new Error(`unknown network ${network}`);
+    if (!slots || !config) return Promise.reject(new Error(`unknown network ${network}`));
+    if (!Number.isInteger(replicas) || replicas < 0)
+      return Promise.reject(new Error(`replicas must be a whole number of at least 0 (got ${replicas})`));
+    const previous = this.scaling.get(network) ?? Promise.resolve();
+    const next = previous.then(() => this.resize(slots, config, replicas));
+    this.scaling.set(
+      network,
+      next.catch(() => undefined),
+    );
+    return next;
+  }
+
+  private async resize(slots: Slot[], config: ProcessFleetNetwork, replicas: number): Promise<void> {
+    if (this.stopped) return;
+    const network = config.name;
     const removed = slots.splice(replicas);
     const added: Slot[] = [];
     for (let index = slots.length; index < replicas; index++) {

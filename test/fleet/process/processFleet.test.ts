@@ -120,6 +120,20 @@ describe("ProcessFleet", () => {
     await expect(chainIdAt(members[2]!.httpUrl)).rejects.toThrow(/cannot reach/);
   });
 
+  it("runs overlapping scale calls one after another, so no member is started twice", async () => {
+    const fleet = fleetOf({ replicas: 1 });
+    await fleet.start();
+    await Promise.all([fleet.scale("devnet", 3), fleet.scale("devnet", 2), fleet.scale("devnet", 3)]);
+    expect(fleet.members("devnet").map((m) => m.name)).toEqual([
+      "devnet-light-0",
+      "devnet-light-1",
+      "devnet-light-2",
+    ]);
+    expect(pidsOfMembers()).toHaveLength(3);
+    await expect(fleet.scale("devnet", -1)).rejects.toThrow("replicas must be a whole number");
+    await expect(fleet.scale("nowhere", 1)).rejects.toThrow("unknown network nowhere");
+  });
+
   it("stops a member's whole process group, so a wrapper's children go too", async () => {
     const fleet = fleetOf({
       replicas: 1,
