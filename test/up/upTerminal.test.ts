@@ -1,0 +1,100 @@
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { commandLine, descendants, isAlive } from "../support/processTree.js";
+import { findTool } from "../support/requireTool.js";
+import { ROOT } from "../support/runCli.js";
+import { waitFor } from "../support/waitFor.js";
+
+const cleanup: Array<() => unknown> = [];
+afterEach(async () => {
+  for (const fn of cleanup.splice(0).reverse()) await fn();
+});
+
+const CONFIG = `
+log: { level: info, format: auto }
+admin: { host: 127.0.0.1, port: 0 }
+dataDir: DATA_DIR
+devnet:
+  blockTime: 500ms
+  networks: [{ name: alpha, chainId: 31337, fullNodes: 2 }]
+networks:
+  - name: alpha
+    chainId: 31337
+    blockTime: 500ms
+    health: { probeInterval: 200ms, unhealthyAfter: 2, healthyAfter: 2, stallAfter: 1m }
+    nodes:
+      command: ["{anvil}", "--port", "{port}", "--chain-id", "{chainId}", "--timestamp", "{genesisTimestamp}", "--no-mining"]
+      replicas: 2
+`;
+
+// Colour codes (ESC [ ... m) around the state names.
+const ANSI = new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*[A-Za-z]`, "g");
+
+describe("lightfleet up on a terminal", () => {
+  it("prints where everything runs, then one line per state change", async () => {
+    // `script` (util-linux) runs `up` on a pseudo-terminal, as a person running npm start sees it.
+    const script = findTool("script", "bsdutils");
+    if (!script.path) throw new Error(script.missing);
+    const dir = mkdtempSync(join(tmpdir(), "lightfleet-up-tty-"));
+    cleanup.push(() => rmSync(dir, { recursive: true, force: true }));
+    const config = join(dir, "up.yaml");
+    writeFileSync(config, CONFIG.replace("DATA_DIR", join(dir, "data")));
+    const command = `'${process.execPath}' --import tsx src/cli.ts up --config '${config}'`;
+    const terminal = spawn(script.path, ["-qfec", command, "/dev/null"], {
+      cwd: ROOT,
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    let screen = "";
+    terminal.stdout.on("data", (chunk: Buffer) => (screen += chunk.toString().replace(ANSI, "")));
+    const up = () => descendants(terminal.pid!).find((pid) => commandLine(pid).includes("src/cli.ts up"));
+    cleanup.push(() => {
+      const pid = up();
+      if (pid !== undefined) process.kill(pid, "SIGKILL");
+      terminal.kill("SIGKILL");
+    });
+
+    const admin = await waitFor(() => /admin\s+(http:\/\/127\.0\.0\.1:\d+)/.exec(screen)?.[1], {
+      what: "the banner",
+      timeoutMs: 30_000,
+    });
+    expect(screen).toMatch(/lightfleet up: alpha \(chain 31337\)/);
+    expect(screen).toMatch(/alpha-full-0\s+http:\/\/127\.0\.0\.1:\d+\s+\(full node, a block every 500 ms\)/);
+    expect(screen).toMatch(/alpha-light-1\s+http:\/\/127\.0\.0\.1:\d+\s+\(light node\)/);
+    expect(screen).toContain("Inject a fault: lightfleet devnet lag alpha-light-1 5");
+    await waitFor(() => /alpha-light-1\s+Starting -> Healthy/.test(screen), {
+      what: "Healthy",
+      timeoutMs: 20_000,
+    });
+    expect(screen).toMatch(/alpha\s+head \d+\s+2\/2 healthy\s+routed: alpha-light-0 alpha-light-1/);
+    // JSON logs stay off the terminal.
+    expect(screen).not.toMatch(/^\{"level"/m);
+
+    const fault = await fetch(`${admin}/devnet/faults/alpha-light-1`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ kind: "lag", blocks: 6 }),
+    });
+    expect(fault.status).toBe(200);
+    await waitFor(
+      () => /alpha-light-1\s+Healthy -> Lagging\s+\(\d+ blocks \(\d+ s\) behind reference \d+\)/.test(screen),
+      {
+        what: "the Lagging line",
+        timeoutMs: 10_000,
+      },
+    );
+    await waitFor(() => /1\/2 healthy\s+routed: alpha-light-0\n/.test(screen.replace(/\r/g, "")), {
+      what: "the pool summary",
+    });
+
+    const pid = up()!;
+    const anvils = descendants(pid).filter((p) => /(^|\/)anvil$/.test(commandLine(p).split(" ")[0] ?? ""));
+    expect(anvils).toHaveLength(4);
+    const exited = new Promise<number | null>((resolve) => terminal.once("exit", (code) => resolve(code)));
+    process.kill(pid, "SIGINT");
+    expect(await exited).toBe(0);
+    await waitFor(() => anvils.every((p) => !isAlive(p)), { what: "every anvil stopped" });
+  });
+});
