@@ -1,7 +1,7 @@
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import type { EngineOutput } from "../../src/health/types.js";
 import { startDevnetFleet, type DevnetFleet } from "../support/devnetFleet.js";
-import { commandLine, descendants } from "../support/processTree.js";
+import { anvilsUnder } from "../support/processTree.js";
 import { waitFor } from "../support/waitFor.js";
 
 const BLOCK_MS = 500;
@@ -25,9 +25,7 @@ afterEach(async () => {
   current = undefined;
 });
 afterAll(() => {
-  const anvils = descendants(process.pid).filter((pid) =>
-    /(^|\/)anvil$/.test(commandLine(pid).split(" ")[0] ?? ""),
-  );
+  const anvils = anvilsUnder(process.pid);
   expect(anvils, "anvil processes left behind").toEqual([]);
 });
 

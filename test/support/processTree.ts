@@ -1,15 +1,5 @@
 import { readFileSync, readdirSync } from "node:fs";
 
-/** Whether a process exists (and is not a zombie). */
-export function isAlive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return statFields(stat)[0] !== "Z";
-  } catch {
-    return false;
-  }
-}
-
 /** Every process descending from `pid` (children, grandchildren, ...), read from /proc. */
 export function descendants(pid: number): number[] {
   const children = new Map<number, number[]>();
@@ -33,6 +23,11 @@ export function descendants(pid: number): number[] {
     }
   }
   return found;
+}
+
+/** Running anvil processes started, directly or not, by `pid` (a wrapper shell's children included). */
+export function anvilsUnder(pid: number): number[] {
+  return descendants(pid).filter((p) => /(^|\/)anvil$/.test(commandLine(p).split(" ")[0] ?? ""));
 }
 
 /** The command line of a process ("" once it is gone). */

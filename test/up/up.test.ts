@@ -3,7 +3,8 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { commandLine, descendants, isAlive } from "../support/processTree.js";
+import { expectProcessesGone } from "../support/devnet.js";
+import { anvilsUnder } from "../support/processTree.js";
 import { ROOT, runCli } from "../support/runCli.js";
 import { waitFor } from "../support/waitFor.js";
 
@@ -65,10 +66,6 @@ function startUp(config: string): {
   return { child, lines };
 }
 
-function anvilsUnder(pid: number): number[] {
-  return descendants(pid).filter((p) => /(^|\/)anvil$/.test(commandLine(p).split(" ")[0] ?? ""));
-}
-
 describe("lightfleet up", () => {
   it("reaches a healthy fleet, serves the admin endpoints and the devnet routes, and stops cleanly on SIGTERM", async () => {
     const { child, lines } = startUp(writeConfig());
@@ -104,7 +101,7 @@ describe("lightfleet up", () => {
     const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
     child.kill("SIGTERM");
     expect(await exited).toBe(0);
-    await waitFor(() => anvils.every((pid) => !isAlive(pid)), { what: "every anvil stopped" });
+    await expectProcessesGone(anvils);
     expect(lines().at(-1)?.msg).toBe("stopped");
   });
 

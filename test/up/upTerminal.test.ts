@@ -3,7 +3,8 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { commandLine, descendants, isAlive } from "../support/processTree.js";
+import { expectProcessesGone } from "../support/devnet.js";
+import { anvilsUnder, commandLine, descendants } from "../support/processTree.js";
 import { findTool } from "../support/requireTool.js";
 import { ROOT } from "../support/runCli.js";
 import { waitFor } from "../support/waitFor.js";
@@ -90,11 +91,11 @@ describe("lightfleet up on a terminal", () => {
     });
 
     const pid = up()!;
-    const anvils = descendants(pid).filter((p) => /(^|\/)anvil$/.test(commandLine(p).split(" ")[0] ?? ""));
+    const anvils = anvilsUnder(pid);
     expect(anvils).toHaveLength(4);
     const exited = new Promise<number | null>((resolve) => terminal.once("exit", (code) => resolve(code)));
     process.kill(pid, "SIGINT");
     expect(await exited).toBe(0);
-    await waitFor(() => anvils.every((p) => !isAlive(p)), { what: "every anvil stopped" });
+    await expectProcessesGone(anvils);
   });
 });

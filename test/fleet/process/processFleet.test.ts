@@ -8,7 +8,8 @@ import { ProcessFleet, type StartedMember } from "../../../src/fleet/process/pro
 import { silentLogger } from "../../../src/log/logger.js";
 import { HttpRpcClient } from "../../../src/rpc/httpRpcClient.js";
 import { ROOT } from "../../support/runCli.js";
-import { commandLine, descendants, isAlive } from "../../support/processTree.js";
+import { expectProcessesGone } from "../../support/devnet.js";
+import { anvilsUnder } from "../../support/processTree.js";
 import { waitFor } from "../../support/waitFor.js";
 
 const ANVIL = ["{anvil}", "--port", "{port}", "--chain-id", "{chainId}", "--no-mining"];
@@ -42,11 +43,6 @@ function fleetOf(
 
 async function chainIdAt(url: string): Promise<string> {
   return new HttpRpcClient(url, 2_000).call<string>("eth_chainId");
-}
-
-/** Running anvil processes started (directly or not) by `pid`. */
-function anvilsUnder(pid: number): number[] {
-  return descendants(pid).filter((p) => /(^|\/)anvil$/.test(commandLine(p).split(" ")[0] ?? ""));
 }
 
 function pidsOfMembers(): number[] {
@@ -90,7 +86,7 @@ describe("ProcessFleet", () => {
     expect(after.startedAt).toBeGreaterThan(before.startedAt);
     expect(after.restarts).toEqual([{ at: expect.any(Number), reason: "stall" }]);
     expect(await chainIdAt(after.httpUrl)).toBe("0x7a69");
-    for (const pid of pidBefore) expect(isAlive(pid)).toBe(false);
+    await expectProcessesGone(pidBefore);
     expect(await fleet.restart("devnet", "nobody", "manual")).toEqual({ outcome: "gone" });
   });
 
@@ -143,7 +139,7 @@ describe("ProcessFleet", () => {
     const anvils = pidsOfMembers();
     expect(anvils).toHaveLength(1);
     await fleet.stop();
-    await waitFor(() => !isAlive(anvils[0]!), { what: "the wrapped anvil gone" });
+    await expectProcessesGone(anvils);
   });
 
   it("lists a member whose command cannot start, without crashing, so the controller sees it unresponsive", async () => {
@@ -168,6 +164,6 @@ describe("ProcessFleet", () => {
     const anvils = anvilsUnder(supervisor.pid!);
     expect(anvils.length).toBeGreaterThanOrEqual(2);
     supervisor.kill("SIGKILL");
-    await waitFor(() => anvils.every((pid) => !isAlive(pid)), { what: "members gone with the supervisor" });
+    await expectProcessesGone(anvils);
   });
 });
