@@ -75,9 +75,14 @@ describe("controller on a real devnet", () => {
     await f.devnet.fault(NODE, { kind: "heal" });
     await waitFor(() => f.routed().includes(NODE), { what: `${NODE} routed again`, timeoutMs: 10_000 });
     const after = f.outputs.slice(healFrom);
-    const good = after.findIndex((o) => statusIn(o, NODE)?.reason === "ok");
     const routed = after.findIndex((o) => o.decisions.some((d) => d.kind === "route" && d.node === NODE));
-    expect(routed - good).toBe(HEALTH.healthyAfter - 1);
+    // Routed on the healthyAfter-th good probe in a row: that many good rounds end with the routing one, and the
+    // round before them was not good (or came before the heal).
+    const streak = after.slice(Math.max(0, routed - HEALTH.healthyAfter + 1), routed + 1);
+    expect(streak.map((o) => statusIn(o, NODE)?.reason)).toEqual(Array(HEALTH.healthyAfter).fill("ok"));
+    const before = routed - HEALTH.healthyAfter;
+    if (before >= 0) expect(statusIn(after[before]!, NODE)?.reason).not.toBe("ok");
+    else expect(statusIn(f.outputs[healFrom - 1]!, NODE)?.reason).not.toBe("ok");
     expect(restartsOf(f, NODE)).toEqual([]);
   });
 
