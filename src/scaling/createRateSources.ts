@@ -12,15 +12,18 @@ export interface RateSourceDeps {
   discoverGateways?: () => Promise<ReadonlyArray<string>> | ReadonlyArray<string>;
 }
 
+export interface RateSourceNetwork {
+  name: string;
+  scaling: { source: RateSourceConfig; rateWindow: number };
+}
+
 /**
- * The rate source of every network, from its `scaling.source`. Networks that read the gateway share one source, so
- * one scrape of the gateway pods serves every pool.
+ * The rate source of each network, from its `scaling.source`, made on first use and kept while that config is the
+ * same (pools may come and go while the controller runs). Networks that read the gateway share one source, so one
+ * scrape of the gateway pods serves every pool.
  */
-export function createRateSources(
-  networks: ReadonlyArray<{ name: string; scaling: { source: RateSourceConfig; rateWindow: number } }>,
-  deps: RateSourceDeps,
-): (network: string) => RateSource {
-  const windows = new Map(networks.map((n) => [n.name, n.scaling.rateWindow]));
+export function createRateSources(deps: RateSourceDeps): (network: RateSourceNetwork) => RateSource {
+  const windows = new Map<string, number>();
   const windowMs = (network: string) => windows.get(network) ?? 60_000;
   let gatewaySource: RateSource | undefined;
   const gateway = (): RateSource => {
@@ -37,17 +40,18 @@ export function createRateSources(
       gatewaySource = unavailable("gateway", "no gateway counters in this process and no gateway discovery");
     return gatewaySource;
   };
-  const sources = new Map<string, RateSource>();
-  for (const network of networks) {
-    const source = network.scaling.source;
-    sources.set(
-      network.name,
-      source.type === "prometheus"
-        ? new PrometheusSource({ url: source.url, query: source.query, timeoutMs: source.timeout })
-        : gateway(),
-    );
-  }
-  return (network) => sources.get(network) ?? unavailable("none", `network ${network} is not configured`);
+  const prometheus = new Map<string, { key: string; source: RateSource }>();
+  return (network) => {
+    windows.set(network.name, network.scaling.rateWindow);
+    const config = network.scaling.source;
+    if (config.type === "gateway") return gateway();
+    const key = JSON.stringify(config);
+    const kept = prometheus.get(network.name);
+    if (kept?.key === key) return kept.source;
+    const source = new PrometheusSource({ url: config.url, query: config.query, timeoutMs: config.timeout });
+    prometheus.set(network.name, { key, source });
+    return source;
+  };
 }
 
 function unavailable(kind: string, reason: string): RateSource {

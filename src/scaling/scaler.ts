@@ -21,7 +21,7 @@ export interface ScalerOptions {
   /** The pool's size now; by default the fleet's member count. */
   currentReplicas?: (network: string) => number | Promise<number>;
   /** The request-rate source of a network (see createRateSources). */
-  source: (network: string) => RateSource;
+  source: (network: ScalerNetwork) => RateSource;
   /** Other autoscalers that target the pool's workload (Kubernetes); while there is one, nothing is applied. */
   conflicts?: (network: string) => Promise<ReadonlyArray<ScalingConflict>>;
   clock: () => number;
@@ -51,13 +51,33 @@ export interface ScalingStatus extends ScaleDecision {
  * next round.
  */
 export class Scaler {
-  private readonly networks = new Map<string, ScalerNetwork>();
+  private networks = new Map<string, ScalerNetwork>();
+  private floorListener: ((network: string) => void) | undefined;
+  private floorTasks: ScheduledTask[] = [];
   private readonly memory = new Map<string, ScalingMemory>();
   private readonly statuses = new Map<string, ScalingStatus>();
   private readonly logged = new Map<string, string>();
 
   constructor(private readonly options: ScalerOptions) {
-    for (const network of options.networks) this.networks.set(network.name, network);
+    this.setNetworks(options.networks);
+  }
+
+  /**
+   * Replaces the pools and their scaling config (pools added, changed or removed while the controller runs). A
+   * changed pool keeps its recommendations; a removed one loses its memory and metric series; cron floors are
+   * scheduled anew.
+   */
+  setNetworks(networks: ReadonlyArray<ScalerNetwork>): void {
+    const next = new Map(networks.map((network) => [network.name, network]));
+    for (const name of this.networks.keys()) {
+      if (next.has(name)) continue;
+      this.options.metrics?.forgetNetwork(name);
+      this.memory.delete(name);
+      this.statuses.delete(name);
+      this.logged.delete(name);
+    }
+    this.networks = next;
+    if (this.floorListener) this.scheduleFloorTasks(this.floorListener);
   }
 
   /** The last round's outcome of a pool. */
@@ -76,7 +96,7 @@ export class Scaler {
     const config = this.networks.get(network);
     if (!config) return undefined;
     const { fleet, metrics, clock } = this.options;
-    const source = this.options.source(network);
+    const source = this.options.source(config);
     const [rate, current, conflict] = await Promise.all([
       source.read(network),
       Promise.resolve(this.options.currentReplicas?.(network) ?? fleet.members(network).length),
@@ -157,14 +177,23 @@ export class Scaler {
    * floor takes effect on the minute even between controller rounds. Returns a function that stops the schedules.
    */
   scheduleCronFloors(onFloorChange: (network: string) => void): () => void {
-    const tasks: ScheduledTask[] = [];
+    this.floorListener = onFloorChange;
+    this.scheduleFloorTasks(onFloorChange);
+    return () => {
+      this.floorListener = undefined;
+      this.stopFloorTasks();
+    };
+  }
+
+  private scheduleFloorTasks(onFloorChange: (network: string) => void): void {
+    this.stopFloorTasks();
     for (const { name, scaling } of this.networks.values()) {
       for (const floor of scaling.cronFloors) {
         for (const expression of [floor.start, floor.end]) {
-          tasks.push(
+          this.floorTasks.push(
             schedule(expression, () => onFloorChange(name), {
               timezone: floor.timezone,
-              name: `lightfleet-floor-${name}-${tasks.length}`,
+              name: `lightfleet-floor-${name}-${this.floorTasks.length}`,
               suppressMissedWarning: true,
               unref: true,
             }),
@@ -172,9 +201,10 @@ export class Scaler {
         }
       }
     }
-    return () => {
-      for (const task of tasks) void task.destroy();
-    };
+  }
+
+  private stopFloorTasks(): void {
+    for (const task of this.floorTasks.splice(0)) void task.destroy();
   }
 
   private async checkConflicts(network: string): Promise<string | undefined> {

@@ -19,10 +19,7 @@ export const scalingComponent: UpComponent = {
     const scaler = new Scaler({
       networks,
       fleet,
-      source: createRateSources(networks, {
-        clock,
-        ...(context.gateway ? { gateway: context.gateway } : {}),
-      }),
+      source: createRateSources({ clock, ...(context.gateway ? { gateway: context.gateway } : {}) }),
       clock,
       logger: logger.child({ component: "autoscaler" }),
       metrics: createScalingMetrics(registry),

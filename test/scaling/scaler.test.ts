@@ -49,7 +49,7 @@ function setup(
       },
     },
     currentReplicas: () => replicas,
-    source: createRateSources(networks, { clock: () => now, gateway: { requestTotals: () => totals } }),
+    source: createRateSources({ clock: () => now, gateway: { requestTotals: () => totals } }),
     ...(options.conflicts ? { conflicts: options.conflicts } : {}),
     clock: () => now,
     logger,
@@ -224,6 +224,37 @@ describe("Scaler", () => {
     expect(t.scaleCalls).toEqual([]);
     expect(await metric(t.registry, "lightfleet_pool_request_rate")).toBe(150);
     expect(await metric(t.registry, "lightfleet_pool_desired_replicas")).toBe(3);
+  });
+
+  it("takes pools added, changed and removed while it runs", async () => {
+    const t = setup();
+    await t.scaler.round("mainnet", engine(["Healthy"]));
+    t.serve(1_000);
+    t.advance(10_000);
+    await t.scaler.round("mainnet", engine(["Healthy"]));
+    expect(await metric(t.registry, "lightfleet_pool_desired_replicas")).toBe(2);
+
+    // mainnet now reads Prometheus (unreachable here); sepolia is new.
+    t.scaler.setNetworks([
+      {
+        name: "mainnet",
+        scaling: scalingSchema.parse({
+          source: { type: "prometheus", url: "http://127.0.0.1:1", timeout: "1s" },
+        }),
+      },
+      { name: "sepolia", scaling: scalingSchema.parse({ minReplicas: 2 }) },
+    ]);
+    const changed = await t.scaler.round("mainnet", engine(["Healthy", "Healthy"]));
+    expect(changed).toMatchObject({ held: "rate-unavailable", replicas: 2 });
+    expect(changed!.reason).toContain("Prometheus query failed");
+    const added = await t.scaler.round("sepolia", engine(["Healthy", "Healthy"]));
+    expect(added).toMatchObject({ network: "sepolia", floor: 2 });
+
+    t.scaler.setNetworks([{ name: "sepolia", scaling: scalingSchema.parse({ minReplicas: 2 }) }]);
+    expect(await t.scaler.round("mainnet", engine(["Healthy"]))).toBeUndefined();
+    expect(t.scaler.status("mainnet")).toBeUndefined();
+    expect(await metric(t.registry, "lightfleet_pool_desired_replicas")).toBeUndefined();
+    expect(await metric(t.registry, "lightfleet_pool_min_replicas", 'network="sepolia"')).toBe(2);
   });
 
   it("asks for a round when a cron floor starts or ends (node-cron, in the floor's time zone)", async () => {
