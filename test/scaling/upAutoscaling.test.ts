@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { createInterface } from "node:readline";
 import { PassThrough } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
 import type { UpComponent } from "../../src/up/component.js";
@@ -28,7 +29,7 @@ networks:
       minReplicas: 1
       maxReplicas: 3
       targetRequestsPerNode: 20
-      rateWindow: 1s
+      rateWindow: 2s
       scaleDownStabilization: 3s
     nodes:
       command: ["{anvil}", "--port", "{port}", "--chain-id", "{chainId}", "--timestamp", "{genesisTimestamp}", "--no-mining"]
@@ -72,8 +73,8 @@ describe("autoscaling in lightfleet up", () => {
     const gateway = countingGateway();
     const log = new PassThrough();
     const lines: Array<Record<string, unknown>> = [];
-    log.on("data", (chunk: Buffer) => {
-      for (const line of chunk.toString().split("\n")) if (line.startsWith("{")) lines.push(JSON.parse(line));
+    createInterface({ input: log }).on("line", (line) => {
+      if (line.startsWith("{")) lines.push(JSON.parse(line) as Record<string, unknown>);
     });
     const up: RunningUp = await startUp({
       config,
@@ -101,7 +102,7 @@ describe("autoscaling in lightfleet up", () => {
     const up3 = lines.find((l) => l.msg === "scaling decision" && l.to === 3);
     expect(up3?.why).toMatch(/req\/s needs [3-9] at 20\/node/);
 
-    // No more load: the rate falls to 0 within the 1 s window, the pool shrinks 3 s (the stabilization) later.
+    // No more load: the rate falls to 0 within the 2 s window, the pool shrinks 3 s (the stabilization) later.
     gateway.stopLoad();
     const stoppedAt = Date.now();
     await waitFor(() => fleet!.members("alpha").length === 1, {
