@@ -4,6 +4,7 @@ import { Command } from "commander";
 import { failAndExit } from "./cli/fail.js";
 import { registerConfigCommand } from "./config/command.js";
 import { registerDevnetCommand } from "./devnet/command.js";
+import { registerGatewayCommand } from "./gateway/command.js";
 import { registerUpCommand } from "./up/command.js";
 
 const { version } = createRequire(import.meta.url)("../package.json") as { version: string };
@@ -20,6 +21,7 @@ const program = new Command("lightfleet")
 
 registerConfigCommand(program);
 registerDevnetCommand(program);
+registerGatewayCommand(program);
 registerUpCommand(program);
 
 program.parseAsync(process.argv).catch(failAndExit);

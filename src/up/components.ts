@@ -2,6 +2,7 @@ import type { UpComponent } from "./component.js";
 import { controllerComponent } from "./controllerComponent.js";
 import { devnetComponent } from "./devnetComponent.js";
 import { fleetComponent } from "./fleetComponent.js";
+import { gatewayComponent } from "./gatewayComponent.js";
 import { scalingComponent } from "./scalingComponent.js";
 
 /**
@@ -13,5 +14,6 @@ export const UP_COMPONENTS: ReadonlyArray<UpComponent> = [
   devnetComponent,
   fleetComponent,
   controllerComponent,
+  gatewayComponent,
   scalingComponent,
 ];

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { duration } from "../duration.js";
 import { httpUrl, wsUrl } from "../urls.js";
 
 /** Gateway settings shared by every network (`gateway:` at the top level). */
@@ -9,6 +10,20 @@ export const gatewaySchema = z.strictObject({
   maxBodyBytes: z.number().int().min(1).default(1_048_576),
   /** Most calls in one JSON-RPC batch. */
   maxBatchLength: z.number().int().min(1).default(100),
+  /** Time a light node has to answer one call. */
+  upstreamTimeout: duration.default(10_000),
+  /** Head polling of each light node while its newHeads subscription is down. */
+  headPollInterval: duration.default(1_000),
+  /** Origins allowed by CORS ("*" for any: public endpoints serve browser dapps). */
+  corsOrigins: z.array(z.string().min(1)).default(["*"]),
+  /** WebSocket: subscriptions per connection. */
+  maxSubscriptionsPerConnection: z.number().int().min(1).default(100),
+  /** WebSocket: bytes queued for a client that does not read before it is cut off. */
+  maxBufferedBytes: z.number().int().min(1024).default(4_194_304),
+  /** WebSocket: ping period; a client that misses a pong is dropped. */
+  pingInterval: duration.default(30_000),
+  /** Time in-flight requests get to finish on shutdown. */
+  drainTimeout: duration.default(10_000),
 });
 export type GatewayConfig = z.infer<typeof gatewaySchema>;
 

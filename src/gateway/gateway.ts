@@ -1,0 +1,284 @@
+import { createServer } from "node:http";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { Registry } from "prom-client";
+import { WebSocketServer } from "ws";
+import type { Config } from "../config/schema.js";
+import type { Logger } from "../log/logger.js";
+import { createGatewayMetrics } from "../metrics/gatewayMetrics.js";
+import type { JsonRpcResponse } from "../rpc/jsonRpc.js";
+import { RPC_ERROR } from "../rpc/jsonRpc.js";
+import { matchRoute } from "./http/routes.js";
+import type { NetworkRoute } from "./http/routes.js";
+import { CallHandler } from "./rpc/callHandler.js";
+import { errorResponse, parseBody } from "./rpc/parseRequest.js";
+import { NetworkUpstreams } from "./upstreams/networkUpstreams.js";
+import type { UpstreamSource } from "./upstreams/upstreamSource.js";
+import { HeadFeed } from "./ws/headFeed.js";
+import { NetworkStreams } from "./ws/networkStreams.js";
+import { WsSession } from "./ws/wsSession.js";
+
+export interface GatewayOptions {
+  config: Config;
+  source: UpstreamSource;
+  logger: Logger;
+  registry: Registry;
+  host?: string;
+  port?: number;
+}
+
+export interface Gateway {
+  /** http://host:port */
+  url: string;
+  /** Requests answered so far per network, batch items counted (the autoscaler's rate). */
+  requestTotals(): ReadonlyMap<string, number>;
+  /** Served head per network (tests, status). */
+  servedHead(network: string): number | undefined;
+  /** Stops accepting, closes WebSockets with 1001, lets in-flight requests finish. */
+  stop(): Promise<void>;
+}
+
+interface NetworkRuntime {
+  upstreams: NetworkUpstreams;
+  handler: CallHandler;
+  feed: HeadFeed;
+  streams: NetworkStreams;
+}
+
+/**
+ * The public JSON-RPC gateway: HTTP POST and WebSocket on one port, per-network routes, healthy nodes only. Built on
+ * node:http directly: the hot path is one body read, one parse and one upstream call, with nothing in between.
+ */
+export async function startGateway(options: GatewayOptions): Promise<Gateway> {
+  const { config, logger } = options;
+  const settings = config.gateway;
+  const metrics = createGatewayMetrics(options.registry);
+  const totals = new Map<string, number>();
+  const runtimes = new Map<string, NetworkRuntime>();
+  const routes: NetworkRoute[] = [];
+  const defaultNetwork =
+    config.networks.find((n) => n.gateway.default)?.name ??
+    (config.networks.length === 1 ? config.networks[0]!.name : undefined);
+
+  for (const network of config.networks) {
+    const log = logger.child({ component: "gateway", network: network.name });
+    const upstreams = new NetworkUpstreams({
+      network: network.name,
+      chainId: network.chainId,
+      source: options.source,
+      pollIntervalMs: settings.headPollInterval,
+      timeoutMs: Math.min(settings.upstreamTimeout, 5_000),
+      logger: log,
+    });
+    const handler = new CallHandler({
+      upstreams,
+      getLogsMaxRange: network.gateway.getLogsMaxRange,
+      upstreamTimeoutMs: settings.upstreamTimeout,
+      metrics,
+      logger: log,
+      count: () => totals.set(network.name, (totals.get(network.name) ?? 0) + 1),
+    });
+    const feed = new HeadFeed({
+      upstreams,
+      timeoutMs: Math.min(settings.upstreamTimeout, 5_000),
+      logger: log,
+    });
+    const streams = new NetworkStreams(feed, handler, log);
+    upstreams.on("change", () => {
+      metrics.panicMode.set({ network: network.name }, upstreams.panic() ? 1 : 0);
+      const served = upstreams.servedHead();
+      if (served !== undefined) metrics.servedHead.set({ network: network.name }, served);
+    });
+    metrics.panicMode.set({ network: network.name }, 0);
+    runtimes.set(network.name, { upstreams, handler, feed, streams });
+    routes.push({
+      network: network.name,
+      hosts: network.gateway.hosts.map((h) => h.toLowerCase()),
+      path: network.gateway.path ?? `/${network.name}`,
+      default: network.name === defaultNetwork,
+    });
+  }
+
+  let stopping = false;
+  const sessions = new Set<WsSession>();
+  const wss = new WebSocketServer({ noServer: true, maxPayload: settings.maxBodyBytes });
+  const cors = (req: IncomingMessage, res: ServerResponse) => {
+    const origin = req.headers.origin;
+    const allowed = settings.corsOrigins.includes("*")
+      ? "*"
+      : origin && settings.corsOrigins.includes(origin)
+        ? origin
+        : undefined;
+    if (!allowed) return;
+    res.setHeader("access-control-allow-origin", allowed);
+    res.setHeader("access-control-allow-methods", "POST, OPTIONS");
+    res.setHeader("access-control-allow-headers", "content-type, authorization");
+    res.setHeader("access-control-max-age", "86400");
+    if (allowed !== "*") res.setHeader("vary", "origin");
+  };
+  const reply = (
+    res: ServerResponse,
+    status: number,
+    body: unknown,
+    headers: Record<string, string> = {},
+  ) => {
+    const text = JSON.stringify(body);
+    res.writeHead(status, {
+      "content-type": "application/json",
+      "content-length": Buffer.byteLength(text),
+      ...headers,
+    });
+    res.end(text);
+  };
+
+  const server = createServer((req, res) => {
+    cors(req, res);
+    const route = matchRoute(routes, req.headers.host, req.url ?? "/");
+    if (!route || route.transport !== "http") {
+      reply(res, 404, errorResponse(null, RPC_ERROR.INVALID_REQUEST, "no network is served at this path"));
+      req.resume();
+      return;
+    }
+    if (req.method === "OPTIONS") {
+      res.writeHead(204).end();
+      return;
+    }
+    if (req.method !== "POST") {
+      reply(res, 405, errorResponse(null, RPC_ERROR.INVALID_REQUEST, "JSON-RPC requests are POSTed"), {
+        allow: "POST, OPTIONS",
+      });
+      req.resume();
+      return;
+    }
+    const type = req.headers["content-type"];
+    if (type !== undefined && !/^application\/json\b/i.test(type)) {
+      reply(
+        res,
+        415,
+        errorResponse(null, RPC_ERROR.INVALID_REQUEST, "content-type must be application/json"),
+      );
+      req.resume();
+      return;
+    }
+    const declared = Number(req.headers["content-length"] ?? 0);
+    const tooLarge = () =>
+      reply(
+        res,
+        413,
+        errorResponse(
+          null,
+          RPC_ERROR.INVALID_REQUEST,
+          `request body larger than ${settings.maxBodyBytes} bytes`,
+        ),
+        { connection: "close" },
+      );
+    if (declared > settings.maxBodyBytes) {
+      tooLarge();
+      req.destroy();
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on("data", (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > settings.maxBodyBytes) {
+        tooLarge();
+        req.destroy();
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on("error", () => {});
+    req.on("end", () => {
+      if (size > settings.maxBodyBytes) return;
+      void answer(runtimes.get(route.network)!, Buffer.concat(chunks).toString("utf8")).then((body) => {
+        if (body === undefined) res.writeHead(204).end();
+        else reply(res, 200, body);
+      });
+    });
+  });
+
+  async function answer(
+    runtime: NetworkRuntime,
+    text: string,
+  ): Promise<JsonRpcResponse | JsonRpcResponse[] | undefined> {
+    const parsed = parseBody(text, settings.maxBatchLength);
+    if (parsed.kind === "error") return parsed.response;
+    if (parsed.kind === "single") {
+      if (!parsed.item.ok) return parsed.item.response;
+      const response = await runtime.handler.handle(parsed.item.request);
+      return parsed.item.request.id === undefined ? undefined : response;
+    }
+    const responses = await Promise.all(
+      parsed.items.map((item) => (item.ok ? runtime.handler.handle(item.request) : item.response)),
+    );
+    const answered = responses.filter((_, i) => {
+      const item = parsed.items[i]!;
+      return !item.ok || item.request.id !== undefined;
+    });
+    return answered.length > 0 ? answered : undefined;
+  }
+
+  server.on("upgrade", (req, socket, head) => {
+    const route = matchRoute(routes, req.headers.host, req.url ?? "/");
+    if (!route || route.transport !== "ws" || stopping) {
+      socket.end("HTTP/1.1 404 Not Found\r\nconnection: close\r\ncontent-length: 0\r\n\r\n");
+      return;
+    }
+    socket.on("error", () => {});
+    wss.handleUpgrade(req, socket, head, (ws) => {
+      const runtime = runtimes.get(route.network)!;
+      const session = new WsSession(
+        ws,
+        runtime.handler,
+        runtime.streams,
+        {
+          maxBatchLength: settings.maxBatchLength,
+          maxSubscriptions: settings.maxSubscriptionsPerConnection,
+          maxBufferedBytes: settings.maxBufferedBytes,
+          pingIntervalMs: settings.pingInterval,
+        },
+        metrics,
+        logger.child({ component: "gateway", network: route.network }),
+      );
+      sessions.add(session);
+      ws.on("close", () => sessions.delete(session));
+    });
+  });
+  server.on("clientError", (_error, socket) => {
+    if (socket.writable)
+      socket.end("HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n");
+  });
+
+  const host = options.host ?? settings.host;
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port ?? settings.port, host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const { port } = server.address() as AddressInfo;
+  const url = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
+
+  return {
+    url,
+    requestTotals: () => totals,
+    servedHead: (network) => runtimes.get(network)?.upstreams.servedHead(),
+    async stop() {
+      if (stopping) return;
+      stopping = true;
+      for (const session of sessions) session.close(1001, "server shutting down");
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      const timer = setTimeout(() => server.closeAllConnections(), settings.drainTimeout);
+      await closed;
+      clearTimeout(timer);
+      wss.close();
+      for (const runtime of runtimes.values()) {
+        runtime.feed.close();
+        await runtime.upstreams.close();
+      }
+    },
+  };
+}

@@ -1,0 +1,74 @@
+import { RPC_ERROR } from "../../rpc/jsonRpc.js";
+import { toQuantity } from "../../rpc/blocks.js";
+import { readBlockParam } from "./blockParams.js";
+
+export type GetLogsVerdict =
+  /** Forward with these params (tags resolved to heights, so every node answers for the same range). */
+  | { ok: true; params: unknown[]; toBlock?: number }
+  | { ok: false; code: number; message: string; data?: unknown; reason: "range" | "invalid" | "future" };
+
+/**
+ * The eth_getLogs rules of the public endpoints: block tags resolve against the served head; a range reaching below
+ * `servedHead - maxRange` is refused with -32005 (EIP-1474 "limit exceeded") naming the limit and the earliest block
+ * allowed; a toBlock past the head or fromBlock > toBlock is -32602, as execution-apis asks of nodes.
+ */
+export function checkGetLogs(params: unknown, servedHead: number, maxRange: number): GetLogsVerdict {
+  const invalid = (message: string): GetLogsVerdict => ({
+    ok: false,
+    code: RPC_ERROR.INVALID_PARAMS,
+    message,
+    reason: "invalid",
+  });
+  if (
+    !Array.isArray(params) ||
+    params.length !== 1 ||
+    !params[0] ||
+    typeof params[0] !== "object" ||
+    Array.isArray(params[0])
+  )
+    return invalid("invalid params: eth_getLogs takes one filter object");
+  const filter = params[0] as Record<string, unknown>;
+  if (filter.blockHash !== undefined) {
+    if (filter.fromBlock !== undefined || filter.toBlock !== undefined)
+      return invalid("invalid params: blockHash excludes fromBlock and toBlock");
+    if (typeof filter.blockHash !== "string") return invalid("invalid params: blockHash must be a hash");
+    return { ok: true, params: [filter] };
+  }
+  const earliest = Math.max(0, servedHead - maxRange);
+  const resolve = (value: unknown, name: string): number | GetLogsVerdict => {
+    const target = readBlockParam(value, servedHead);
+    if (target.kind === "number") return target.number;
+    if (target.kind === "tag") {
+      if (target.tag === "earliest") return 0;
+      if (target.tag === "pending") return servedHead;
+      // safe / finalized: a full node knows them; for the range check they are at most the head.
+      return servedHead;
+    }
+    return invalid(`invalid params: ${name} must be a block number or tag`);
+  };
+  const from = resolve(filter.fromBlock, "fromBlock");
+  if (typeof from !== "number") return from;
+  const to = resolve(filter.toBlock, "toBlock");
+  if (typeof to !== "number") return to;
+  if (to > servedHead)
+    return {
+      ok: false,
+      code: RPC_ERROR.INVALID_PARAMS,
+      message: `invalid params: toBlock ${to} is past the head ${servedHead}`,
+      reason: "future",
+    };
+  if (from > to) return invalid(`invalid params: fromBlock ${from} is after toBlock ${to}`);
+  if (from < earliest)
+    return {
+      ok: false,
+      code: RPC_ERROR.LIMIT_EXCEEDED,
+      message: `limit exceeded: eth_getLogs may reach at most ${maxRange} blocks below the head`,
+      data: { limit: maxRange, earliestBlock: toQuantity(earliest), head: toQuantity(servedHead) },
+      reason: "range",
+    };
+  return {
+    ok: true,
+    params: [{ ...filter, fromBlock: toQuantity(from), toBlock: toQuantity(to) }],
+    toBlock: to,
+  };
+}

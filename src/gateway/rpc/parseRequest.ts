@@ -1,0 +1,90 @@
+import type { JsonRpcId, JsonRpcRequest, JsonRpcResponse } from "../../rpc/jsonRpc.js";
+import { RPC_ERROR } from "../../rpc/jsonRpc.js";
+
+/** One item of a request body: a valid call, or the error answer it gets without going upstream. */
+export type ParsedItem = { ok: true; request: JsonRpcRequest } | { ok: false; response: JsonRpcResponse };
+
+export type ParsedBody =
+  | { kind: "single"; item: ParsedItem }
+  | { kind: "batch"; items: ParsedItem[] }
+  /** The whole body is answered with one error (unparsable JSON, empty or oversized batch). */
+  | { kind: "error"; response: JsonRpcResponse };
+
+export function errorResponse(id: JsonRpcId, code: number, message: string, data?: unknown): JsonRpcResponse {
+  return { jsonrpc: "2.0", id, error: data === undefined ? { code, message } : { code, message, data } };
+}
+
+function validId(id: unknown): id is JsonRpcId {
+  return id === null || typeof id === "string" || (typeof id === "number" && Number.isFinite(id));
+}
+
+/** Checks one call against JSON-RPC 2.0: version, method, params and id types. */
+export function parseItem(value: unknown): ParsedItem {
+  if (!value || typeof value !== "object" || Array.isArray(value))
+    return {
+      ok: false,
+      response: errorResponse(null, RPC_ERROR.INVALID_REQUEST, "invalid request: not an object"),
+    };
+  const v = value as Record<string, unknown>;
+  const id = "id" in v ? v.id : undefined;
+  if (id !== undefined && !validId(id))
+    return { ok: false, response: errorResponse(null, RPC_ERROR.INVALID_REQUEST, "invalid request: bad id") };
+  const answerId = id ?? null;
+  if (v.jsonrpc !== "2.0")
+    return {
+      ok: false,
+      response: errorResponse(answerId, RPC_ERROR.INVALID_REQUEST, 'invalid request: jsonrpc must be "2.0"'),
+    };
+  if (typeof v.method !== "string" || v.method.length === 0 || v.method.length > 128)
+    return {
+      ok: false,
+      response: errorResponse(
+        answerId,
+        RPC_ERROR.INVALID_REQUEST,
+        "invalid request: method must be a string",
+      ),
+    };
+  if (v.params !== undefined && (typeof v.params !== "object" || v.params === null))
+    return {
+      ok: false,
+      response: errorResponse(
+        answerId,
+        RPC_ERROR.INVALID_REQUEST,
+        "invalid request: params must be an array or object",
+      ),
+    };
+  const request: JsonRpcRequest = { jsonrpc: "2.0", method: v.method };
+  if (id !== undefined) request.id = id;
+  if (v.params !== undefined) request.params = v.params as unknown[] | Record<string, unknown>;
+  return { ok: true, request };
+}
+
+/** Parses a request body (HTTP POST or one WebSocket frame) into single or batch calls. */
+export function parseBody(text: string, maxBatchLength: number): ParsedBody {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return {
+      kind: "error",
+      response: errorResponse(null, RPC_ERROR.PARSE_ERROR, "parse error: invalid JSON"),
+    };
+  }
+  if (!Array.isArray(value)) return { kind: "single", item: parseItem(value) };
+  if (value.length === 0)
+    return {
+      kind: "error",
+      response: errorResponse(null, RPC_ERROR.INVALID_REQUEST, "invalid request: empty batch"),
+    };
+  if (value.length > maxBatchLength)
+    return {
+      kind: "error",
+      response: errorResponse(
+        null,
+        RPC_ERROR.LIMIT_EXCEEDED,
+        `batch too large: at most ${maxBatchLength} calls per batch`,
+        { limit: maxBatchLength },
+      ),
+    };
+  return { kind: "batch", items: value.map(parseItem) };
+}

@@ -1,0 +1,55 @@
+/** What the balancer knows of an upstream. */
+export interface Candidate {
+  name: string;
+  routed: boolean;
+  reachable: boolean;
+  /** Latest block the node has; undefined before its first head. */
+  head: number | undefined;
+  outstanding: number;
+}
+
+/**
+ * The upstreams to try for a request that needs block `minBlock` (undefined: any), best first. Only routed nodes,
+ * unless none is routed (panic mode: then every reachable node, highest head first). Among equals, the fewest
+ * outstanding requests wins; nodes known not to have the block come last, so a request still gets an answer.
+ */
+export function rankCandidates(
+  nodes: readonly Candidate[],
+  minBlock: number | undefined,
+  exclude: ReadonlySet<string>,
+): Candidate[] {
+  const routed = nodes.filter((n) => n.routed && n.reachable);
+  const pool = (routed.length > 0 ? routed : nodes.filter((n) => n.reachable)).filter(
+    (n) => !exclude.has(n.name),
+  );
+  const hasBlock = (n: Candidate) => minBlock === undefined || (n.head !== undefined && n.head >= minBlock);
+  return [...pool].sort((a, b) => {
+    const blockOrder = Number(hasBlock(b)) - Number(hasBlock(a));
+    if (blockOrder !== 0) return blockOrder;
+    if (routed.length === 0 && a.head !== b.head) return (b.head ?? -1) - (a.head ?? -1);
+    return a.outstanding - b.outstanding;
+  });
+}
+
+/** Panic mode: no routed node is reachable, so the gateway serves from whatever answers. */
+export function inPanic(nodes: readonly Candidate[]): boolean {
+  return !nodes.some((n) => n.routed && n.reachable);
+}
+
+/**
+ * The served head: the highest head a routed node has (every node when in panic), never going back, so
+ * eth_blockNumber and `latest` only move forward for clients that see several nodes.
+ */
+export function nextServedHead(
+  previous: number | undefined,
+  nodes: readonly Candidate[],
+): number | undefined {
+  const panic = inPanic(nodes);
+  let best: number | undefined;
+  for (const n of nodes) {
+    if (!n.reachable || n.head === undefined || (!panic && !n.routed)) continue;
+    if (best === undefined || n.head > best) best = n.head;
+  }
+  if (best === undefined) return previous;
+  return previous === undefined ? best : Math.max(previous, best);
+}

@@ -1,0 +1,67 @@
+import type { Logger } from "../../log/logger.js";
+import type { CallHandler } from "../rpc/callHandler.js";
+import type { FeedBlock, HeadFeed } from "./headFeed.js";
+import type { Log } from "./logFilter.js";
+
+export interface StreamListener {
+  /** A new canonical block, in order. */
+  onBlock(block: FeedBlock, logs: () => Promise<Log[]>): void;
+  /** A block replaced by a reorg, with the logs it had announced (called in order with onBlock). */
+  onRemoved(block: FeedBlock, logs: Promise<Log[]>): void;
+}
+
+const LOG_CACHE_BLOCKS = 128;
+
+/**
+ * The shared streams of one network behind every client subscription: the head feed, and the logs of each block,
+ * fetched once per block (by block hash, so a reorg can never mix branches) however many subscriptions want them.
+ */
+export class NetworkStreams {
+  private readonly listeners = new Set<StreamListener>();
+  private readonly logsByHash = new Map<string, Promise<Log[]>>();
+
+  constructor(
+    private readonly feed: HeadFeed,
+    private readonly handler: CallHandler,
+    private readonly logger: Logger,
+  ) {
+    feed.on("block", (block: FeedBlock) => {
+      for (const listener of this.listeners) listener.onBlock(block, () => this.logsOf(block));
+    });
+    feed.on("removed", (block: FeedBlock) => {
+      const logs = this.logsByHash.get(block.hash) ?? Promise.resolve([]);
+      for (const listener of this.listeners) listener.onRemoved(block, logs);
+    });
+  }
+
+  add(listener: StreamListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  latest(): FeedBlock | undefined {
+    return this.feed.latest();
+  }
+
+  private logsOf(block: FeedBlock): Promise<Log[]> {
+    let logs = this.logsByHash.get(block.hash);
+    if (!logs) {
+      logs = this.handler
+        .fetch({ jsonrpc: "2.0", id: 1, method: "eth_getLogs", params: [{ blockHash: block.hash }] })
+        .then((response) =>
+          "result" in response && Array.isArray(response.result) ? (response.result as Log[]) : [],
+        )
+        .catch((error: unknown) => {
+          this.logger.warn(
+            { err: error, block: block.number },
+            "gateway: could not fetch the logs of a block",
+          );
+          return [];
+        });
+      this.logsByHash.set(block.hash, logs);
+      if (this.logsByHash.size > LOG_CACHE_BLOCKS)
+        this.logsByHash.delete(this.logsByHash.keys().next().value!);
+    }
+    return logs;
+  }
+}

@@ -1,0 +1,205 @@
+import { randomBytes } from "node:crypto";
+import WebSocket from "ws";
+import type { Logger } from "../../log/logger.js";
+import type { GatewayMetrics } from "../../metrics/gatewayMetrics.js";
+import type { JsonRpcRequest, JsonRpcResponse } from "../../rpc/jsonRpc.js";
+import { RPC_ERROR } from "../../rpc/jsonRpc.js";
+import type { CallHandler } from "../rpc/callHandler.js";
+import { errorResponse, parseBody } from "../rpc/parseRequest.js";
+import type { FeedBlock } from "./headFeed.js";
+import type { Log, LogFilter } from "./logFilter.js";
+import { matchesFilter, parseLogFilter } from "./logFilter.js";
+import type { NetworkStreams } from "./networkStreams.js";
+
+export interface WsLimits {
+  maxBatchLength: number;
+  maxSubscriptions: number;
+  /** A client that lets this much pile up unread is cut off (it cannot keep up with the chain). */
+  maxBufferedBytes: number;
+  pingIntervalMs: number;
+}
+
+type Subscription = { type: "newHeads" } | { type: "logs"; filter: LogFilter };
+
+/**
+ * One client WebSocket on a network's `/ws`: calls routed like HTTP, and `newHeads` / `logs` subscriptions served
+ * from the network's shared streams, so a client keeps its subscription ids whichever node the gateway follows.
+ */
+export class WsSession {
+  private readonly subscriptions = new Map<string, Subscription>();
+  private readonly unlisten: () => void;
+  /** Notifications are sent in block order, each after the previous block's logs. */
+  private outbox: Promise<void> = Promise.resolve();
+  private pingTimer: NodeJS.Timeout;
+  private alive = true;
+
+  constructor(
+    private readonly socket: WebSocket,
+    private readonly handler: CallHandler,
+    private readonly streams: NetworkStreams,
+    private readonly limits: WsLimits,
+    private readonly metrics: GatewayMetrics,
+    private readonly logger: Logger,
+  ) {
+    const network = handler.network;
+    metrics.wsConnections.inc({ network });
+    this.unlisten = streams.add({
+      onBlock: (block, logs) => this.onBlock(block, logs),
+      onRemoved: (block, logs) => this.onRemoved(block, logs),
+    });
+    socket.on("message", (data, isBinary) => void this.onMessage(data, isBinary));
+    socket.on("pong", () => {
+      this.alive = true;
+    });
+    socket.on("close", () => this.cleanup());
+    socket.on("error", (error) => this.logger.debug({ err: error.message }, "gateway: client socket error"));
+    this.pingTimer = setInterval(() => this.ping(), limits.pingIntervalMs);
+  }
+
+  /** Closes with 1001 (going away), as on shutdown. */
+  close(code = 1001, reason = "server shutting down"): void {
+    if (this.socket.readyState === WebSocket.OPEN) this.socket.close(code, reason);
+  }
+
+  private ping(): void {
+    if (!this.alive) {
+      this.metrics.wsDisconnects.inc({ network: this.handler.network, reason: "ping-timeout" });
+      this.socket.terminate();
+      return;
+    }
+    this.alive = false;
+    if (this.socket.readyState === WebSocket.OPEN) this.socket.ping();
+  }
+
+  private cleanup(): void {
+    clearInterval(this.pingTimer);
+    this.unlisten();
+    const network = this.handler.network;
+    this.metrics.wsConnections.dec({ network });
+    for (const sub of this.subscriptions.values())
+      this.metrics.wsSubscriptions.dec({ network, type: sub.type });
+    this.subscriptions.clear();
+  }
+
+  private send(message: unknown): void {
+    if (this.socket.readyState !== WebSocket.OPEN) return;
+    if (this.socket.bufferedAmount > this.limits.maxBufferedBytes) {
+      this.metrics.wsDisconnects.inc({ network: this.handler.network, reason: "slow-consumer" });
+      this.logger.info(
+        { buffered: this.socket.bufferedAmount },
+        "gateway: cutting off a slow WebSocket client",
+      );
+      this.socket.terminate();
+      return;
+    }
+    this.socket.send(JSON.stringify(message));
+  }
+
+  private async onMessage(data: WebSocket.RawData, isBinary: boolean): Promise<void> {
+    if (isBinary) {
+      this.send(
+        errorResponse(null, RPC_ERROR.INVALID_REQUEST, "invalid request: binary frames are not JSON-RPC"),
+      );
+      return;
+    }
+    const text = Array.isArray(data)
+      ? Buffer.concat(data).toString("utf8")
+      : Buffer.from(data as ArrayBuffer).toString("utf8");
+    const parsed = parseBody(text, this.limits.maxBatchLength);
+    if (parsed.kind === "error") return this.send(parsed.response);
+    if (parsed.kind === "single") {
+      const response = parsed.item.ok ? await this.call(parsed.item.request) : parsed.item.response;
+      if (response && (!parsed.item.ok || parsed.item.request.id !== undefined)) this.send(response);
+      return;
+    }
+    const responses = await Promise.all(
+      parsed.items.map((item) => (item.ok ? this.call(item.request) : item.response)),
+    );
+    const answered = responses.filter((r, i) => {
+      const item = parsed.items[i]!;
+      return r !== undefined && (!item.ok || item.request.id !== undefined);
+    });
+    if (answered.length > 0) this.send(answered);
+  }
+
+  private async call(request: JsonRpcRequest): Promise<JsonRpcResponse> {
+    if (request.method === "eth_subscribe") return this.subscribe(request);
+    if (request.method === "eth_unsubscribe") return this.unsubscribe(request);
+    return this.handler.handle(request);
+  }
+
+  private subscribe(request: JsonRpcRequest): JsonRpcResponse {
+    const id = request.id ?? null;
+    const params = Array.isArray(request.params) ? request.params : [];
+    const network = this.handler.network;
+    if (this.subscriptions.size >= this.limits.maxSubscriptions)
+      return errorResponse(
+        id,
+        RPC_ERROR.LIMIT_EXCEEDED,
+        `limit exceeded: at most ${this.limits.maxSubscriptions} subscriptions per connection`,
+        { limit: this.limits.maxSubscriptions },
+      );
+    let subscription: Subscription;
+    if (params[0] === "newHeads" && params.length === 1) subscription = { type: "newHeads" };
+    else if (params[0] === "logs" && params.length <= 2) {
+      const filter = parseLogFilter(params[1]);
+      if (typeof filter === "string")
+        return errorResponse(id, RPC_ERROR.INVALID_PARAMS, `invalid params: ${filter}`);
+      subscription = { type: "logs", filter };
+    } else {
+      return errorResponse(
+        id,
+        RPC_ERROR.INVALID_PARAMS,
+        'invalid params: supported subscriptions are "newHeads" and "logs"',
+      );
+    }
+    const subscriptionId = `0x${randomBytes(16).toString("hex")}`;
+    this.subscriptions.set(subscriptionId, subscription);
+    this.metrics.wsSubscriptions.inc({ network, type: subscription.type });
+    return { jsonrpc: "2.0", id, result: subscriptionId };
+  }
+
+  private unsubscribe(request: JsonRpcRequest): JsonRpcResponse {
+    const params = Array.isArray(request.params) ? request.params : [];
+    const subscriptionId = params[0];
+    if (typeof subscriptionId !== "string" || params.length !== 1)
+      return errorResponse(
+        request.id ?? null,
+        RPC_ERROR.INVALID_PARAMS,
+        "invalid params: eth_unsubscribe takes a subscription id",
+      );
+    const subscription = this.subscriptions.get(subscriptionId);
+    if (subscription) {
+      this.subscriptions.delete(subscriptionId);
+      this.metrics.wsSubscriptions.dec({ network: this.handler.network, type: subscription.type });
+    }
+    return { jsonrpc: "2.0", id: request.id ?? null, result: subscription !== undefined };
+  }
+
+  private notify(subscription: string, result: unknown): void {
+    this.send({ jsonrpc: "2.0", method: "eth_subscription", params: { subscription, result } });
+  }
+
+  private onBlock(block: FeedBlock, logs: () => Promise<Log[]>): void {
+    if (this.subscriptions.size === 0) return;
+    this.outbox = this.outbox.then(async () => {
+      const wantsLogs = [...this.subscriptions.values()].some((s) => s.type === "logs");
+      const blockLogs = wantsLogs ? await logs() : [];
+      for (const [id, sub] of this.subscriptions) {
+        if (sub.type === "newHeads") this.notify(id, block.header);
+        else for (const log of blockLogs) if (matchesFilter(log, sub.filter)) this.notify(id, log);
+      }
+    });
+  }
+
+  private onRemoved(_block: FeedBlock, removedLogs: Promise<Log[]>): void {
+    this.outbox = this.outbox.then(async () => {
+      const logs = await removedLogs;
+      for (const [id, sub] of this.subscriptions) {
+        if (sub.type !== "logs") continue;
+        for (const log of logs)
+          if (matchesFilter(log, sub.filter)) this.notify(id, { ...log, removed: true });
+      }
+    });
+  }
+}

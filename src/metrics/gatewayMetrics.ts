@@ -1,0 +1,99 @@
+import { Counter, Gauge, Histogram } from "prom-client";
+import type { Registry } from "prom-client";
+
+/** How a call ended; "ok" is success (the alerts count everything else as errors). */
+export const GATEWAY_OUTCOMES = [
+  "ok",
+  "rpc_error",
+  "refused",
+  "invalid",
+  "rate_limited",
+  "upstream_error",
+  "timeout",
+  "unavailable",
+] as const;
+export type GatewayOutcome = (typeof GATEWAY_OUTCOMES)[number];
+
+export interface GatewayMetrics {
+  requests: Counter<"network" | "method" | "outcome">;
+  duration: Histogram<"network" | "method">;
+  upstreamRequests: Counter<"network" | "upstream" | "outcome">;
+  retries: Counter<"network">;
+  getLogsRefused: Counter<"network" | "reason">;
+  panicMode: Gauge<"network">;
+  servedHead: Gauge<"network">;
+  wsConnections: Gauge<"network">;
+  wsSubscriptions: Gauge<"network" | "type">;
+  wsDisconnects: Counter<"network" | "reason">;
+}
+
+/**
+ * The gateway's metrics. Label values are bounded: configured networks, upstream names from the fleet, a fixed set of
+ * method names ("other" for the rest) and the outcomes above.
+ */
+export function createGatewayMetrics(registry: Registry): GatewayMetrics {
+  const registers = [registry];
+  return {
+    requests: new Counter({
+      name: "lightfleet_gateway_requests_total",
+      help: "JSON-RPC calls answered by the gateway (each batch item counts), by outcome.",
+      labelNames: ["network", "method", "outcome"],
+      registers,
+    }),
+    duration: new Histogram({
+      name: "lightfleet_gateway_request_duration_seconds",
+      help: "Time to answer one JSON-RPC call.",
+      labelNames: ["network", "method"],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers,
+    }),
+    upstreamRequests: new Counter({
+      name: "lightfleet_gateway_upstream_requests_total",
+      help: "Calls sent to light nodes, by outcome (ok, rpc_error, connection, timeout, malformed, http-status).",
+      labelNames: ["network", "upstream", "outcome"],
+      registers,
+    }),
+    retries: new Counter({
+      name: "lightfleet_gateway_retries_total",
+      help: "Idempotent reads retried on another node after a connection failure.",
+      labelNames: ["network"],
+      registers,
+    }),
+    getLogsRefused: new Counter({
+      name: "lightfleet_gateway_getlogs_refused_total",
+      help: "eth_getLogs calls refused by the range rules (range: below the window; future: past the head; invalid).",
+      labelNames: ["network", "reason"],
+      registers,
+    }),
+    panicMode: new Gauge({
+      name: "lightfleet_gateway_panic_mode",
+      help: "1 while no routed node is reachable and the gateway serves from any node that answers.",
+      labelNames: ["network"],
+      registers,
+    }),
+    servedHead: new Gauge({
+      name: "lightfleet_gateway_served_head_block",
+      help: "The head the gateway serves (eth_blockNumber, latest).",
+      labelNames: ["network"],
+      registers,
+    }),
+    wsConnections: new Gauge({
+      name: "lightfleet_gateway_ws_connections",
+      help: "Open WebSocket connections.",
+      labelNames: ["network"],
+      registers,
+    }),
+    wsSubscriptions: new Gauge({
+      name: "lightfleet_gateway_ws_subscriptions",
+      help: "Active eth_subscribe subscriptions, by type (newHeads, logs).",
+      labelNames: ["network", "type"],
+      registers,
+    }),
+    wsDisconnects: new Counter({
+      name: "lightfleet_gateway_ws_disconnects_total",
+      help: "WebSocket connections closed by the gateway, by reason (slow-consumer, ping-timeout, shutdown).",
+      labelNames: ["network", "reason"],
+      registers,
+    }),
+  };
+}

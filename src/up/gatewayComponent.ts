@@ -1,0 +1,37 @@
+import { startGateway } from "../gateway/gateway.js";
+import { FleetUpstreamSource } from "../gateway/upstreams/fleetSource.js";
+import type { UpComponent } from "./component.js";
+
+/** The public RPC gateway in front of the process fleet: routed members only, panic mode when none is routed. */
+export const gatewayComponent: UpComponent = {
+  name: "gateway",
+  async start(context) {
+    const { config, fleet, logger, registry, flags } = context;
+    if (!fleet) throw new Error("the gateway needs the process fleet");
+    if (!config.networks.some((n) => n.nodes !== undefined)) return undefined;
+    const gateway = await startGateway({
+      config,
+      source: new FleetUpstreamSource(fleet),
+      logger,
+      registry,
+      ...(flags.port !== undefined ? { port: flags.port } : {}),
+    });
+    context.gateway = gateway;
+    const ws = gateway.url.replace(/^http/, "ws");
+    const endpoints = config.networks.flatMap((network) => {
+      const path = network.gateway.path ?? `/${network.name}`;
+      const isDefault = network.gateway.default || config.networks.length === 1;
+      return [
+        ...(isDefault
+          ? [
+              { label: `${network.name} RPC`, url: `${gateway.url}/` },
+              { label: `${network.name} WebSocket`, url: `${ws}/ws` },
+            ]
+          : []),
+        { label: `${network.name} RPC`, url: `${gateway.url}${path}` },
+        { label: `${network.name} WebSocket`, url: `${ws}${path}/ws` },
+      ];
+    });
+    return { endpoints, stop: () => gateway.stop() };
+  },
+};

@@ -1,0 +1,207 @@
+import { describe, expect, it } from "vitest";
+import { matchRoute } from "../../src/gateway/http/routes.js";
+import { readBlockParam } from "../../src/gateway/rpc/blockParams.js";
+import { checkGetLogs } from "../../src/gateway/rpc/getLogsRule.js";
+import { checkMethod, methodLabel } from "../../src/gateway/rpc/methodPolicy.js";
+import { parseBody } from "../../src/gateway/rpc/parseRequest.js";
+import { nextServedHead, rankCandidates } from "../../src/gateway/upstreams/balancer.js";
+import type { Candidate } from "../../src/gateway/upstreams/balancer.js";
+import { matchesFilter, parseLogFilter } from "../../src/gateway/ws/logFilter.js";
+
+const hex = (n: number) => `0x${n.toString(16)}`;
+
+describe("request parsing", () => {
+  it.each([
+    ["not JSON", "{", -32700],
+    ["an empty batch", "[]", -32600],
+    [
+      "a batch over the limit",
+      JSON.stringify(Array(4).fill({ jsonrpc: "2.0", id: 1, method: "eth_chainId" })),
+      -32005,
+    ],
+  ])("answers %s with one error", (_what, body, code) => {
+    const parsed = parseBody(body, 3);
+    expect(parsed.kind).toBe("error");
+    if (parsed.kind === "error") expect(parsed.response).toMatchObject({ id: null, error: { code } });
+  });
+
+  it.each([
+    ["a number", 1],
+    ["no version", { id: 1, method: "eth_chainId" }],
+    ["a wrong version", { jsonrpc: "1.0", id: 1, method: "eth_chainId" }],
+    ["no method", { jsonrpc: "2.0", id: 1 }],
+    ["a numeric method", { jsonrpc: "2.0", id: 1, method: 5 }],
+    ["params that are a string", { jsonrpc: "2.0", id: 1, method: "eth_chainId", params: "x" }],
+    ["an object id", { jsonrpc: "2.0", id: {}, method: "eth_chainId" }],
+  ])("refuses an item with %s (-32600) and keeps the others of the batch", (_what, bad) => {
+    const parsed = parseBody(JSON.stringify([bad, { jsonrpc: "2.0", id: 7, method: "eth_chainId" }]), 10);
+    expect(parsed.kind).toBe("batch");
+    if (parsed.kind !== "batch") return;
+    expect(parsed.items[0]).toMatchObject({ ok: false, response: { error: { code: -32600 } } });
+    expect(parsed.items[1]).toMatchObject({ ok: true, request: { id: 7, method: "eth_chainId" } });
+  });
+});
+
+describe("method policy", () => {
+  it.each([
+    "admin_nodeInfo",
+    "debug_traceTransaction",
+    "personal_sign",
+    "miner_start",
+    "txpool_content",
+    "anvil_mine",
+    "evm_mine",
+    "eth_sendTransaction",
+    "eth_newFilter",
+    "nonsense",
+    "eth",
+  ])("refuses %s", (method) => expect(checkMethod(method).allowed).toBe(false));
+  it.each(["eth_call", "eth_getLogs", "net_version", "web3_clientVersion", "eth_sendRawTransaction"])(
+    "serves %s",
+    (method) => expect(checkMethod(method).allowed).toBe(true),
+  );
+  it("labels unknown methods as other, so metric series stay bounded", () => {
+    expect(methodLabel("eth_call")).toBe("eth_call");
+    expect(methodLabel("eth_" + "x".repeat(50))).toBe("other");
+  });
+});
+
+describe("eth_getLogs rules (head 5000, limit 1000)", () => {
+  const head = 5000;
+  const check = (filter: Record<string, unknown>) => checkGetLogs([filter], head, 1000);
+  it.each([
+    ["inside the window", { fromBlock: hex(4500), toBlock: hex(4600) }, { ok: true }],
+    ["exactly 1000 below the head", { fromBlock: hex(4000), toBlock: "latest" }, { ok: true }],
+    ["1001 below the head", { fromBlock: hex(3999), toBlock: "latest" }, { ok: false, code: -32005 }],
+    ["earliest", { fromBlock: "earliest" }, { ok: false, code: -32005 }],
+    ["tags only (latest to latest)", {}, { ok: true }],
+    ["toBlock past the head", { fromBlock: hex(4990), toBlock: hex(5001) }, { ok: false, code: -32602 }],
+    ["fromBlock after toBlock", { fromBlock: hex(4990), toBlock: hex(4980) }, { ok: false, code: -32602 }],
+    ["a blockHash", { blockHash: "0x" + "ab".repeat(32) }, { ok: true }],
+    [
+      "a blockHash with a range",
+      { blockHash: "0x" + "ab".repeat(32), fromBlock: hex(1) },
+      { ok: false, code: -32602 },
+    ],
+    ["a malformed block", { fromBlock: "yesterday" }, { ok: false, code: -32602 }],
+  ])("%s", (_what, filter, expected) => {
+    expect(check(filter)).toMatchObject(expected);
+  });
+
+  it("names the limit and the earliest block allowed when refusing", () => {
+    expect(check({ fromBlock: hex(10) })).toMatchObject({
+      code: -32005,
+      data: { limit: 1000, earliestBlock: hex(4000), head: hex(5000) },
+    });
+  });
+
+  it("resolves tags against the served head, so every node answers for the same range", () => {
+    expect(check({ fromBlock: hex(4999) })).toMatchObject({
+      ok: true,
+      params: [{ fromBlock: hex(4999), toBlock: hex(5000) }],
+    });
+  });
+
+  it("refuses a call that is not one filter object", () => {
+    expect(checkGetLogs([], head, 1000)).toMatchObject({ ok: false, code: -32602 });
+    expect(checkGetLogs("x", head, 1000)).toMatchObject({ ok: false, code: -32602 });
+  });
+});
+
+describe("block parameters", () => {
+  it("resolves latest and absent to the served head, keeps other tags", () => {
+    expect(readBlockParam("latest", 9)).toEqual({ kind: "number", number: 9 });
+    expect(readBlockParam(undefined, 9)).toEqual({ kind: "number", number: 9 });
+    expect(readBlockParam("0x10", 9)).toEqual({ kind: "number", number: 16 });
+    expect(readBlockParam("finalized", 9)).toEqual({ kind: "tag", tag: "finalized" });
+    expect(readBlockParam({ blockNumber: "0x2" }, 9)).toEqual({ kind: "number", number: 2 });
+    expect(readBlockParam("0x", 9)).toEqual({ kind: "invalid" });
+  });
+});
+
+describe("routes", () => {
+  const routes = [
+    { network: "mainnet", hosts: ["mainnet.rpc.example.org"], path: "/mainnet", default: true },
+    { network: "sepolia", hosts: ["sepolia.rpc.example.org"], path: "/sepolia", default: false },
+  ];
+  it.each([
+    ["sepolia.rpc.example.org", "/", { network: "sepolia", transport: "http" }],
+    ["sepolia.rpc.example.org:443", "/ws", { network: "sepolia", transport: "ws" }],
+    ["any.host", "/sepolia", { network: "sepolia", transport: "http" }],
+    ["any.host", "/sepolia/ws?x=1", { network: "sepolia", transport: "ws" }],
+    ["any.host", "/", { network: "mainnet", transport: "http" }],
+    ["any.host", "/ws", { network: "mainnet", transport: "ws" }],
+    ["any.host", "/goerli", undefined],
+    ["sepolia.rpc.example.org", "/other", undefined],
+  ])("%s %s", (host, path, expected) => {
+    expect(matchRoute(routes, host, path)).toEqual(expected);
+  });
+});
+
+describe("balancing and the served head", () => {
+  const node = (name: string, head: number | undefined, extra: Partial<Candidate> = {}): Candidate => ({
+    name,
+    head,
+    routed: true,
+    reachable: true,
+    outstanding: 0,
+    ...extra,
+  });
+
+  it("prefers a node that has the block, then the fewest outstanding requests", () => {
+    const nodes = [
+      node("a", 10, { outstanding: 0 }),
+      node("b", 12, { outstanding: 3 }),
+      node("c", 12, { outstanding: 1 }),
+    ];
+    expect(rankCandidates(nodes, 12, new Set()).map((n) => n.name)).toEqual(["c", "b", "a"]);
+    expect(rankCandidates(nodes, undefined, new Set()).map((n) => n.name)).toEqual(["a", "c", "b"]);
+    expect(rankCandidates(nodes, 12, new Set(["c"])).map((n) => n.name)).toEqual(["b", "a"]);
+  });
+
+  it("uses only routed nodes, and every reachable one in panic mode, highest head first", () => {
+    expect(
+      rankCandidates([node("a", 10), node("b", 20, { routed: false })], undefined, new Set()).map(
+        (n) => n.name,
+      ),
+    ).toEqual(["a"]);
+    const panic = [
+      node("a", 10, { routed: false }),
+      node("b", 20, { routed: false }),
+      node("c", 30, { routed: false, reachable: false }),
+    ];
+    expect(rankCandidates(panic, undefined, new Set()).map((n) => n.name)).toEqual(["b", "a"]);
+  });
+
+  it("serves the highest routed head and never goes back", () => {
+    expect(nextServedHead(undefined, [node("a", 10), node("b", 12), node("c", 50, { routed: false })])).toBe(
+      12,
+    );
+    expect(nextServedHead(12, [node("a", 11)])).toBe(12);
+    expect(nextServedHead(12, [])).toBe(12);
+  });
+});
+
+describe("logs filters", () => {
+  const log = { address: "0x" + "AA".repeat(20), topics: ["0x" + "01".repeat(32), "0x" + "02".repeat(32)] };
+  it("matches by address and by topic position, null being any", () => {
+    const parse = (f: unknown) => {
+      const filter = parseLogFilter(f);
+      if (typeof filter === "string") throw new Error(filter);
+      return filter;
+    };
+    expect(matchesFilter(log, parse({}))).toBe(true);
+    expect(matchesFilter(log, parse({ address: "0x" + "aa".repeat(20) }))).toBe(true);
+    expect(matchesFilter(log, parse({ address: ["0x" + "bb".repeat(20)] }))).toBe(false);
+    expect(matchesFilter(log, parse({ topics: [null, "0x" + "02".repeat(32)] }))).toBe(true);
+    expect(matchesFilter(log, parse({ topics: [["0x" + "03".repeat(32), "0x" + "01".repeat(32)]] }))).toBe(
+      true,
+    );
+    expect(matchesFilter(log, parse({ topics: [null, null, "0x" + "02".repeat(32)] }))).toBe(false);
+  });
+  it("refuses malformed filters with a message", () => {
+    expect(parseLogFilter({ address: "0x12" })).toMatch(/address/);
+    expect(parseLogFilter({ topics: "x" })).toMatch(/topics/);
+    expect(parseLogFilter([1])).toMatch(/object/);
+  });
+});

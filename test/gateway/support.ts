@@ -1,0 +1,93 @@
+import { Registry } from "prom-client";
+import WebSocket from "ws";
+import { parseConfig } from "../../src/config/loadConfig.js";
+import type { Devnet } from "../../src/devnet/devnet.js";
+import type { Gateway } from "../../src/gateway/gateway.js";
+import { startGateway } from "../../src/gateway/gateway.js";
+import { StaticUpstreamSource } from "../../src/gateway/upstreams/staticSource.js";
+import { silentLogger } from "../../src/log/logger.js";
+import { waitFor } from "../support/waitFor.js";
+
+/** A JSON answer, inspected field by field by the assertions. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- any JSON shape, checked by expect()
+export type Json = any;
+
+export const NETWORK = "devnet";
+export const CHAIN_ID = 31_337;
+
+/** A gateway on an ephemeral port in front of the devnet's light nodes, all routed. */
+export async function startTestGateway(
+  devnet: Devnet,
+  gateway: Record<string, unknown> = {},
+  network: Record<string, unknown> = {},
+): Promise<{ gateway: Gateway; source: StaticUpstreamSource; registry: Registry; wsUrl: string }> {
+  const nodes = devnet.nodes(NETWORK);
+  const config = parseConfig({
+    gateway: { host: "127.0.0.1", port: 0, headPollInterval: "100ms", upstreamTimeout: "5s", ...gateway },
+    networks: [
+      {
+        name: NETWORK,
+        chainId: CHAIN_ID,
+        blockTime: "1s",
+        reservedPeers: nodes.filter((n) => n.role === "full").map((n) => ({ name: n.name, http: n.httpUrl })),
+        gateway: { default: true, ...network },
+      },
+    ],
+  });
+  const source = new StaticUpstreamSource(
+    nodes
+      .filter((n) => n.role === "light")
+      .map((n) => ({ name: n.name, network: NETWORK, httpUrl: n.httpUrl, wsUrl: n.wsUrl, routed: true })),
+  );
+  const registry = new Registry();
+  const started = await startGateway({ config, source, logger: silentLogger(), registry });
+  return { gateway: started, source, registry, wsUrl: `${started.url.replace("http", "ws")}/ws` };
+}
+
+/** Waits until the gateway serves the devnet's head. */
+export async function waitForServedHead(gateway: Gateway, devnet: Devnet): Promise<number> {
+  const head = devnet.head(NETWORK).number;
+  await waitFor(() => (gateway.servedHead(NETWORK) ?? -1) >= head, { what: `served head ${head}` });
+  return gateway.servedHead(NETWORK)!;
+}
+
+export async function post(
+  url: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: Json }> {
+  const response = await fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: typeof body === "string" ? body : JSON.stringify(body),
+  });
+  const text = await response.text();
+  return { status: response.status, body: text ? JSON.parse(text) : undefined };
+}
+
+/** A raw JSON-RPC WebSocket client that records every message. */
+export async function rawWs(url: string): Promise<{
+  socket: WebSocket;
+  messages: Json[];
+  call: (method: string, params?: unknown[]) => Promise<Json>;
+  close: () => void;
+}> {
+  const socket = new WebSocket(url);
+  const messages: Json[] = [];
+  socket.on("message", (data) => messages.push(JSON.parse(String(data))));
+  await new Promise((resolve, reject) => {
+    socket.once("open", resolve);
+    socket.once("error", reject);
+  });
+  let nextId = 1;
+  return {
+    socket,
+    messages,
+    async call(method, params = []) {
+      const id = nextId++;
+      socket.send(JSON.stringify({ jsonrpc: "2.0", id, method, params }));
+      return waitFor(() => messages.find((m) => m.id === id), { what: `answer to ${method}` });
+    },
+    close: () => socket.close(),
+  };
+}
