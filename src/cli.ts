@@ -5,6 +5,7 @@ import { failAndExit } from "./cli/fail.js";
 import { registerConfigCommand } from "./config/command.js";
 import { registerDevnetCommand } from "./devnet/command.js";
 import { registerGatewayCommand } from "./gateway/command.js";
+import { registerKeysCommand } from "./keys/command.js";
 import { registerUpCommand } from "./up/command.js";
 
 const { version } = createRequire(import.meta.url)("../package.json") as { version: string };
@@ -22,6 +23,7 @@ const program = new Command("lightfleet")
 registerConfigCommand(program);
 registerDevnetCommand(program);
 registerGatewayCommand(program);
+registerKeysCommand(program);
 registerUpCommand(program);
 
 program.parseAsync(process.argv).catch(failAndExit);

@@ -1,0 +1,58 @@
+import { loadConfig, parseConfig } from "../../config/loadConfig.js";
+import type { Config } from "../../config/schema.js";
+import { loadPepper } from "../crypto/secrets.js";
+import { KeysService } from "../service.js";
+import { openKeyStore } from "../store/database.js";
+import { readPassword } from "./readPassword.js";
+
+async function withService<T>(
+  flags: { config?: string },
+  run: (service: KeysService) => Promise<T>,
+): Promise<T> {
+  const config: Config = flags.config ? await loadConfig(flags.config) : parseConfig({});
+  const store = await openKeyStore(config.keys.databaseUrl, config.dataDir);
+  try {
+    return await run(new KeysService({ store, pepper: loadPepper(process.env, config.dataDir).pepper }));
+  } finally {
+    await store.close();
+  }
+}
+
+const MIN_PASSWORD = 12;
+
+export async function addUser(flags: { config?: string; email: string }): Promise<void> {
+  if (!/^[^@\s]+@[^@\s]+$/.test(flags.email))
+    throw new Error(`--email: not an email address: ${flags.email}`);
+  const password = await readPassword(`Password for ${flags.email}: `);
+  if (password.length < MIN_PASSWORD)
+    throw new Error(`the password must be at least ${MIN_PASSWORD} characters`);
+  await withService(flags, (s) => s.addUser(flags.email, password));
+  process.stdout.write(`added ${flags.email.toLowerCase()}\n`);
+}
+
+export async function listUsers(flags: { config?: string }): Promise<void> {
+  const users = await withService(flags, (s) => s.listUsers());
+  if (users.length === 0) return void process.stdout.write("no accounts\n");
+  for (const u of users)
+    process.stdout.write(
+      `${u.email}\t2fa=${u.twoFactor ? "on" : "off"}\t${u.disabled ? "disabled" : "active"}\tkeys=${u.activeKeys}\n`,
+    );
+}
+
+export async function disableUser(flags: { config?: string; email: string }): Promise<void> {
+  await withService(flags, (s) => s.disableUser(flags.email));
+  process.stdout.write(`disabled ${flags.email.toLowerCase()}\n`);
+}
+
+export async function enableTwoFactor(flags: { config?: string; email: string }): Promise<void> {
+  const { secret, uri } = await withService(flags, (s) => s.enableTwoFactor(flags.email));
+  process.stdout.write(
+    `Two-factor authentication is on for ${flags.email.toLowerCase()}. Add it to an authenticator app now;\n`,
+  );
+  process.stdout.write(`this is the only time the secret is shown.\n\n  ${uri}\n\n  secret: ${secret}\n`);
+}
+
+export async function disableTwoFactor(flags: { config?: string; email: string }): Promise<void> {
+  await withService(flags, (s) => s.disableTwoFactor(flags.email));
+  process.stdout.write(`two-factor authentication is off for ${flags.email.toLowerCase()}\n`);
+}

@@ -1,0 +1,62 @@
+import type { Command } from "commander";
+import { InvalidArgumentError } from "commander";
+
+function port(value: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || n > 65_535) throw new InvalidArgumentError("must be a port number (0-65535)");
+  return n;
+}
+
+interface CommonFlags {
+  config?: string;
+}
+
+export function registerKeysCommand(program: Command): void {
+  const keys = program
+    .command("keys-api")
+    .description("serve the marketplace key API and its web page; `keys-api user …` manages accounts")
+    .option("-c, --config <file>", "YAML config file")
+    .option("--port <port>", "key API port (default keys.port, 8080)", port)
+    .option(
+      "--admin-port <port>",
+      "admin port for /metrics, /healthz, /readyz (default admin.port, 9464)",
+      port,
+    )
+    .action(async (flags: CommonFlags & { port?: number; adminPort?: number }) => {
+      const { serveKeysApi } = await import("./cli/serve.js");
+      await serveKeysApi(flags);
+    });
+
+  const user = keys
+    .command("user")
+    .description("manage key API accounts (the database is the one keys-api uses)");
+  const withConfig = (c: Command) => c.option("-c, --config <file>", "YAML config file");
+  withConfig(
+    user.command("add").description("add an account; the password is read from stdin, never from arguments"),
+  )
+    .requiredOption("--email <email>", "the account's email")
+    .action(async (flags: CommonFlags & { email: string }) =>
+      (await import("./cli/userCommands.js")).addUser(flags),
+    );
+  withConfig(
+    user.command("list").description("list accounts with their two-factor state and active key pairs"),
+  ).action(async (flags: CommonFlags) => (await import("./cli/userCommands.js")).listUsers(flags));
+  withConfig(
+    user.command("disable").description("disable an account: its sessions end and its keys stop working"),
+  )
+    .requiredOption("--email <email>", "the account's email")
+    .action(async (flags: CommonFlags & { email: string }) =>
+      (await import("./cli/userCommands.js")).disableUser(flags),
+    );
+  const twoFactor = user.command("2fa").description("two-factor authentication (TOTP)");
+  withConfig(twoFactor.command("enable").description("enrol: prints the otpauth:// URI and the secret, once"))
+    .requiredOption("--email <email>", "the account's email")
+    .action(async (flags: CommonFlags & { email: string }) =>
+      (await import("./cli/userCommands.js")).enableTwoFactor(flags),
+    );
+  withConfig(twoFactor.command("disable").description("turn two-factor authentication off"))
+    .requiredOption("--email <email>", "the account's email")
+    .action(async (flags: CommonFlags & { email: string }) =>
+      (await import("./cli/userCommands.js")).disableTwoFactor(flags),
+    );
+}

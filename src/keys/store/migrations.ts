@@ -1,0 +1,50 @@
+import type { Kysely, Migration, MigrationProvider } from "kysely";
+import { PostgresAdapter } from "kysely";
+
+/** One migration set for SQLite and PostgreSQL: only types both understand. */
+const migrations: Record<string, Migration> = {
+  "0001_initial": {
+    async up(db: Kysely<unknown>) {
+      // SQLite numbers an INTEGER PRIMARY KEY by itself; PostgreSQL needs a serial.
+      const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
+      await db.schema
+        .createTable("users")
+        .addColumn("id", postgres ? "serial" : "integer", (c) => c.primaryKey())
+        .addColumn("email", "varchar(254)", (c) => c.notNull().unique())
+        .addColumn("password_hash", "varchar(255)", (c) => c.notNull())
+        .addColumn("totp_secret", "varchar(64)")
+        .addColumn("totp_last_step", "bigint")
+        .addColumn("disabled", "integer", (c) => c.notNull().defaultTo(0))
+        .addColumn("created_at", "bigint", (c) => c.notNull())
+        .execute();
+      await db.schema
+        .createTable("sessions")
+        .addColumn("token_hash", "varchar(64)", (c) => c.primaryKey())
+        .addColumn("user_id", "integer", (c) => c.notNull().references("users.id").onDelete("cascade"))
+        .addColumn("two_factor_pending", "integer", (c) => c.notNull())
+        .addColumn("created_at", "bigint", (c) => c.notNull())
+        .addColumn("last_seen_at", "bigint", (c) => c.notNull())
+        .execute();
+      await db.schema
+        .createTable("key_pairs")
+        .addColumn("access_key_id", "varchar(32)", (c) => c.primaryKey())
+        .addColumn("user_id", "integer", (c) => c.notNull().references("users.id").onDelete("cascade"))
+        .addColumn("secret_hash", "varchar(64)", (c) => c.notNull())
+        .addColumn("status", "varchar(16)", (c) => c.notNull())
+        .addColumn("created_at", "bigint", (c) => c.notNull())
+        .addColumn("last_used_at", "bigint")
+        .execute();
+      await db.schema.createIndex("key_pairs_user").on("key_pairs").column("user_id").execute();
+      await db.schema
+        .createTable("throttle")
+        .addColumn("key", "varchar(300)", (c) => c.primaryKey())
+        .addColumn("failures", "integer", (c) => c.notNull())
+        .addColumn("window_start", "bigint", (c) => c.notNull())
+        .execute();
+    },
+  },
+};
+
+export const migrationProvider: MigrationProvider = {
+  getMigrations: () => Promise.resolve(migrations),
+};
