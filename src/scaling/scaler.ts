@@ -217,11 +217,20 @@ export class Scaler {
     }
   }
 
-  /** Logs every change, and a hold only when its cause or size differs from the last line logged. */
+  /** Logs every size change carried out, and any other decision when it differs from the last one logged. */
   private log(status: ScalingStatus, rate: RateReading): void {
     const { logger } = this.options;
-    const key = `${status.change}:${status.held ?? ""}:${status.conflict ?? ""}:${status.replicas}`;
-    if (status.change === "hold" && this.logged.get(status.network) === key) return;
+    // A decision not carried out (a hold, a disabled pool, another autoscaler, a refused call) comes back every round:
+    // logged when it differs from the last one, not every time.
+    const key = [
+      status.change,
+      status.held,
+      status.conflict,
+      status.disabled,
+      status.scaleError,
+      status.replicas,
+    ].join(":");
+    if (!status.applied && this.logged.get(status.network) === key) return;
     this.logged.set(status.network, key);
     const fields = {
       network: status.network,

@@ -222,6 +222,10 @@ describe("Scaler", () => {
     expect(status).toMatchObject({ applied: false, replicas: 3, desired: 3 });
     expect(status!.reason).toMatch(/^scaling disabled \(lightfleet would keep 3: 150 req\/s needs 3/);
     expect(t.scaleCalls).toEqual([]);
+    // Repeated every round, the same decision is logged once.
+    const logged = t.lines.length;
+    await t.scaler.round("mainnet", engine(["Healthy"]));
+    expect(t.lines.length).toBe(logged);
     expect(await metric(t.registry, "lightfleet_pool_request_rate")).toBe(150);
     expect(await metric(t.registry, "lightfleet_pool_desired_replicas")).toBe(3);
   });
