@@ -92,7 +92,7 @@ app.kubernetes.io/component: {{ .component }}
 {{- $networks := list }}
 {{- range .Values.networks }}
 {{- $network := include "lightfleet.configNetwork" . | fromYaml }}
-{{- if ne $.Values.autoscaling.mode "controller" }}
+{{- if ne (include "lightfleet.autoscalingMode" $) "controller" }}
 {{- /* Another autoscaler (or nobody) sizes the pools; the controller still exports the rate and desired size. */}}
 {{- $_ := set $network "scaling" (merge (dict "enabled" false) (default dict $network.scaling)) }}
 {{- end }}
@@ -203,4 +203,10 @@ checksum/config: {{ include "lightfleet.config" . | sha256sum }}
 {{- define "lightfleet.chainId" -}}
 {{- $presets := dict "mainnet" 1 "sepolia" 11155111 "holesky" 17000 "hoodi" 560048 "rinkeby" 4 "goerli" 5 }}
 {{- if .chainId }}{{ .chainId }}{{ else if .preset }}{{ get $presets .preset }}{{ else }}{{ fail (printf "networks[%s]: set preset or chainId" .name) }}{{ end }}
+{{- end }}
+
+{{/* autoscaling.mode; an unquoted `off` reads as false in YAML 1.1 (as Helm parses values), so false means off. */}}
+{{- define "lightfleet.autoscalingMode" -}}
+{{- $mode := .Values.autoscaling.mode }}
+{{- if kindIs "bool" $mode }}off{{ else }}{{ $mode }}{{ end }}
 {{- end }}
