@@ -29,6 +29,7 @@ writeFileSync(
 log: { level: warn, format: json }
 admin: { host: 127.0.0.1, port: 0 }
 gateway: { host: 127.0.0.1, port: 0 }
+keys: { host: 127.0.0.1, port: 0 }
 dataDir: ${JSON.stringify(join(dir, "data"))}
 devnet:
   blockTime: ${BLOCK_MS}ms

@@ -3,6 +3,7 @@ import { controllerComponent } from "./controllerComponent.js";
 import { devnetComponent } from "./devnetComponent.js";
 import { fleetComponent } from "./fleetComponent.js";
 import { gatewayComponent } from "./gatewayComponent.js";
+import { keysComponent } from "./keysComponent.js";
 import { scalingComponent } from "./scalingComponent.js";
 
 /**
@@ -16,4 +17,5 @@ export const UP_COMPONENTS: ReadonlyArray<UpComponent> = [
   controllerComponent,
   gatewayComponent,
   scalingComponent,
+  keysComponent,
 ];

@@ -17,6 +17,7 @@ const CONFIG = `
 log: { level: info, format: json }
 admin: { host: 127.0.0.1, port: 0 }
 gateway: { host: 127.0.0.1, port: 0 }
+keys: { host: 127.0.0.1, port: 0 }
 dataDir: DATA_DIR
 devnet:
   blockTime: 500ms
