@@ -16,6 +16,8 @@ const program = new Command("lightfleet")
   .description("light-node fleet orchestrator, health controller and public JSON-RPC gateway")
   .version(version)
   .showHelpAfterError()
+  // Options belong to the command they follow, so `keys-api --config F` and `keys-api user add --config F` both work.
+  .enablePositionalOptions()
   .exitOverride((error) => {
     process.exit(error.exitCode === 0 ? 0 : 2);
   });

@@ -16,6 +16,8 @@ export function registerKeysCommand(program: Command): void {
     .command("keys-api")
     .description("serve the marketplace key API and its web page; `keys-api user …` manages accounts")
     .option("-c, --config <file>", "YAML config file")
+    // `keys-api --config F` serves; `keys-api user add --config F` manages accounts: each reads its own options.
+    .enablePositionalOptions()
     .option("--port <port>", "key API port (default keys.port, 8080)", port)
     .option(
       "--admin-port <port>",

@@ -5,7 +5,11 @@ import type { UpComponent } from "./component.js";
 export const keysComponent: UpComponent = {
   name: "key API",
   async start(context) {
-    const keys = await startKeysApi({ config: context.config, logger: context.logger, registry: context.registry });
+    const keys = await startKeysApi({
+      config: context.config,
+      logger: context.logger,
+      registry: context.registry,
+    });
     return {
       endpoints: [
         { label: "key API", url: `${keys.url}/v1`, note: "accounts: lightfleet keys-api user add --email E" },

@@ -27,6 +27,9 @@ export async function openKeyStore(databaseUrl: string | undefined, dataDir: str
   let store: KeyStore;
   if (databaseUrl && /^postgres(ql)?:\/\//.test(databaseUrl)) {
     const pool = new pg.Pool({ connectionString: databaseUrl, max: 10 });
+    // An idle client's connection can end under it (server restart, failover); the pool replaces it. Unhandled, the
+    // error event would end the process.
+    pool.on("error", () => {});
     const db = new Kysely<KeysDatabase>({ dialect: new PostgresDialect({ pool }) });
     const url = new URL(databaseUrl);
     store = {
