@@ -25,6 +25,8 @@ export async function startKeysApi(options: {
   port?: number;
   env?: NodeJS.ProcessEnv;
   clock?: () => number;
+  /** A local run (a devnet) needs no shared pepper: say so at info level rather than warn. */
+  local?: boolean;
 }): Promise<KeysApi> {
   const { config, logger } = options;
   const env = options.env ?? process.env;
@@ -32,7 +34,7 @@ export async function startKeysApi(options: {
   const store = await openKeyStore(config.keys.databaseUrl, config.dataDir);
   const { pepper, generated } = loadPepper(env, config.dataDir);
   if (generated)
-    log.warn(
+    log[options.local ? "info" : "warn"](
       { file: generated },
       "LIGHTFLEET_KEYS_PEPPER is not set: using a pepper kept in the data directory (set the variable when replicas share a database)",
     );

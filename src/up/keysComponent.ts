@@ -9,6 +9,7 @@ export const keysComponent: UpComponent = {
       config: context.config,
       logger: context.logger,
       registry: context.registry,
+      local: context.devnet !== undefined,
     });
     return {
       endpoints: [
