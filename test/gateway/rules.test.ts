@@ -4,7 +4,7 @@ import { readBlockParam } from "../../src/gateway/rpc/blockParams.js";
 import { checkGetLogs } from "../../src/gateway/rpc/getLogsRule.js";
 import { checkMethod, methodLabel } from "../../src/gateway/rpc/methodPolicy.js";
 import { parseBody } from "../../src/gateway/rpc/parseRequest.js";
-import { nextServedHead, rankCandidates } from "../../src/gateway/upstreams/balancer.js";
+import { nextServedHead, pickCandidate, rankCandidates } from "../../src/gateway/upstreams/balancer.js";
 import type { Candidate } from "../../src/gateway/upstreams/balancer.js";
 import { matchesFilter, parseLogFilter } from "../../src/gateway/ws/logFilter.js";
 
@@ -157,6 +157,14 @@ describe("balancing and the served head", () => {
     expect(rankCandidates(nodes, 12, new Set()).map((n) => n.name)).toEqual(["c", "b", "a"]);
     expect(rankCandidates(nodes, undefined, new Set()).map((n) => n.name)).toEqual(["a", "c", "b"]);
     expect(rankCandidates(nodes, 12, new Set(["c"])).map((n) => n.name)).toEqual(["b", "a"]);
+  });
+
+  it("takes turns among equally good nodes, so an idle pool spreads its calls", () => {
+    const nodes = [node("a", 12), node("b", 12), node("c", 12, { outstanding: 1 }), node("d", 10)];
+    const ranked = rankCandidates(nodes, 12, new Set());
+    const picks = [0, 1, 2, 3].map((turn) => pickCandidate(ranked, 12, turn)?.name);
+    expect(picks).toEqual(["a", "b", "a", "b"]);
+    expect(pickCandidate([], 12, 0)).toBeUndefined();
   });
 
   it("uses only routed nodes, and every reachable one in panic mode, highest head first", () => {

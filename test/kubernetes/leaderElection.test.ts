@@ -4,6 +4,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { decideLease, observe, stillLeading } from "../../src/fleet/kubernetes/leaseDecision.js";
 import { LeaderElector } from "../../src/fleet/kubernetes/leaderElector.js";
 import { silentLogger } from "../../src/log/logger.js";
+import { createLeaderMetrics } from "../../src/metrics/leaderMetrics.js";
+import { Registry } from "prom-client";
 import { startFakeLeaseServer } from "../support/fakeLeaseServer.js";
 import { waitFor } from "../support/waitFor.js";
 
@@ -131,6 +133,7 @@ describe("two controllers on one Lease", () => {
             : (value as (...a: unknown[]) => unknown).apply(target, args);
       },
     });
+    const registry = new Registry();
     const e = new LeaderElector({
       api,
       namespace: "fleet",
@@ -138,9 +141,12 @@ describe("two controllers on one Lease", () => {
       identity,
       ...timing,
       logger: silentLogger(),
+      metrics: createLeaderMetrics(registry),
     });
     electors.push(e);
-    return { elector: e, link };
+    const gauge = async () =>
+      (await registry.getSingleMetric("lightfleet_controller_leader")!.get()).values[0]?.value;
+    return { elector: e, link, gauge };
   }
 
   it("exactly one acts at a time; a follower takes over within the lease duration when the leader is cut off", async () => {
@@ -179,6 +185,8 @@ describe("two controllers on one Lease", () => {
     expect(bStartedAt).toBeGreaterThanOrEqual(aStoppedAt);
     expect(bStartedAt - cutAt).toBeLessThanOrEqual(timing.leaseDurationMs + 5 * timing.retryPeriodMs);
     expect(fake.lease("fleet", "handover")?.spec).toMatchObject({ holderIdentity: "b", leaseTransitions: 1 });
+    expect(await b.gauge()).toBe(1);
+    expect(await a.gauge()).toBe(0);
   });
 
   it("a leader that stops releases the lease, so the follower takes over without waiting for expiry", async () => {

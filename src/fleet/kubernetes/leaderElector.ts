@@ -1,6 +1,7 @@
 import { ApiException, V1MicroTime } from "@kubernetes/client-node";
 import type { CoordinationV1Api, V1Lease } from "@kubernetes/client-node";
 import type { Logger } from "pino";
+import type { LeaderMetrics } from "../../metrics/leaderMetrics.js";
 import { decideLease, observe, stillLeading } from "./leaseDecision.js";
 import type { LeaseRecord, ObservedLease } from "./leaseDecision.js";
 
@@ -19,6 +20,7 @@ export interface LeaderElectorOptions {
   retryPeriodMs?: number;
   clock?: () => number;
   logger: Logger;
+  metrics?: LeaderMetrics;
   onChange?: (leading: boolean) => void;
 }
 
@@ -55,6 +57,7 @@ export class LeaderElector {
 
   start(): void {
     this.stopped = false;
+    this.options.metrics?.leader.set(0);
     this.tick();
   }
 
@@ -168,6 +171,7 @@ export class LeaderElector {
       { identity: this.options.identity, lease: this.options.name },
       `leader election: ${leading ? "leading" : "not leading"} (${why})`,
     );
+    this.options.metrics?.leader.set(leading ? 1 : 0);
     this.options.onChange?.(leading);
   }
 }

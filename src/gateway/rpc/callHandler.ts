@@ -3,7 +3,7 @@ import type { GatewayMetrics, GatewayOutcome } from "../../metrics/gatewayMetric
 import { toQuantity } from "../../rpc/blocks.js";
 import type { JsonRpcRequest, JsonRpcResponse } from "../../rpc/jsonRpc.js";
 import { RPC_ERROR, RpcTransportError } from "../../rpc/jsonRpc.js";
-import { rankCandidates } from "../upstreams/balancer.js";
+import { pickCandidate, rankCandidates } from "../upstreams/balancer.js";
 import { forward } from "../upstreams/forward.js";
 import type { NetworkUpstreams } from "../upstreams/networkUpstreams.js";
 import { blockParamIndex, readBlockParam } from "./blockParams.js";
@@ -45,6 +45,9 @@ interface Prepared {
  * failure becomes a JSON-RPC error answer.
  */
 export class CallHandler {
+  /** Rotates among equally good nodes. */
+  private turn = 0;
+
   constructor(private readonly options: CallHandlerOptions) {}
 
   get network(): string {
@@ -148,7 +151,11 @@ export class CallHandler {
     const attempts = isIdempotent(request.method) ? 2 : 1;
     let lastError: RpcTransportError | undefined;
     for (let attempt = 0; attempt < attempts; attempt++) {
-      const [choice] = rankCandidates(upstreams.candidates(), minBlock, tried);
+      const choice = pickCandidate(
+        rankCandidates(upstreams.candidates(), minBlock, tried),
+        minBlock,
+        this.turn++,
+      );
       const url = choice && upstreams.url(choice.name);
       if (!choice || !url) break;
       tried.add(choice.name);

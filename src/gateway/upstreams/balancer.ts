@@ -31,6 +31,28 @@ export function rankCandidates(
   });
 }
 
+/**
+ * The node for one attempt: the best of the ranking, taking turns among nodes that rank equal (same block
+ * availability and load), so an idle pool spreads calls over every node rather than sending all to the first.
+ */
+export function pickCandidate(
+  ranked: readonly Candidate[],
+  minBlock: number | undefined,
+  turn: number,
+): Candidate | undefined {
+  const best = ranked[0];
+  if (!best) return undefined;
+  const hasBlock = (n: Candidate) => minBlock === undefined || (n.head !== undefined && n.head >= minBlock);
+  const equal = ranked.filter(
+    (n) => hasBlock(n) === hasBlock(best) && n.outstanding === best.outstanding && n.head === best.head,
+  );
+  const ties =
+    equal.length > 1
+      ? equal
+      : ranked.filter((n) => hasBlock(n) === hasBlock(best) && n.outstanding === best.outstanding);
+  return ties[turn % ties.length];
+}
+
 /** Panic mode: no routed node is reachable, so the gateway serves from whatever answers. */
 export function inPanic(nodes: readonly Candidate[]): boolean {
   return !nodes.some((n) => n.routed && n.reachable);
