@@ -9,9 +9,13 @@ import { createGatewayMetrics } from "../metrics/gatewayMetrics.js";
 import type { JsonRpcResponse } from "../rpc/jsonRpc.js";
 import { RPC_ERROR } from "../rpc/jsonRpc.js";
 import { matchRoute } from "./http/routes.js";
+import { clientAddress } from "./limits/clientAddress.js";
+import { IpRateLimiter } from "./limits/ipRateLimiter.js";
+import { callCount, callsOf, rateLimitRefusal } from "./limits/rateLimitRefusal.js";
 import type { NetworkRoute } from "./http/routes.js";
 import { CallHandler } from "./rpc/callHandler.js";
 import { errorResponse, parseBody } from "./rpc/parseRequest.js";
+import type { ParsedBody } from "./rpc/parseRequest.js";
 import { NetworkUpstreams } from "./upstreams/networkUpstreams.js";
 import type { UpstreamSource } from "./upstreams/upstreamSource.js";
 import { HeadFeed } from "./ws/headFeed.js";
@@ -98,6 +102,22 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       default: network.name === defaultNetwork,
     });
   }
+
+  const limit = settings.rateLimit;
+  const limiter =
+    limit &&
+    new IpRateLimiter({
+      ratePerSecond: limit.requestsPerSecond,
+      burst: limit.burst ?? Math.ceil(limit.requestsPerSecond),
+      now: Date.now,
+    });
+  /** Takes the body's calls from the address's budget; the refusal when they do not fit. */
+  const admit = (runtime: NetworkRuntime, parsed: ParsedBody, address: string) => {
+    const verdict = limiter?.take(address, callCount(parsed));
+    if (!verdict || verdict.ok) return undefined;
+    for (const call of callsOf(parsed)) runtime.handler.recordRateLimited(call.method);
+    return { body: rateLimitRefusal(parsed, verdict.retryAfterMs), retryAfterMs: verdict.retryAfterMs };
+  };
 
   let stopping = false;
   const sessions = new Set<WsSession>();
@@ -191,18 +211,41 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     req.on("error", () => {});
     req.on("end", () => {
       if (size > settings.maxBodyBytes) return;
-      void answer(runtimes.get(route.network)!, Buffer.concat(chunks).toString("utf8")).then((body) => {
-        if (body === undefined) res.writeHead(204).end();
-        else reply(res, 200, body);
-      });
+      const address = clientAddress(req, limit?.trustForwardedFor ?? false);
+      void answer(runtimes.get(route.network)!, Buffer.concat(chunks).toString("utf8"), address).then(
+        ({ status, body, retryAfterMs }) => {
+          if (body === undefined) res.writeHead(204).end();
+          else
+            reply(
+              res,
+              status,
+              body,
+              retryAfterMs === undefined ? {} : { "retry-after": String(Math.ceil(retryAfterMs / 1000)) },
+            );
+        },
+      );
     });
   });
 
   async function answer(
     runtime: NetworkRuntime,
     text: string,
-  ): Promise<JsonRpcResponse | JsonRpcResponse[] | undefined> {
+    address: string,
+  ): Promise<{
+    status: number;
+    body: JsonRpcResponse | JsonRpcResponse[] | undefined;
+    retryAfterMs?: number;
+  }> {
     const parsed = parseBody(text, settings.maxBatchLength);
+    const refused = admit(runtime, parsed, address);
+    if (refused) return { status: 429, ...refused };
+    return { status: 200, body: await answerParsed(runtime, parsed) };
+  }
+
+  async function answerParsed(
+    runtime: NetworkRuntime,
+    parsed: ParsedBody,
+  ): Promise<JsonRpcResponse | JsonRpcResponse[] | undefined> {
     if (parsed.kind === "error") return parsed.response;
     if (parsed.kind === "single") {
       if (!parsed.item.ok) return parsed.item.response;
@@ -226,6 +269,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       return;
     }
     socket.on("error", () => {});
+    const address = clientAddress(req, limit?.trustForwardedFor ?? false);
     wss.handleUpgrade(req, socket, head, (ws) => {
       const runtime = runtimes.get(route.network)!;
       const session = new WsSession(
@@ -238,6 +282,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
           maxBufferedBytes: settings.maxBufferedBytes,
           pingIntervalMs: settings.pingInterval,
         },
+        (parsed) => admit(runtime, parsed, address)?.body,
         metrics,
         logger.child({ component: "gateway", network: route.network }),
       );

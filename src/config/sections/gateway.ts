@@ -24,6 +24,17 @@ export const gatewaySchema = z.strictObject({
   pingInterval: duration.default(30_000),
   /** Time in-flight requests get to finish on shutdown. */
   drainTimeout: duration.default(10_000),
+  /** Per-client-address rate limit, each batch item counting as one call (off when absent). */
+  rateLimit: z
+    .strictObject({
+      /** Calls per second one address may make, sustained. */
+      requestsPerSecond: z.number().positive(),
+      /** Calls one address may make at once after being idle; defaults to one second's worth. */
+      burst: z.number().int().min(1).optional(),
+      /** Behind a proxy (an ingress): limit by the last X-Forwarded-For address instead of the peer's. */
+      trustForwardedFor: z.boolean().default(false),
+    })
+    .optional(),
 });
 export type GatewayConfig = z.infer<typeof gatewaySchema>;
 

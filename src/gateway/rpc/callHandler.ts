@@ -76,6 +76,15 @@ export class CallHandler {
     return response;
   }
 
+  /** A call refused by the per-address rate limit: in the metrics, not in the autoscaler's count. */
+  recordRateLimited(method: string): void {
+    this.options.metrics.requests.inc({
+      network: this.network,
+      method: methodLabel(method),
+      outcome: "rate_limited",
+    });
+  }
+
   /** A call of the gateway's own (logs of a block for subscriptions): routed like a client's, not counted as one. */
   async fetch(request: JsonRpcRequest): Promise<JsonRpcResponse> {
     const served = this.options.upstreams.servedHead();

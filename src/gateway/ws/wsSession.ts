@@ -6,6 +6,7 @@ import type { JsonRpcRequest, JsonRpcResponse } from "../../rpc/jsonRpc.js";
 import { RPC_ERROR } from "../../rpc/jsonRpc.js";
 import type { CallHandler } from "../rpc/callHandler.js";
 import { errorResponse, parseBody } from "../rpc/parseRequest.js";
+import type { ParsedBody } from "../rpc/parseRequest.js";
 import type { FeedBlock } from "./headFeed.js";
 import type { Log, LogFilter } from "./logFilter.js";
 import { matchesFilter, parseLogFilter } from "./logFilter.js";
@@ -38,6 +39,8 @@ export class WsSession {
     private readonly handler: CallHandler,
     private readonly streams: NetworkStreams,
     private readonly limits: WsLimits,
+    /** The per-address rate limit: the refusal to send when a frame's calls do not fit. */
+    private readonly admit: (parsed: ParsedBody) => JsonRpcResponse | JsonRpcResponse[] | undefined,
     private readonly metrics: GatewayMetrics,
     private readonly logger: Logger,
   ) {
@@ -106,6 +109,8 @@ export class WsSession {
       ? Buffer.concat(data).toString("utf8")
       : Buffer.from(data as ArrayBuffer).toString("utf8");
     const parsed = parseBody(text, this.limits.maxBatchLength);
+    const refusal = this.admit(parsed);
+    if (refusal) return this.send(refusal);
     if (parsed.kind === "error") return this.send(parsed.response);
     if (parsed.kind === "single") {
       const response = parsed.item.ok ? await this.call(parsed.item.request) : parsed.item.response;

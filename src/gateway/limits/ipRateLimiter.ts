@@ -1,0 +1,76 @@
+export interface IpRateLimiterOptions {
+  /** Calls per second each client address may make, sustained. */
+  ratePerSecond: number;
+  /** Calls a client may make at once after being idle (the bucket size). */
+  burst: number;
+  /** Clock in milliseconds (injected so the rules are testable without waiting). */
+  now: () => number;
+  /** Addresses tracked before full buckets are forgotten, which bounds memory under floods of addresses. */
+  maxTracked?: number;
+}
+
+export type RateVerdict = { ok: true } | { ok: false; retryAfterMs: number };
+
+interface Bucket {
+  tokens: number;
+  at: number;
+}
+
+/**
+ * Token buckets per client address. Each JSON-RPC call takes one token, so a batch of 50 costs 50: batching does not
+ * get around the limit. A request that does not fit is refused whole and takes nothing.
+ */
+export class IpRateLimiter {
+  private readonly buckets = new Map<string, Bucket>();
+
+  constructor(private readonly options: IpRateLimiterOptions) {}
+
+  take(address: string, calls: number): RateVerdict {
+    const { ratePerSecond, burst } = this.options;
+    const now = this.options.now();
+    const bucket = this.refilled(address, now);
+    if (bucket.tokens >= calls) {
+      bucket.tokens -= calls;
+      return { ok: true };
+    }
+    const missing = Math.min(calls, burst) - bucket.tokens;
+    return { ok: false, retryAfterMs: Math.ceil((missing / ratePerSecond) * 1000) };
+  }
+
+  /** Addresses currently tracked (memory bound). */
+  get tracked(): number {
+    return this.buckets.size;
+  }
+
+  private refilled(address: string, now: number): Bucket {
+    const { ratePerSecond, burst } = this.options;
+    let bucket = this.buckets.get(address);
+    if (!bucket) {
+      if (this.buckets.size >= (this.options.maxTracked ?? 100_000)) this.forgetFull(now);
+      bucket = { tokens: burst, at: now };
+      this.buckets.set(address, bucket);
+      return bucket;
+    }
+    const elapsed = Math.max(0, now - bucket.at);
+    bucket.tokens = Math.min(burst, bucket.tokens + (elapsed / 1000) * ratePerSecond);
+    bucket.at = now;
+    return bucket;
+  }
+
+  /** A full bucket is the same as no bucket; dropping them keeps only clients that are actually spending. */
+  private forgetFull(now: number): void {
+    const { ratePerSecond, burst } = this.options;
+    for (const [address, bucket] of this.buckets) {
+      if (bucket.tokens + ((now - bucket.at) / 1000) * ratePerSecond >= burst) this.buckets.delete(address);
+    }
+    // Still full of spending clients: forget the oldest rather than grow without bound.
+    const excess = this.buckets.size - (this.options.maxTracked ?? 100_000) + 1;
+    if (excess > 0) {
+      let dropped = 0;
+      for (const address of this.buckets.keys()) {
+        if (dropped++ >= excess) break;
+        this.buckets.delete(address);
+      }
+    }
+  }
+}

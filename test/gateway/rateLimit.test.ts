@@ -1,0 +1,74 @@
+import type { Registry } from "prom-client";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Gateway } from "../../src/gateway/gateway.js";
+import { startTestDevnet } from "../support/devnet.js";
+import { NETWORK, post, rawWs, startTestGateway, waitForServedHead } from "./support.js";
+
+const call = (id: number) => ({ jsonrpc: "2.0", id, method: "eth_blockNumber" });
+
+describe("per-client-address rate limit (burst 5, practically no refill)", () => {
+  let gateway: Gateway;
+  let registry: Registry;
+  let wsUrl: string;
+  const cleanup: Array<() => unknown> = [];
+
+  beforeAll(async () => {
+    const devnet = await startTestDevnet({
+      networks: [{ name: NETWORK, chainId: 31_337, fullNodes: 1, lightNodes: 1 }],
+    });
+    await devnet.mine(NETWORK);
+    ({ gateway, registry, wsUrl } = await startTestGateway(devnet, {
+      rateLimit: { requestsPerSecond: 0.01, burst: 5, trustForwardedFor: true },
+    }));
+    await waitForServedHead(gateway, devnet);
+  });
+
+  afterAll(async () => {
+    for (const fn of cleanup.reverse()) await fn();
+    await gateway?.stop();
+  });
+
+  it("counts batch items and answers what does not fit with -32005 and HTTP 429, per address", async () => {
+    const client = { "x-forwarded-for": "203.0.113.7" };
+    const first = await post(gateway.url, [call(1), call(2), call(3), call(4)], client);
+    expect(first.status).toBe(200);
+    expect(first.body.map((r: { result?: string }) => typeof r.result)).toEqual(Array(4).fill("string"));
+
+    // One call left in the bucket: a batch of two does not fit and is refused whole, ids kept.
+    const refused = await fetch(gateway.url, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...client },
+      body: JSON.stringify([call(5), call(6)]),
+    });
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
+    const body = (await refused.json()) as Array<{ id: number; error: { code: number } }>;
+    expect(body.map((r) => [r.id, r.error.code])).toEqual([
+      [5, -32005],
+      [6, -32005],
+    ]);
+
+    expect((await post(gateway.url, call(7), client)).status).toBe(200);
+    const single = await post(gateway.url, call(8), client);
+    expect(single.status).toBe(429);
+    expect(single.body).toMatchObject({ id: 8, error: { code: -32005 } });
+
+    // Another address (as the proxy in front saw it: the last X-Forwarded-For entry) has its own budget.
+    const other = await post(gateway.url, call(9), { "x-forwarded-for": "203.0.113.7, 198.51.100.2" });
+    expect(other.status).toBe(200);
+
+    expect(await registry.metrics()).toMatch(
+      /lightfleet_gateway_requests_total\{network="devnet",method="eth_blockNumber",outcome="rate_limited"\} 3/,
+    );
+  });
+
+  it("applies the same budget to WebSocket frames of the address", async () => {
+    const ws = await rawWs(wsUrl);
+    cleanup.push(() => ws.close());
+    // The WebSocket's address is 127.0.0.1 (no proxy header): a fresh budget of 5.
+    for (let i = 0; i < 5; i++) expect((await ws.call("eth_blockNumber")).result).toMatch(/^0x/);
+    const answer = await ws.call("eth_blockNumber");
+    expect(answer.error.code).toBe(-32005);
+    expect(answer.error.data.retryAfterMs).toBeGreaterThan(0);
+  });
+});
