@@ -1,0 +1,148 @@
+import { ApiException, AppsV1Api, CoreV1Api, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
+import type { KubeConfig } from "@kubernetes/client-node";
+import type { RestartReason, RestartRecord } from "../../health/types.js";
+import type { Logger } from "../../log/logger.js";
+import type { Fleet, FleetMember, RestartResult } from "../fleet.js";
+import { PodWatcher } from "./podWatcher.js";
+import { memberOf, readinessPatch } from "./podRules.js";
+import type { PoolBinding } from "./podRules.js";
+
+export interface KubernetesFleetOptions {
+  kubeConfig: KubeConfig;
+  pools: PoolBinding[];
+  logger: Logger;
+  clock?: () => number;
+  /** Watches silent this long are restarted (see PodWatcher). */
+  watchSilenceMs?: number;
+}
+
+/**
+ * The Fleet interface over Kubernetes: members are the pods a pool selects (with the lightfleet.io/in-sync readiness
+ * gate); routing is that condition on pods/status, so every Service's EndpointSlices follow it; a restart is an
+ * eviction, so PodDisruptionBudgets have their say; scaling goes through the workload's scale subresource.
+ */
+export class KubernetesFleet implements Fleet {
+  private readonly core: CoreV1Api;
+  private readonly apps: AppsV1Api;
+  private readonly watchers = new Map<string, { pool: PoolBinding; watcher: PodWatcher }>();
+  private readonly listeners = new Set<(network: string) => void>();
+  private readonly restarts = new Map<string, RestartRecord[]>();
+  private readonly clock: () => number;
+
+  constructor(private readonly options: KubernetesFleetOptions) {
+    this.core = options.kubeConfig.makeApiClient(CoreV1Api);
+    this.apps = options.kubeConfig.makeApiClient(AppsV1Api);
+    this.clock = options.clock ?? Date.now;
+    for (const pool of options.pools) {
+      const watcher = new PodWatcher({
+        kubeConfig: options.kubeConfig,
+        core: this.core,
+        namespace: pool.namespace,
+        labelSelector: pool.labelSelector,
+        logger: options.logger.child({ network: pool.network }),
+        onChange: () => this.changed(pool.network),
+        ...(options.watchSilenceMs !== undefined ? { silenceMs: options.watchSilenceMs } : {}),
+        clock: this.clock,
+      });
+      this.watchers.set(pool.network, { pool, watcher });
+    }
+  }
+
+  start(): void {
+    for (const { watcher } of this.watchers.values()) watcher.start();
+  }
+
+  stop(): void {
+    for (const { watcher } of this.watchers.values()) watcher.stop();
+  }
+
+  /** Oldest cache sync over all pools (undefined until every pool has listed): /healthz fails when it is stale. */
+  oldestSync(): number | undefined {
+    let oldest: number | undefined;
+    for (const { watcher } of this.watchers.values()) {
+      const synced = watcher.lastSync();
+      if (synced === undefined) return undefined;
+      oldest = oldest === undefined ? synced : Math.min(oldest, synced);
+    }
+    return oldest;
+  }
+
+  /** Pods the pool selects that lack the readiness gate: left alone, and reported in the pool's status. */
+  podsWithoutGate(network: string): string[] {
+    const entry = this.watchers.get(network);
+    if (!entry) return [];
+    return entry.watcher
+      .list()
+      .filter((pod) => pod.status?.podIP && !memberOf(pod, entry.pool))
+      .map((pod) => pod.metadata!.name!);
+  }
+
+  members(network: string): FleetMember[] {
+    const entry = this.watchers.get(network);
+    if (!entry) return [];
+    const members: FleetMember[] = [];
+    for (const pod of entry.watcher.list()) {
+      const member = memberOf(pod, entry.pool);
+      if (member) members.push({ ...member, restarts: this.restarts.get(member.name) ?? [] });
+    }
+    return members.sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  async setRouted(network: string, member: string, routed: boolean): Promise<void> {
+    const entry = this.watchers.get(network);
+    const pod = entry?.watcher.get(member);
+    if (!entry || !pod) return;
+    const body = readinessPatch(pod, routed, this.clock());
+    if (!body) return;
+    await this.core.patchNamespacedPodStatus(
+      { name: member, namespace: entry.pool.namespace, body },
+      setHeaderOptions("Content-Type", PatchStrategy.StrategicMergePatch),
+    );
+  }
+
+  async restart(network: string, member: string, reason: RestartReason): Promise<RestartResult> {
+    const entry = this.watchers.get(network);
+    if (!entry || !entry.watcher.get(member)) return { outcome: "gone" };
+    try {
+      await this.core.createNamespacedPodEviction({
+        name: member,
+        namespace: entry.pool.namespace,
+        body: {
+          apiVersion: "policy/v1",
+          kind: "Eviction",
+          metadata: { name: member, namespace: entry.pool.namespace },
+        },
+      });
+    } catch (error) {
+      if (error instanceof ApiException && error.code === 429)
+        return {
+          outcome: "deferred",
+          message: "eviction refused for now (PodDisruptionBudget); retried later",
+        };
+      if (error instanceof ApiException && error.code === 404) return { outcome: "gone" };
+      throw error;
+    }
+    const history = [...(this.restarts.get(member) ?? []), { at: this.clock(), reason }];
+    this.restarts.set(member, history.slice(-20));
+    return { outcome: "restarted" };
+  }
+
+  async scale(network: string, replicas: number): Promise<void> {
+    const entry = this.watchers.get(network);
+    if (!entry) throw new Error(`no pool for network ${network}`);
+    const { kind, name } = entry.pool.workload;
+    const request = { name, namespace: entry.pool.namespace, body: { spec: { replicas } } };
+    const options = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
+    if (kind === "StatefulSet") await this.apps.patchNamespacedStatefulSetScale(request, options);
+    else await this.apps.patchNamespacedDeploymentScale(request, options);
+  }
+
+  onChange(listener: (network: string) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  private changed(network: string): void {
+    for (const listener of this.listeners) listener(network);
+  }
+}
