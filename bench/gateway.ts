@@ -1,14 +1,28 @@
 /**
- * Gateway throughput and latency against the same anvil light node called directly, in the same run: requests per
- * second and p99 latency of eth_getBalance (forwarded to the node) and eth_blockNumber (answered from the served head),
- * with the ratio gateway/direct. Bounded: each run lasts a few seconds.
+ * The gateway against the same anvil light node, in one run:
  *
- *   npx tsx bench/gateway.ts [seconds=5] [connections=16]
+ * - HTTP: requests/s and p50/p99 latency of eth_blockNumber (answered from the served head) and eth_getBlockByNumber
+ *   (forwarded), called directly, through nginx as a plain reverse proxy (when Debian's nginx is installed), and
+ *   through the gateway; ratios gateway/direct and gateway/nginx.
+ * - WebSocket fan-out: N clients (in a child process) subscribed to newHeads through the gateway; the time from the
+ *   node announcing a block (a direct subscription to the node) to each client receiving it, p50/p99, at 1,000 and
+ *   5,000 subscribers.
+ *
+ * Bounded: a few seconds per HTTP run, a few blocks per fan-out size.
+ *
+ *   npm run bench:gateway -- [seconds=5] [connections=16]
  */
+import { spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import autocannon from "autocannon";
 import { Registry } from "prom-client";
+import WebSocket from "ws";
 import { parseConfig } from "../src/config/loadConfig.js";
-import { DEV_ACCOUNT } from "../src/devnet/devTransactions.js";
 import { startDevnet } from "../src/devnet/devnet.js";
 import { startGateway } from "../src/gateway/gateway.js";
 import { StaticUpstreamSource } from "../src/gateway/upstreams/staticSource.js";
@@ -16,6 +30,8 @@ import { silentLogger } from "../src/log/logger.js";
 
 const SECONDS = Number(process.argv[2] ?? 5);
 const CONNECTIONS = Number(process.argv[3] ?? 16);
+const FAN_OUT_SIZES = [1_000, 5_000];
+const FAN_OUT_BLOCKS = 5;
 
 const devnet = await startDevnet({
   networks: [{ name: "bench", chainId: 31_337, lightNodes: 1 }],
@@ -24,7 +40,7 @@ const devnet = await startDevnet({
 for (let i = 0; i < 5; i++) await devnet.mine("bench");
 const light = devnet.nodes("bench").find((n) => n.role === "light")!;
 const config = parseConfig({
-  gateway: { host: "127.0.0.1", port: 0 },
+  gateway: { host: "127.0.0.1", port: 0, headPollInterval: "100ms" },
   networks: [
     {
       name: "bench",
@@ -45,7 +61,14 @@ const gateway = await startGateway({
 });
 while (gateway.servedHead("bench") === undefined) await new Promise((r) => setTimeout(r, 50));
 
-async function run(url: string, body: unknown): Promise<{ rps: number; p99: number; errors: number }> {
+interface Run {
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+}
+
+async function run(url: string, body: unknown): Promise<Run> {
   const result = await autocannon({
     url,
     method: "POST",
@@ -54,28 +77,175 @@ async function run(url: string, body: unknown): Promise<{ rps: number; p99: numb
     connections: CONNECTIONS,
     duration: SECONDS,
   });
-  return { rps: result.requests.average, p99: result.latency.p99, errors: result.errors + result.non2xx };
+  return {
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    errors: result.errors + result.non2xx,
+  };
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** Debian's nginx as a plain keep-alive reverse proxy to the node, or undefined when it is not installed. */
+async function startNginx(upstream: string): Promise<{ url: string; stop: () => void } | undefined> {
+  const binary = ["/usr/sbin/nginx", "/usr/bin/nginx"].find((p) => existsSync(p));
+  if (!binary) return undefined;
+  const prefix = mkdtempSync(join(tmpdir(), "bench-nginx-"));
+  const port = await freePort();
+  const target = new URL(upstream);
+  writeFileSync(
+    join(prefix, "nginx.conf"),
+    `worker_processes 1; daemon off; pid ${prefix}/nginx.pid; error_log ${prefix}/error.log;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  client_body_temp_path ${prefix}/body; proxy_temp_path ${prefix}/proxy;
+  fastcgi_temp_path ${prefix}/fastcgi; uwsgi_temp_path ${prefix}/uwsgi; scgi_temp_path ${prefix}/scgi;
+  upstream node { server ${target.host}; keepalive 64; }
+  server {
+    listen 127.0.0.1:${port};
+    location / { proxy_pass http://node; proxy_http_version 1.1; proxy_set_header Connection ""; }
+  }
+}
+`,
+  );
+  const child: ChildProcess = spawn(binary, ["-p", prefix, "-c", join(prefix, "nginx.conf")], {
+    stdio: "ignore",
+  });
+  const url = `http://127.0.0.1:${port}/`;
+  for (let i = 0; i < 100; i++) {
+    const ok = await fetch(url, {
+      method: "POST",
+      body: "{}",
+      headers: { "content-type": "application/json" },
+    })
+      .then(() => true)
+      .catch(() => false);
+    if (ok) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return {
+    url,
+    stop: () => {
+      child.kill("SIGTERM");
+      rmSync(prefix, { recursive: true, force: true });
+    },
+  };
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
+}
+
+/**
+ * Delivery latency of newHeads to `size` gateway subscribers (in a child process), from the moment this process gets
+ * the node's own announcement. Both sides read the same wall clock (epoch ms, sub-millisecond).
+ */
+async function fanOut(
+  size: number,
+): Promise<{ p50: number; p99: number; delivered: number; expected: number }> {
+  const now = () => performance.timeOrigin + performance.now();
+  const announced = new Map<string, number>();
+  const direct = new WebSocket(light.wsUrl);
+  await new Promise((resolve) => direct.once("open", resolve));
+  direct.send(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_subscribe", params: ["newHeads"] }));
+  direct.on("message", (data) => {
+    const at = now();
+    const hash = (JSON.parse(String(data)) as { params?: { result?: { hash?: string } } }).params?.result
+      ?.hash;
+    if (hash) announced.set(hash, at);
+  });
+  const child = spawn(
+    process.execPath,
+    [
+      "--import",
+      "tsx",
+      join(import.meta.dirname, "gatewayFanOutClients.ts"),
+      `${gateway.url.replace("http", "ws")}/ws`,
+      String(size),
+    ],
+    { stdio: ["pipe", "pipe", "inherit"] },
+  );
+  let output = "";
+  child.stdout.on("data", (data: Buffer) => (output += String(data)));
+  try {
+    const deadline = Date.now() + 60_000;
+    while (!output.includes("ready\n")) {
+      if (Date.now() > deadline || child.exitCode !== null) throw new Error("fan-out clients did not start");
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    for (let b = 0; b < FAN_OUT_BLOCKS; b++) {
+      await devnet.mine("bench");
+      // Let every subscriber receive the block before the next one (bounded).
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    child.stdin.write("done\n");
+    await exited;
+  } finally {
+    child.kill();
+    direct.terminate();
+  }
+  const arrivals = JSON.parse(output.slice(output.indexOf("ready\n") + 6)) as Record<string, number[]>;
+  const latencies: number[] = [];
+  for (const [hash, times] of Object.entries(arrivals)) {
+    const at = announced.get(hash);
+    if (at !== undefined) for (const t of times) latencies.push(t - at);
+  }
+  const sorted = latencies.sort((a, b) => a - b);
+  return {
+    p50: percentile(sorted, 50),
+    p99: percentile(sorted, 99),
+    delivered: sorted.length,
+    expected: size * FAN_OUT_BLOCKS,
+  };
 }
 
 const calls = {
-  eth_getBalance: { jsonrpc: "2.0", id: 1, method: "eth_getBalance", params: [DEV_ACCOUNT, "latest"] },
   eth_blockNumber: { jsonrpc: "2.0", id: 1, method: "eth_blockNumber", params: [] },
+  eth_getBlockByNumber: { jsonrpc: "2.0", id: 1, method: "eth_getBlockByNumber", params: ["0x3", false] },
 };
+const nginx = await startNginx(light.httpUrl);
+const fmt = (r: Run) =>
+  `${r.rps.toFixed(0).padStart(6)} req/s p50 ${String(r.p50).padStart(3)} ms p99 ${String(r.p99).padStart(3)} ms`;
 try {
-  console.log(`gateway vs anvil directly: ${CONNECTIONS} connections, ${SECONDS} s per run`);
+  console.log(`HTTP: ${CONNECTIONS} connections, ${SECONDS} s per run, same anvil node behind each`);
+  if (!nginx) console.log("  (nginx not installed: apt-get install nginx for the reverse-proxy baseline)");
   for (const [name, body] of Object.entries(calls)) {
     const direct = await run(light.httpUrl, body);
+    const proxied = nginx ? await run(nginx.url, body) : undefined;
     const through = await run(`${gateway.url}/`, body);
+    console.log(`  ${name}`);
+    console.log(`    direct  ${fmt(direct)}`);
+    if (proxied) console.log(`    nginx   ${fmt(proxied)}`);
+    console.log(`    gateway ${fmt(through)}`);
     console.log(
-      `  ${name.padEnd(16)} direct ${direct.rps.toFixed(0).padStart(6)} req/s p99 ${direct.p99} ms | gateway ${through.rps
-        .toFixed(0)
-        .padStart(
-          6,
-        )} req/s p99 ${through.p99} ms | throughput ratio ${(through.rps / direct.rps).toFixed(2)}x` +
-        (direct.errors + through.errors > 0 ? ` | errors ${direct.errors}/${through.errors}` : ""),
+      `    ratio gateway/direct ${(through.rps / direct.rps).toFixed(2)}x` +
+        (proxied ? `, gateway/nginx ${(through.rps / proxied.rps).toFixed(2)}x` : "") +
+        (direct.errors + through.errors + (proxied?.errors ?? 0) > 0
+          ? ` | errors direct ${direct.errors} nginx ${proxied?.errors ?? 0} gateway ${through.errors}`
+          : ""),
+    );
+  }
+  console.log(
+    `WebSocket newHeads fan-out (${FAN_OUT_BLOCKS} blocks each, from the node's own announcement):`,
+  );
+  for (const size of FAN_OUT_SIZES) {
+    const r = await fanOut(size);
+    console.log(
+      `  ${String(size).padStart(5)} subscribers: p50 ${r.p50.toFixed(1)} ms p99 ${r.p99.toFixed(1)} ms ` +
+        `(${r.delivered}/${r.expected} delivered)`,
     );
   }
 } finally {
+  nginx?.stop();
   await gateway.stop();
   await devnet.stop();
 }

@@ -13,6 +13,8 @@ export interface FeedBlock {
   hash: string;
   /** The header as newHeads sends it. */
   header: Record<string, unknown>;
+  /** The header serialized once, shared by every subscriber's notification. */
+  headerJson: string;
 }
 
 /** Fields of eth_getBlockByNumber(n, false) that are not part of a newHeads header. */
@@ -105,7 +107,7 @@ export class HeadFeed extends EventEmitter {
       for (const field of NOT_HEADER) delete header[field];
       const previous = blocks.at(-1);
       if (previous && header.parentHash !== previous.hash) return undefined;
-      blocks.push({ number: ref.number, hash: ref.hash, header });
+      blocks.push({ number: ref.number, hash: ref.hash, header, headerJson: JSON.stringify(header) });
     }
     return blocks.length > 0 ? blocks : undefined;
   }

@@ -85,6 +85,10 @@ export class WsSession {
   }
 
   private send(message: unknown): void {
+    this.sendText(JSON.stringify(message));
+  }
+
+  private sendText(text: string): void {
     if (this.socket.readyState !== WebSocket.OPEN) return;
     if (this.socket.bufferedAmount > this.limits.maxBufferedBytes) {
       this.metrics.wsDisconnects.inc({ network: this.handler.network, reason: "slow-consumer" });
@@ -95,7 +99,7 @@ export class WsSession {
       this.socket.terminate();
       return;
     }
-    this.socket.send(JSON.stringify(message));
+    this.socket.send(text);
   }
 
   private async onMessage(data: WebSocket.RawData, isBinary: boolean): Promise<void> {
@@ -191,7 +195,11 @@ export class WsSession {
       const wantsLogs = [...this.subscriptions.values()].some((s) => s.type === "logs");
       const blockLogs = wantsLogs ? await logs() : [];
       for (const [id, sub] of this.subscriptions) {
-        if (sub.type === "newHeads") this.notify(id, block.header);
+        // The header is serialized once per block for every subscriber; ids are hex, safe to splice in.
+        if (sub.type === "newHeads")
+          this.sendText(
+            `{"jsonrpc":"2.0","method":"eth_subscription","params":{"subscription":"${id}","result":${block.headerJson}}}`,
+          );
         else for (const log of blockLogs) if (matchesFilter(log, sub.filter)) this.notify(id, log);
       }
     });
