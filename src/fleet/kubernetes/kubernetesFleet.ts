@@ -77,6 +77,11 @@ export class KubernetesFleet implements Fleet {
       .map((pod) => pod.metadata!.name!);
   }
 
+  /** The uid of a pod, for owner references. */
+  podUid(network: string, pod: string): string | undefined {
+    return this.watchers.get(network)?.watcher.get(pod)?.metadata?.uid;
+  }
+
   members(network: string): FleetMember[] {
     const entry = this.watchers.get(network);
     if (!entry) return [];

@@ -1,0 +1,184 @@
+import type { EngineOutput, NodeState, NodeStatus, RestartRecord } from "../../health/types.js";
+import { NODE_STATES } from "../../health/types.js";
+import type { Condition, LightNodePoolStatus, LightNodeStatus, PoolConditionType } from "./crds.js";
+
+/** Kubernetes times are RFC 3339 to the second. */
+export const kubeTime = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z");
+
+/** A LightNode's status from the engine's view of the node and the fleet's restart history. */
+export function lightNodeStatus(
+  network: string,
+  node: NodeStatus,
+  restarts: readonly RestartRecord[],
+  now: number,
+): LightNodeStatus {
+  const last = restarts.at(-1);
+  return {
+    network,
+    state: node.state,
+    ...(node.reason ? { reason: node.reason } : {}),
+    message: node.message.slice(0, 1024),
+    routed: node.routed,
+    ...(node.head !== undefined ? { head: { number: node.head } } : {}),
+    ...(node.lagBlocks !== undefined ? { lagBlocks: node.lagBlocks } : {}),
+    ...(node.lagSeconds !== undefined ? { lagSeconds: Math.round(node.lagSeconds * 10) / 10 } : {}),
+    restarts: restarts.length,
+    ...(last ? { lastRestart: { time: kubeTime(last.at), reason: last.reason } } : {}),
+    lastTransitionTime: kubeTime(node.since),
+    lastProbeTime: kubeTime(now),
+  };
+}
+
+/**
+ * Whether a LightNode status is due: at once when the state or routing changed, otherwise at most every
+ * `minIntervalMs`, so etcd writes follow state changes rather than the block rate.
+ */
+export function statusDue(
+  previous: { state: NodeState; routed: boolean; writtenAt: number } | undefined,
+  next: { state: NodeState; routed: boolean },
+  now: number,
+  minIntervalMs = 30_000,
+): boolean {
+  if (!previous) return true;
+  if (previous.state !== next.state || previous.routed !== next.routed) return true;
+  return now - previous.writtenAt >= minIntervalMs;
+}
+
+function condition(
+  type: PoolConditionType,
+  status: Condition["status"],
+  reason: string,
+  message: string,
+  previous: readonly Condition[],
+  generation: number,
+  now: number,
+): Condition {
+  const before = previous.find((c) => c.type === type);
+  return {
+    type,
+    status,
+    observedGeneration: generation,
+    // The transition time moves only when the status flips.
+    lastTransitionTime: before && before.status === status ? before.lastTransitionTime : kubeTime(now),
+    reason,
+    message,
+  };
+}
+
+/** A LightNodePool's health status (the scaling fields are the autoscaler's, merged separately). */
+export function poolHealthStatus(input: {
+  generation: number;
+  output: EngineOutput;
+  podsWithoutGate: readonly string[];
+  previousConditions: readonly Condition[];
+  now: number;
+}): LightNodePoolStatus {
+  const { output, generation, now, previousConditions: prev } = input;
+  const byState: Partial<Record<NodeState, number>> = {};
+  for (const state of NODE_STATES) byState[state] = 0;
+  for (const node of output.nodes) byState[node.state] = (byState[node.state] ?? 0) + 1;
+  const healthy = byState.Healthy ?? 0;
+  const total = output.nodes.length;
+  const conditions: Condition[] = [
+    healthy > 0
+      ? condition(
+          "Ready",
+          "True",
+          "HealthyNodes",
+          `${healthy} of ${total} nodes are healthy and routed`,
+          prev,
+          generation,
+          now,
+        )
+      : condition(
+          "Ready",
+          "False",
+          "NoHealthyNode",
+          total === 0 ? "the pool has no nodes" : "no node is healthy: the gateway is in panic mode",
+          prev,
+          generation,
+          now,
+        ),
+  ];
+  if (input.podsWithoutGate.length > 0) {
+    conditions.push(
+      condition(
+        "Degraded",
+        "True",
+        "ReadinessGateMissing",
+        `pods without the readinessGate lightfleet.io/in-sync are left alone: ${input.podsWithoutGate.slice(0, 10).join(", ")}`,
+        prev,
+        generation,
+        now,
+      ),
+    );
+  } else if (output.systemic) {
+    conditions.push(
+      condition(
+        "Degraded",
+        "True",
+        "SystemicFailure",
+        `${output.systemic.cause}: ${output.systemic.message}; no restarts, routing frozen`,
+        prev,
+        generation,
+        now,
+      ),
+    );
+  } else if (healthy < total) {
+    conditions.push(
+      condition(
+        "Degraded",
+        "True",
+        "NodesNotHealthy",
+        `${total - healthy} of ${total} nodes are not healthy`,
+        prev,
+        generation,
+        now,
+      ),
+    );
+  } else {
+    conditions.push(
+      condition("Degraded", "False", "AllHealthy", "every node is healthy", prev, generation, now),
+    );
+  }
+  const noPeer = output.systemic?.cause === "no-peer-reachable";
+  conditions.push(
+    noPeer
+      ? condition(
+          "PeersReachable",
+          "False",
+          "NoPeerReachable",
+          output.systemic!.message,
+          prev,
+          generation,
+          now,
+        )
+      : condition(
+          "PeersReachable",
+          "True",
+          "PeersReachable",
+          "the reserved peers answer",
+          prev,
+          generation,
+          now,
+        ),
+  );
+  return {
+    observedGeneration: generation,
+    conditions,
+    ...(output.reference
+      ? {
+          referenceHead: {
+            number: output.reference.number,
+            hash: output.reference.hash,
+            time: kubeTime(output.reference.seenAt),
+          },
+        }
+      : {}),
+    replicas: total,
+    healthyReplicas: healthy,
+    healthySummary: `${healthy}/${total}`,
+    nodesByState: byState,
+    systemicCause: output.systemic?.cause ?? "",
+  };
+}

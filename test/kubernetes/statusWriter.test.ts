@@ -1,0 +1,290 @@
+import { KubeConfig } from "@kubernetes/client-node";
+import type { ValidateFunction } from "ajv";
+import nock from "nock";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import type { Fleet, FleetMember } from "../../src/fleet/fleet.js";
+import { StatusWriter } from "../../src/fleet/kubernetes/statusWriter.js";
+import type { PoolRef } from "../../src/fleet/kubernetes/statusWriter.js";
+import type { EngineOutput, NodeStatus } from "../../src/health/types.js";
+import { silentLogger } from "../../src/log/logger.js";
+import { crdValidators, loadCrds, validateObject } from "../chart/validateObject.js";
+
+const SERVER = "https://k8s.test:6443";
+const BASE = "/apis/lightfleet.io/v1alpha1/namespaces/eth";
+const T0 = Date.UTC(2026, 10, 22, 12);
+
+const node = (name: string, state: NodeStatus["state"], extra: Partial<NodeStatus> = {}): NodeStatus => ({
+  name,
+  state,
+  routed: state === "Healthy",
+  head: 100,
+  lagBlocks: 0,
+  lagSeconds: 0,
+  message: state === "Healthy" ? "in sync" : "5 blocks behind",
+  since: T0 - 60_000,
+  ...extra,
+});
+
+function output(nodes: NodeStatus[], extra: Partial<EngineOutput> = {}): EngineOutput {
+  return {
+    state: {} as EngineOutput["state"],
+    reference: {
+      number: 100,
+      hash: "0x" + "ab".repeat(32),
+      timestamp: Math.floor(T0 / 1000) - 1,
+      seenAt: T0 - 1_000,
+      peers: ["full-0", "full-1"],
+    },
+    nodes,
+    decisions: [],
+    ...extra,
+  };
+}
+
+describe("status writing at the wire", () => {
+  let kubeConfig: KubeConfig;
+  let validators: Map<string, ValidateFunction>;
+  let now = T0;
+  const pool: PoolRef = { network: "mainnet", namespace: "eth", name: "mainnet", generation: 3 };
+  const members: FleetMember[] = [
+    {
+      name: "light-0",
+      network: "mainnet",
+      httpUrl: "http://10.0.0.10:8545",
+      startedAt: T0 - 3_600_000,
+      routed: true,
+      restarting: false,
+      restarts: [],
+    },
+    {
+      name: "light-1",
+      network: "mainnet",
+      httpUrl: "http://10.0.0.11:8545",
+      startedAt: T0 - 600_000,
+      routed: false,
+      restarting: false,
+      restarts: [{ at: T0 - 600_000, reason: "stall" }],
+    },
+  ];
+  const fleet = {
+    members: () => members,
+    podsWithoutGate: () => [] as string[],
+    podUid: (_network: string, pod: string) => `uid-${pod}`,
+  } as unknown as Fleet & {
+    podsWithoutGate(network: string): string[];
+    podUid(network: string, pod: string): string | undefined;
+  };
+
+  beforeAll(async () => {
+    kubeConfig = new KubeConfig();
+    kubeConfig.loadFromOptions({
+      clusters: [{ name: "test", server: SERVER, skipTLSVerify: true }],
+      users: [{ name: "test", token: "t0ken" }],
+      contexts: [{ name: "test", cluster: "test", user: "test" }],
+      currentContext: "test",
+    });
+    nock.disableNetConnect();
+    validators = crdValidators(await loadCrds());
+  });
+  afterEach(() => nock.cleanAll());
+  afterAll(() => nock.enableNetConnect());
+
+  /** Records every write and checks it against the CRD's own schema, as the API server would. */
+  function recordWrites() {
+    const problems: string[] = [];
+    const writes: Array<{
+      method: string;
+      path: string;
+      body: { status?: unknown; kind?: string; metadata?: { name: string } };
+    }> = [];
+    const check = (kind: string, name: string, body: Record<string, unknown>) => {
+      const object = {
+        apiVersion: "lightfleet.io/v1alpha1",
+        kind,
+        metadata: { name },
+        spec:
+          kind === "LightNode"
+            ? { pool: "mainnet", podName: name }
+            : {
+                network: "mainnet",
+                chainId: 1,
+                workloadRef: { kind: "StatefulSet", name: "x" },
+                selector: {},
+                reservedPeers: [{ http: "http://full-0:8545" }],
+              },
+        ...body,
+      };
+      problems.push(...validateObject(object as never, validators));
+    };
+    nock(SERVER)
+      .persist()
+      .post(`${BASE}/lightnodes`)
+      .reply(201, (path, body) => {
+        writes.push({ method: "POST", path, body: body as never });
+        return body as object;
+      })
+      .patch(/\/apis\/lightfleet\.io\/v1alpha1\/namespaces\/eth\/(lightnodes|lightnodepools)\/[\w-]+\/status/)
+      .matchHeader("content-type", "application/merge-patch+json")
+      .reply(200, (path, raw) => {
+        // A merge patch is not application/json, so it arrives as text.
+        const body =
+          typeof raw === "string"
+            ? (JSON.parse(raw) as Record<string, unknown>)
+            : (raw as Record<string, unknown>);
+        writes.push({ method: "PATCH", path, body: body as never });
+        const [, plural, name] = /\/(lightnodes|lightnodepools)\/([\w-]+)\/status/.exec(path)!;
+        check(
+          plural === "lightnodes" ? "LightNode" : "LightNodePool",
+          name!,
+          body as Record<string, unknown>,
+        );
+        return {};
+      });
+    return Object.assign(writes, { problems });
+  }
+
+  it("creates each LightNode owned by its pod, writes statuses the CRD accepts, and the pool's status", async () => {
+    const writes = recordWrites();
+    const writer = new StatusWriter(kubeConfig, {
+      pools: () => new Map([["mainnet", pool]]),
+      fleet,
+      logger: silentLogger(),
+      clock: () => now,
+    });
+    await writer.onRound(
+      "mainnet",
+      output([node("light-0", "Healthy"), node("light-1", "Lagging", { lagBlocks: 5, reason: "lag" })]),
+    );
+    const created = writes.filter((w) => w.method === "POST").map((w) => w.body);
+    expect(created).toEqual([
+      expect.objectContaining({
+        kind: "LightNode",
+        metadata: expect.objectContaining({
+          name: "light-0",
+          ownerReferences: [
+            { apiVersion: "v1", kind: "Pod", name: "light-0", uid: "uid-light-0", blockOwnerDeletion: false },
+          ],
+        }),
+        spec: { pool: "mainnet", podName: "light-0" },
+      }),
+      expect.objectContaining({ metadata: expect.objectContaining({ name: "light-1" }) }),
+    ]);
+    const lagging = writes.find((w) => w.path.endsWith("/lightnodes/light-1/status"))!.body.status;
+    expect(lagging).toEqual({
+      network: "mainnet",
+      state: "Lagging",
+      reason: "lag",
+      message: "5 blocks behind",
+      routed: false,
+      head: { number: 100 },
+      lagBlocks: 5,
+      lagSeconds: 0,
+      restarts: 1,
+      lastRestart: { time: "2026-11-22T11:50:00Z", reason: "stall" },
+      lastTransitionTime: "2026-11-22T11:59:00Z",
+      lastProbeTime: "2026-11-22T12:00:00Z",
+    });
+    const poolStatus = writes.find((w) => w.path.endsWith("/lightnodepools/mainnet/status"))!.body
+      .status as Record<string, unknown>;
+    expect(poolStatus).toMatchObject({
+      observedGeneration: 3,
+      replicas: 2,
+      healthyReplicas: 1,
+      healthySummary: "1/2",
+      referenceHead: { number: 100, time: "2026-11-22T11:59:59Z" },
+      nodesByState: { Healthy: 1, Lagging: 1, Starting: 0 },
+    });
+    expect(poolStatus.conditions).toEqual([
+      expect.objectContaining({
+        type: "Ready",
+        status: "True",
+        reason: "HealthyNodes",
+        observedGeneration: 3,
+      }),
+      expect.objectContaining({ type: "Degraded", status: "True", reason: "NodesNotHealthy" }),
+      expect.objectContaining({ type: "PeersReachable", status: "True" }),
+    ]);
+    expect(writes.problems).toEqual([]);
+  });
+
+  it("writes a LightNode on a state change at once, otherwise at most every 30 s, whatever the block rate", async () => {
+    const writes = recordWrites();
+    const writer = new StatusWriter(kubeConfig, {
+      pools: () => new Map([["mainnet", pool]]),
+      fleet,
+      logger: silentLogger(),
+      clock: () => now,
+    });
+    const nodeWrites = () =>
+      writes.filter((w) => w.method === "PATCH" && w.path.includes("/lightnodes/")).length;
+    now = T0;
+    await writer.onRound("mainnet", output([node("light-0", "Healthy")]));
+    expect(nodeWrites()).toBe(1);
+    // 20 rounds in 20 seconds (a block a second): no more writes for an unchanged node.
+    for (let i = 1; i <= 20; i++) {
+      now = T0 + i * 1_000;
+      await writer.onRound("mainnet", output([node("light-0", "Healthy", { head: 100 + i })]));
+    }
+    expect(nodeWrites()).toBe(1);
+    now = T0 + 21_000;
+    await writer.onRound("mainnet", output([node("light-0", "Lagging")]));
+    expect(nodeWrites()).toBe(2);
+    now = T0 + 51_000;
+    await writer.onRound("mainnet", output([node("light-0", "Lagging")]));
+    expect(nodeWrites()).toBe(3);
+    // Created once only.
+    expect(writes.filter((w) => w.method === "POST")).toHaveLength(1);
+    expect(writes.problems).toEqual([]);
+  });
+
+  it("reports pods without the readiness gate and a systemic failure in the pool conditions; transition times move only on flips", async () => {
+    const writes = recordWrites();
+    const gateless = { ...fleet, podsWithoutGate: () => ["manual-0"] } as typeof fleet;
+    const writer = new StatusWriter(kubeConfig, {
+      pools: () => new Map([["mainnet", pool]]),
+      fleet: gateless,
+      logger: silentLogger(),
+      clock: () => now,
+    });
+    now = T0;
+    await writer.onRound(
+      "mainnet",
+      output([node("light-0", "Healthy")], {
+        systemic: { cause: "no-peer-reachable", message: "no reserved peer answers" },
+      }),
+    );
+    now = T0 + 5_000;
+    await writer.onRound(
+      "mainnet",
+      output([node("light-0", "Healthy")], {
+        systemic: { cause: "no-peer-reachable", message: "no reserved peer answers" },
+      }),
+    );
+    const pools = writes
+      .filter((w) => w.path.includes("/lightnodepools/"))
+      .map((w) => (w.body.status as { conditions: Array<Record<string, string>> }).conditions);
+    const degraded = pools.map((c) => c.find((x) => x.type === "Degraded")!);
+    expect(degraded[1]).toMatchObject({
+      status: "True",
+      reason: "ReadinessGateMissing",
+      message: expect.stringContaining("manual-0"),
+    });
+    expect(pools[1]!.find((x) => x.type === "PeersReachable")).toMatchObject({
+      status: "False",
+      reason: "NoPeerReachable",
+    });
+    expect(degraded[1]!.lastTransitionTime).toBe(degraded[0]!.lastTransitionTime);
+    expect(writes.problems).toEqual([]);
+  });
+
+  it("the schema check bites: a status the CRD refuses is reported", () => {
+    const object = {
+      apiVersion: "lightfleet.io/v1alpha1",
+      kind: "LightNode",
+      metadata: { name: "x" },
+      spec: { pool: "p", podName: "x" },
+      status: { state: "Sleeping" },
+    };
+    expect(validateObject(object as never, validators)).not.toEqual([]);
+  });
+});
