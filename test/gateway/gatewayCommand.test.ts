@@ -1,0 +1,97 @@
+import { spawn } from "node:child_process";
+import type { ChildProcessWithoutNullStreams } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { JsonRpcProvider, Network } from "ethers";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import WebSocket from "ws";
+import type { AnvilNode } from "../../src/devnet/anvil.js";
+import { startAnvil } from "../../src/devnet/anvil.js";
+import { HttpRpcClient } from "../../src/rpc/httpRpcClient.js";
+import { ROOT, runCli } from "../support/runCli.js";
+import { waitFor } from "../support/waitFor.js";
+
+const TSX = join(ROOT, "node_modules/tsx/dist/cli.mjs");
+
+describe("lightfleet gateway", () => {
+  let node: AnvilNode;
+  let dir: string;
+  const children: ChildProcessWithoutNullStreams[] = [];
+
+  beforeAll(async () => {
+    node = await startAnvil({ name: "upstream", chainId: 31_337, noMining: true });
+    await new HttpRpcClient(node.httpUrl, 10_000).call("anvil_mine", ["0x3"]);
+    dir = mkdtempSync(join(tmpdir(), "lightfleet-gateway-"));
+  });
+
+  afterAll(async () => {
+    for (const child of children) if (child.exitCode === null) child.kill("SIGKILL");
+    await node?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("serves the configured upstreams on --port with admin endpoints on --admin-port, and drains on SIGTERM", async () => {
+    const file = join(dir, "gateway.yaml");
+    writeFileSync(
+      file,
+      [
+        "log: { format: json }",
+        "admin: { host: 127.0.0.1 }",
+        "gateway: { host: 127.0.0.1, headPollInterval: 100ms }",
+        "networks:",
+        "  - name: devnet",
+        "    chainId: 31337",
+        `    reservedPeers: [{ name: upstream, http: "${node.httpUrl}" }]`,
+        "    gateway:",
+        "      default: true",
+        `      upstreams: [{ name: upstream, http: "${node.httpUrl}", ws: "${node.wsUrl}" }]`,
+      ].join("\n"),
+    );
+    const child = spawn(
+      process.execPath,
+      [TSX, join(ROOT, "src/cli.ts"), "gateway", "--config", file, "--port", "0", "--admin-port", "0"],
+      { cwd: ROOT },
+    );
+    children.push(child);
+    let stdout = "";
+    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+    const serving = await waitFor(
+      () =>
+        stdout
+          .split("\n")
+          .filter((line) => line.includes("gateway serving"))
+          .map((line) => JSON.parse(line) as { url: string; admin: string })[0],
+      { what: "the gateway's serving line", timeoutMs: 30_000 },
+    );
+
+    const provider = new JsonRpcProvider(`${serving.url}/`, Network.from(31_337), { staticNetwork: true });
+    try {
+      expect(await provider.getBlockNumber()).toBe(3);
+    } finally {
+      provider.destroy();
+    }
+    await waitFor(async () => (await fetch(`${serving.admin}/readyz`)).status === 200, { what: "ready" });
+    expect(await (await fetch(`${serving.admin}/metrics`)).text()).toMatch(
+      /lightfleet_gateway_requests_total\{network="devnet",method="eth_blockNumber",outcome="ok"\}/,
+    );
+
+    const ws = new WebSocket(`${serving.url.replace("http", "ws")}/ws`);
+    await new Promise((resolve, reject) => ws.once("open", resolve).once("error", reject));
+    const closed = new Promise<number>((resolve) => ws.once("close", resolve));
+    const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+    child.kill("SIGTERM");
+    expect(await closed).toBe(1001);
+    expect(await exited).toBe(0);
+  });
+
+  it("exits 2 with every problem by path on a bad config", async () => {
+    const file = join(dir, "bad.yaml");
+    writeFileSync(file, "gateway: { maxBatchLength: 0, rateLimit: { requestsPerSecond: -1 } }\n");
+    const result = await runCli(["gateway", "--config", file]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain("gateway.maxBatchLength");
+    expect(result.stderr).toContain("gateway.rateLimit.requestsPerSecond");
+    expect(result.stderr).not.toMatch(/\n\s+at /);
+  });
+});
