@@ -281,6 +281,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
           maxSubscriptions: settings.maxSubscriptionsPerConnection,
           maxBufferedBytes: settings.maxBufferedBytes,
           pingIntervalMs: settings.pingInterval,
+          maxInFlight: settings.maxInFlightPerConnection,
         },
         (parsed) => admit(runtime, parsed, address)?.body,
         metrics,

@@ -19,6 +19,7 @@ export interface GatewayMetrics {
   duration: Histogram<"network" | "method">;
   upstreamRequests: Counter<"network" | "upstream" | "outcome">;
   retries: Counter<"network">;
+  upstreamInFlight: Gauge<"network">;
   getLogsRefused: Counter<"network" | "reason">;
   panicMode: Gauge<"network">;
   servedHead: Gauge<"network">;
@@ -51,6 +52,12 @@ export function createGatewayMetrics(registry: Registry): GatewayMetrics {
       name: "lightfleet_gateway_upstream_requests_total",
       help: "Calls sent to light nodes, by outcome (ok, rpc_error, connection, timeout, malformed, http-status).",
       labelNames: ["network", "upstream", "outcome"],
+      registers,
+    }),
+    upstreamInFlight: new Gauge({
+      name: "lightfleet_gateway_upstream_in_flight",
+      help: "Calls sent to light nodes and not yet answered.",
+      labelNames: ["network"],
       registers,
     }),
     retries: new Counter({

@@ -3,6 +3,7 @@ import type { Registry } from "prom-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import type { Devnet } from "../../src/devnet/devnet.js";
+import { DEV_ACCOUNT } from "../../src/devnet/devTransactions.js";
 import type { Gateway } from "../../src/gateway/gateway.js";
 import { startTestDevnet } from "../support/devnet.js";
 import { waitFor } from "../support/waitFor.js";
@@ -33,6 +34,7 @@ describe("bad input of every kind: the right error, and the gateway stays up", (
     ({ gateway, registry, wsUrl } = await startTestGateway(devnet, {
       maxBodyBytes: MAX_BODY,
       maxBufferedBytes: 1024,
+      maxInFlightPerConnection: 4,
     }));
     await waitForServedHead(gateway, devnet);
   });
@@ -142,6 +144,31 @@ describe("bad input of every kind: the right error, and the gateway stays up", (
     }
     await waitFor(cutOff, { what: "the slow consumer to be cut off" });
     expect((await bystander.call("eth_chainId")).result).toBe(`0x${CHAIN_ID.toString(16)}`);
+  });
+
+  it("answers a flood of calls on one connection with at most maxInFlightPerConnection of them at the nodes", async () => {
+    const ws = await rawWs(wsUrl);
+    cleanup.push(() => ws.close());
+    let peak = 0;
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        peak = Math.max(peak, await gauge(registry, "lightfleet_gateway_upstream_in_flight"));
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+    })();
+    const calls = 500;
+    for (let id = 1; id <= calls; id++)
+      ws.socket.send(
+        JSON.stringify({ jsonrpc: "2.0", id, method: "eth_getBalance", params: [DEV_ACCOUNT, "latest"] }),
+      );
+    await waitFor(() => ws.messages.filter((m) => typeof m.id === "number" && m.result).length === calls, {
+      what: `${calls} answers`,
+    });
+    sampling = false;
+    await sampler;
+    expect(peak).toBeGreaterThan(0);
+    expect(peak).toBeLessThanOrEqual(4);
   });
 
   it("survives 1,000 connections opened and dropped, WebSocket and raw TCP, and holds no state for them", async () => {

@@ -20,6 +20,8 @@ export const gatewaySchema = z.strictObject({
   maxSubscriptionsPerConnection: z.number().int().min(1).default(100),
   /** WebSocket: bytes queued for a client that does not read before it is cut off. */
   maxBufferedBytes: z.number().int().min(1024).default(4_194_304),
+  /** WebSocket: frames of one connection answered at once; beyond, reading pauses (TCP pushes back on the client). */
+  maxInFlightPerConnection: z.number().int().min(1).default(64),
   /** WebSocket: ping period; a client that misses a pong is dropped. */
   pingInterval: duration.default(30_000),
   /** Time in-flight requests get to finish on shutdown. */

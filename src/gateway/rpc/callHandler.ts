@@ -170,6 +170,7 @@ export class CallHandler {
       tried.add(choice.name);
       if (attempt > 0) metrics.retries.inc({ network: this.network });
       const release = upstreams.acquire(choice.name);
+      metrics.upstreamInFlight.inc({ network: this.network });
       try {
         const response = await forward(url, request, this.options.upstreamTimeoutMs);
         metrics.upstreamRequests.inc({
@@ -187,6 +188,7 @@ export class CallHandler {
         if (reason !== "connection") break;
       } finally {
         release();
+        metrics.upstreamInFlight.dec({ network: this.network });
       }
     }
     const id = request.id ?? null;

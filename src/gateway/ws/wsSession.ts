@@ -18,6 +18,8 @@ export interface WsLimits {
   /** A client that lets this much pile up unread is cut off (it cannot keep up with the chain). */
   maxBufferedBytes: number;
   pingIntervalMs: number;
+  /** Calls of this connection answered at once; beyond, the gateway stops reading until answers go out. */
+  maxInFlight: number;
 }
 
 type Subscription = { type: "newHeads" } | { type: "logs"; filter: LogFilter };
@@ -33,6 +35,9 @@ export class WsSession {
   private outbox: Promise<void> = Promise.resolve();
   private pingTimer: NodeJS.Timeout;
   private alive = true;
+  private inFlight = 0;
+  /** Frames read while maxInFlight were being answered; bounded by what the paused socket had already read. */
+  private readonly waiting: Array<[WebSocket.RawData, boolean]> = [];
 
   constructor(
     private readonly socket: WebSocket,
@@ -50,7 +55,7 @@ export class WsSession {
       onBlock: (block, logs) => this.onBlock(block, logs),
       onRemoved: (block, logs) => this.onRemoved(block, logs),
     });
-    socket.on("message", (data, isBinary) => void this.onMessage(data, isBinary));
+    socket.on("message", (data, isBinary) => this.onMessage(data, isBinary));
     socket.on("pong", () => {
       this.alive = true;
     });
@@ -77,6 +82,7 @@ export class WsSession {
   private cleanup(): void {
     clearInterval(this.pingTimer);
     this.unlisten();
+    this.waiting.length = 0;
     const network = this.handler.network;
     this.metrics.wsConnections.dec({ network });
     for (const sub of this.subscriptions.values())
@@ -102,7 +108,32 @@ export class WsSession {
     this.socket.send(text);
   }
 
-  private async onMessage(data: WebSocket.RawData, isBinary: boolean): Promise<void> {
+  /**
+   * Reads the next frames only while fewer than maxInFlight calls are being answered, so a client that floods the
+   * connection with calls is slowed down by TCP instead of multiplying work on the nodes.
+   */
+  private onMessage(data: WebSocket.RawData, isBinary: boolean): void {
+    if (this.inFlight >= this.limits.maxInFlight) {
+      this.waiting.push([data, isBinary]);
+      if (!this.socket.isPaused) this.socket.pause();
+      return;
+    }
+    void this.answerCounted(data, isBinary);
+  }
+
+  private async answerCounted(data: WebSocket.RawData, isBinary: boolean): Promise<void> {
+    this.inFlight++;
+    try {
+      await this.answerFrame(data, isBinary);
+    } finally {
+      this.inFlight--;
+      const next = this.waiting.shift();
+      if (next) void this.answerCounted(...next);
+      else if (this.socket.isPaused && this.socket.readyState === WebSocket.OPEN) this.socket.resume();
+    }
+  }
+
+  private async answerFrame(data: WebSocket.RawData, isBinary: boolean): Promise<void> {
     if (isBinary) {
       this.send(
         errorResponse(null, RPC_ERROR.INVALID_REQUEST, "invalid request: binary frames are not JSON-RPC"),
