@@ -76,6 +76,8 @@ async function run(url: string, body: unknown): Promise<Run> {
     body: JSON.stringify(body),
     connections: CONNECTIONS,
     duration: SECONDS,
+    // The load generator runs in its own thread, so it does not share the gateway's event loop.
+    workers: 1,
   });
   return {
     rps: result.requests.average,
@@ -171,7 +173,8 @@ async function fanOut(
       `${gateway.url.replace("http", "ws")}/ws`,
       String(size),
     ],
-    { stdio: ["pipe", "pipe", "inherit"] },
+    // tsx is resolved from the package root, wherever the benchmark is started from.
+    { stdio: ["pipe", "pipe", "inherit"], cwd: join(import.meta.dirname, "..") },
   );
   let output = "";
   child.stdout.on("data", (data: Buffer) => (output += String(data)));

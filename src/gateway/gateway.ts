@@ -151,81 +151,89 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     res.end(text);
   };
 
-  const server = createServer((req, res) => {
-    cors(req, res);
-    const route = matchRoute(routes, req.headers.host, req.url ?? "/");
-    if (!route || route.transport !== "http") {
-      reply(res, 404, errorResponse(null, RPC_ERROR.INVALID_REQUEST, "no network is served at this path"));
-      req.resume();
-      return;
-    }
-    if (req.method === "OPTIONS") {
-      res.writeHead(204).end();
-      return;
-    }
-    if (req.method !== "POST") {
-      reply(res, 405, errorResponse(null, RPC_ERROR.INVALID_REQUEST, "JSON-RPC requests are POSTed"), {
-        allow: "POST, OPTIONS",
-      });
-      req.resume();
-      return;
-    }
-    const type = req.headers["content-type"];
-    if (type !== undefined && !/^application\/json\b/i.test(type)) {
-      reply(
-        res,
-        415,
-        errorResponse(null, RPC_ERROR.INVALID_REQUEST, "content-type must be application/json"),
-      );
-      req.resume();
-      return;
-    }
-    const declared = Number(req.headers["content-length"] ?? 0);
-    const tooLarge = () =>
-      reply(
-        res,
-        413,
-        errorResponse(
-          null,
-          RPC_ERROR.INVALID_REQUEST,
-          `request body larger than ${settings.maxBodyBytes} bytes`,
-        ),
-        { connection: "close" },
-      );
-    if (declared > settings.maxBodyBytes) {
-      tooLarge();
-      req.destroy();
-      return;
-    }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on("data", (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > settings.maxBodyBytes) {
+  const server = createServer(
+    {
+      // A client trickling a request (slowloris) holds a connection only this long; checked at least every second.
+      requestTimeout: settings.requestTimeout,
+      headersTimeout: settings.requestTimeout,
+      connectionsCheckingInterval: Math.min(1_000, settings.requestTimeout),
+    },
+    (req, res) => {
+      cors(req, res);
+      const route = matchRoute(routes, req.headers.host, req.url ?? "/");
+      if (!route || route.transport !== "http") {
+        reply(res, 404, errorResponse(null, RPC_ERROR.INVALID_REQUEST, "no network is served at this path"));
+        req.resume();
+        return;
+      }
+      if (req.method === "OPTIONS") {
+        res.writeHead(204).end();
+        return;
+      }
+      if (req.method !== "POST") {
+        reply(res, 405, errorResponse(null, RPC_ERROR.INVALID_REQUEST, "JSON-RPC requests are POSTed"), {
+          allow: "POST, OPTIONS",
+        });
+        req.resume();
+        return;
+      }
+      const type = req.headers["content-type"];
+      if (type !== undefined && !/^application\/json\b/i.test(type)) {
+        reply(
+          res,
+          415,
+          errorResponse(null, RPC_ERROR.INVALID_REQUEST, "content-type must be application/json"),
+        );
+        req.resume();
+        return;
+      }
+      const declared = Number(req.headers["content-length"] ?? 0);
+      const tooLarge = () =>
+        reply(
+          res,
+          413,
+          errorResponse(
+            null,
+            RPC_ERROR.INVALID_REQUEST,
+            `request body larger than ${settings.maxBodyBytes} bytes`,
+          ),
+          { connection: "close" },
+        );
+      if (declared > settings.maxBodyBytes) {
         tooLarge();
         req.destroy();
         return;
       }
-      chunks.push(chunk);
-    });
-    req.on("error", () => {});
-    req.on("end", () => {
-      if (size > settings.maxBodyBytes) return;
-      const address = clientAddress(req, limit?.trustForwardedFor ?? false);
-      void answer(runtimes.get(route.network)!, Buffer.concat(chunks).toString("utf8"), address).then(
-        ({ status, body, retryAfterMs }) => {
-          if (body === undefined) res.writeHead(204).end();
-          else
-            reply(
-              res,
-              status,
-              body,
-              retryAfterMs === undefined ? {} : { "retry-after": String(Math.ceil(retryAfterMs / 1000)) },
-            );
-        },
-      );
-    });
-  });
+      const chunks: Buffer[] = [];
+      let size = 0;
+      req.on("data", (chunk: Buffer) => {
+        size += chunk.length;
+        if (size > settings.maxBodyBytes) {
+          tooLarge();
+          req.destroy();
+          return;
+        }
+        chunks.push(chunk);
+      });
+      req.on("error", () => {});
+      req.on("end", () => {
+        if (size > settings.maxBodyBytes) return;
+        const address = clientAddress(req, limit?.trustForwardedFor ?? false);
+        void answer(runtimes.get(route.network)!, Buffer.concat(chunks).toString("utf8"), address).then(
+          ({ status, body, retryAfterMs }) => {
+            if (body === undefined) res.writeHead(204).end();
+            else
+              reply(
+                res,
+                status,
+                body,
+                retryAfterMs === undefined ? {} : { "retry-after": String(Math.ceil(retryAfterMs / 1000)) },
+              );
+          },
+        );
+      });
+    },
+  );
 
   async function answer(
     runtime: NetworkRuntime,
@@ -291,9 +299,10 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       ws.on("close", () => sessions.delete(session));
     });
   });
-  server.on("clientError", (_error, socket) => {
-    if (socket.writable)
-      socket.end("HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n");
+  server.on("clientError", (error: NodeJS.ErrnoException, socket) => {
+    if (!socket.writable) return;
+    const status = error.code === "ERR_HTTP_REQUEST_TIMEOUT" ? "408 Request Timeout" : "400 Bad Request";
+    socket.end(`HTTP/1.1 ${status}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
   });
 
   const host = options.host ?? settings.host;

@@ -35,6 +35,7 @@ describe("bad input of every kind: the right error, and the gateway stays up", (
       maxBodyBytes: MAX_BODY,
       maxBufferedBytes: 1024,
       maxInFlightPerConnection: 4,
+      requestTimeout: "500ms",
     }));
     await waitForServedHead(gateway, devnet);
   });
@@ -101,6 +102,25 @@ describe("bad input of every kind: the right error, and the gateway stays up", (
       duplex: "half",
     } as RequestInit);
     expect(chunked.status).toBe(413);
+    await stillServing();
+  });
+
+  it("disconnects a client that sends half a request and stalls, after requestTimeout", async () => {
+    const url = new URL(gateway.url);
+    const socket = connect(Number(url.port), url.hostname);
+    cleanup.push(() => socket.destroy());
+    let answer = "";
+    socket.on("data", (chunk) => (answer += String(chunk)));
+    const closed = new Promise<number>((resolve) => socket.once("close", () => resolve(Date.now())));
+    await new Promise((resolve) => socket.once("connect", resolve));
+    const started = Date.now();
+    socket.write(
+      "POST / HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{",
+    );
+    const at = await closed;
+    expect(at - started).toBeGreaterThanOrEqual(400);
+    expect(at - started).toBeLessThan(5_000);
+    expect(answer).toMatch(/^HTTP\/1\.1 408/);
     await stillServing();
   });
 

@@ -24,6 +24,8 @@ export const gatewaySchema = z.strictObject({
   maxInFlightPerConnection: z.number().int().min(1).default(64),
   /** WebSocket: ping period; a client that misses a pong is dropped. */
   pingInterval: duration.default(30_000),
+  /** Time a client has to send one whole HTTP request, headers and body; slower senders are disconnected. */
+  requestTimeout: duration.default(30_000),
   /** Time in-flight requests get to finish on shutdown. */
   drainTimeout: duration.default(10_000),
   /** Per-client-address rate limit, each batch item counting as one call (off when absent). */
