@@ -27,6 +27,8 @@ export interface AnvilOptions {
   timestamp?: number;
   /** 0 picks a free port. */
   port?: number;
+  /** Loopback address to listen on (default 127.0.0.1; other 127.x addresses let several nodes share a port). */
+  host?: string;
   /** Mine only on evm_mine (the devnet's block driver decides when blocks happen). */
   noMining?: boolean;
   extraArgs?: string[];
@@ -43,11 +45,11 @@ export interface AnvilNode {
   stop(): Promise<void>;
 }
 
-/** Starts one anvil node on 127.0.0.1 and resolves once it listens. */
+/** Starts one anvil node on a loopback address and resolves once it listens. */
 export function startAnvil(options: AnvilOptions): Promise<AnvilNode> {
   const args = [
     "--host",
-    "127.0.0.1",
+    options.host ?? "127.0.0.1",
     "--port",
     String(options.port ?? 0),
     "--chain-id",
@@ -64,7 +66,7 @@ export function startAnvil(options: AnvilOptions): Promise<AnvilNode> {
       name: options.name,
       logger: options.logger ?? silentLogger(),
       onLine: (line) => {
-        const match = /Listening on 127\.0\.0\.1:(\d+)/.exec(line);
+        const match = /Listening on [\d.]+:(\d+)/.exec(line);
         if (!match || settled) return;
         settled = true;
         clearTimeout(timer);
@@ -72,8 +74,8 @@ export function startAnvil(options: AnvilOptions): Promise<AnvilNode> {
         resolve({
           name: options.name,
           port,
-          httpUrl: `http://127.0.0.1:${port}`,
-          wsUrl: `ws://127.0.0.1:${port}`,
+          httpUrl: `http://${options.host ?? "127.0.0.1"}:${port}`,
+          wsUrl: `ws://${options.host ?? "127.0.0.1"}:${port}`,
           process: child,
           stop: () => stopChild(child),
         });

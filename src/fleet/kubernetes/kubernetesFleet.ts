@@ -99,10 +99,11 @@ export class KubernetesFleet implements Fleet {
     if (!entry || !pod) return;
     const body = readinessPatch(pod, routed, this.clock());
     if (!body) return;
-    await this.core.patchNamespacedPodStatus(
+    const patched = await this.core.patchNamespacedPodStatus(
       { name: member, namespace: entry.pool.namespace, body },
       setHeaderOptions("Content-Type", PatchStrategy.StrategicMergePatch),
     );
+    if (patched?.metadata?.name) entry.watcher.update(patched);
   }
 
   async restart(network: string, member: string, reason: RestartReason): Promise<RestartResult> {

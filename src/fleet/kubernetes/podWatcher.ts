@@ -45,6 +45,12 @@ export class PodWatcher {
     return this.pods.get(name);
   }
 
+  /** Takes a pod the API returned from a write, so the cache does not wait for the watch to see our own change. */
+  update(pod: V1Pod): void {
+    const name = pod.metadata?.name;
+    if (name && this.pods.has(name)) this.pods.set(name, pod);
+  }
+
   /** When the cache was last known good (a list, or a watch event), undefined before the first list. */
   lastSync(): number | undefined {
     return this.syncedAt;

@@ -1,0 +1,204 @@
+import { createServer } from "node:net";
+import { KubeConfig } from "@kubernetes/client-node";
+import nock from "nock";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { Controller } from "../../src/controller/controller.js";
+import type { AnvilNode } from "../../src/devnet/anvil.js";
+import { startAnvil } from "../../src/devnet/anvil.js";
+import type { LightNodePool } from "../../src/fleet/kubernetes/crds.js";
+import { KubernetesFleet } from "../../src/fleet/kubernetes/kubernetesFleet.js";
+import { poolNetwork } from "../../src/fleet/kubernetes/poolNetworks.js";
+import { StatusWriter } from "../../src/fleet/kubernetes/statusWriter.js";
+import { silentLogger } from "../../src/log/logger.js";
+import { startTestDevnet } from "../support/devnet.js";
+import { waitFor } from "../support/waitFor.js";
+
+const SERVER = "https://k8s.test:6443";
+const PODS = "/api/v1/namespaces/eth/pods";
+
+/** A port free on 127.0.0.1, used by every light node on its own loopback address (as pods share a container port). */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+describe("controller end to end: API simulated at the wire, real nodes", () => {
+  const cleanup: Array<() => unknown> = [];
+  beforeAll(() => nock.enableNetConnect((host) => host.startsWith("127.0.0.")));
+  afterEach(async () => {
+    for (const fn of cleanup.splice(0).reverse()) await fn();
+    nock.abortPendingRequests();
+    nock.cleanAll();
+  });
+  afterAll(() => nock.enableNetConnect());
+
+  it("routes through the readiness gate, evicts a stalled node within the budget, and reports a forked node as Diverged", async () => {
+    const devnet = await startTestDevnet({ networks: [{ name: "devnet", chainId: 31_337, fullNodes: 2 }] });
+    const port = await freePort();
+    const lights: AnvilNode[] = [];
+    for (let i = 0; i < 3; i++) {
+      const node = await startAnvil({
+        name: `light-${i}`,
+        chainId: 31_337,
+        timestamp: devnet.genesisTimestamp,
+        noMining: true,
+        host: `127.0.0.${i + 2}`,
+        port,
+      });
+      cleanup.push(() => node.stop());
+      lights.push(node);
+      await devnet.attach({
+        name: `light-${i}`,
+        network: "devnet",
+        httpUrl: node.httpUrl,
+        kill: () => node.process.kill("SIGKILL"),
+      });
+    }
+    const full = devnet.nodes("devnet").filter((n) => n.role === "full");
+
+    const pool: LightNodePool = {
+      apiVersion: "lightfleet.io/v1alpha1",
+      kind: "LightNodePool",
+      metadata: { name: "devnet", namespace: "eth", generation: 1 },
+      spec: {
+        network: "devnet",
+        chainId: 31_337,
+        workloadRef: { kind: "StatefulSet", name: "light" },
+        selector: { matchLabels: { app: "light" } },
+        rpcPort: port,
+        reservedPeers: full.map((n) => ({ name: n.name, http: n.httpUrl, ws: n.wsUrl })),
+        health: {
+          probeInterval: "200ms",
+          maxLagBlocks: 3,
+          unhealthyAfter: 2,
+          healthyAfter: 2,
+          stallAfter: "1s",
+          restartAfter: "1s",
+          startupGrace: "1s",
+          maxConcurrentRestarts: 1,
+          peerQuorum: 2,
+        },
+      },
+    };
+    const { network, binding, ref } = poolNetwork(pool);
+    expect(binding.labelSelector).toBe("app=light");
+
+    const podObject = (i: number) => ({
+      metadata: { name: `light-${i}`, namespace: "eth", uid: `uid-${i}`, resourceVersion: "1" },
+      spec: {
+        containers: [{ name: "node", image: "anvil" }],
+        readinessGates: [{ conditionType: "lightfleet.io/in-sync" }],
+      },
+      status: {
+        podIP: `127.0.0.${i + 2}`,
+        startTime: new Date(Date.now() - 60_000).toISOString(),
+        conditions: [],
+      },
+    });
+    const readiness: Array<{ pod: string; status: string }> = [];
+    const evictions: string[] = [];
+    const lightNodes = new Map<string, Record<string, unknown>>();
+    nock(SERVER)
+      .get(PODS)
+      .query({ labelSelector: "app=light" })
+      .reply(200, { metadata: { resourceVersion: "10" }, items: [0, 1, 2].map(podObject) })
+      .get(PODS)
+      .query(true)
+      .delay(120_000)
+      .reply(200, "");
+    nock(SERVER)
+      .persist()
+      .patch(/\/api\/v1\/namespaces\/eth\/pods\/light-\d\/status/)
+      .reply(200, (path, body) => {
+        const b = (typeof body === "string" ? JSON.parse(body) : body) as {
+          status: { conditions: Array<{ status: string }> };
+        };
+        const pod = /light-(\d)/.exec(path)!;
+        readiness.push({ pod: pod[0], status: b.status.conditions[0]!.status });
+        // The API server answers with the patched pod.
+        const updated = podObject(Number(pod[1]));
+        return { ...updated, status: { ...updated.status, conditions: b.status.conditions } };
+      })
+      .post(/\/api\/v1\/namespaces\/eth\/pods\/light-\d\/eviction/)
+      .reply(201, (path) => {
+        evictions.push(/light-\d/.exec(path)![0]);
+        return { kind: "Status", status: "Success" };
+      })
+      .post("/apis/lightfleet.io/v1alpha1/namespaces/eth/lightnodes")
+      .reply(201, (_path, body) => body as object)
+      .patch(/\/apis\/lightfleet\.io\/v1alpha1\/namespaces\/eth\/lightnodes\/light-\d\/status/)
+      .reply(200, (path, body) => {
+        const b = (typeof body === "string" ? JSON.parse(body) : body) as { status: Record<string, unknown> };
+        lightNodes.set(/light-\d/.exec(path)![0], b.status);
+        return {};
+      })
+      .patch("/apis/lightfleet.io/v1alpha1/namespaces/eth/lightnodepools/devnet/status")
+      .reply(200, {});
+
+    const kubeConfig = new KubeConfig();
+    kubeConfig.loadFromOptions({
+      clusters: [{ name: "test", server: SERVER, skipTLSVerify: true }],
+      users: [{ name: "test", token: "t0ken" }],
+      contexts: [{ name: "test", cluster: "test", user: "test" }],
+      currentContext: "test",
+    });
+    const fleet = new KubernetesFleet({ kubeConfig, pools: [binding], logger: silentLogger() });
+    const writer = new StatusWriter(kubeConfig, {
+      pools: () => new Map([["devnet", ref]]),
+      fleet,
+      logger: silentLogger(),
+      minIntervalMs: 1_000,
+    });
+    const controller = new Controller({
+      networks: [{ ...network, blockTimeMs: 300 }],
+      fleet,
+      logger: silentLogger(),
+      onRound: (n, o) => writer.onRound(n, o),
+    });
+    fleet.start();
+    controller.start();
+    cleanup.push(() => fleet.stop());
+    cleanup.push(() => controller.stop());
+    const miner = setInterval(() => void devnet.mine("devnet").catch(() => {}), 300);
+    cleanup.push(() => clearInterval(miner));
+
+    const lastReadiness = (pod: string) => readiness.filter((r) => r.pod === pod).at(-1)?.status;
+    await waitFor(() => [0, 1, 2].every((i) => lastReadiness(`light-${i}`) === "True"), {
+      timeoutMs: 20_000,
+      what: "all three pods routed",
+    });
+    // Routing is patched only on change: one True per pod so far.
+    expect(readiness.filter((r) => r.status === "True")).toHaveLength(3);
+    await devnet.fault("light-0", { kind: "lag", blocks: 5 });
+    await waitFor(() => lastReadiness("light-0") === "False", {
+      timeoutMs: 20_000,
+      what: "light-0 unrouted",
+    });
+    // The LightNode follows once the round's decisions are carried out.
+    await waitFor(
+      () => lightNodes.get("light-0")?.state === "Lagging" && lightNodes.get("light-0")?.routed === false,
+      {
+        what: "light-0's LightNode Lagging and unrouted",
+      },
+    );
+
+    await devnet.fault("light-1", { kind: "stall" });
+    await waitFor(() => evictions.includes("light-1"), { timeoutMs: 20_000, what: "light-1 evicted" });
+
+    await devnet.fault("light-2", { kind: "fork" });
+    await waitFor(() => lightNodes.get("light-2")?.state === "Diverged", {
+      timeoutMs: 20_000,
+      what: "light-2 Diverged",
+    });
+
+    // A small lag only unroutes: light-0 is never evicted; only the stalled and the forked node may be.
+    expect(evictions.filter((p) => p === "light-0")).toEqual([]);
+    expect(new Set(evictions).size).toBeLessThanOrEqual(2);
+  });
+});

@@ -1,0 +1,71 @@
+import { describe, expect, it } from "vitest";
+import type { LightNodePool } from "../../src/fleet/kubernetes/crds.js";
+import { poolNetwork, selectorString } from "../../src/fleet/kubernetes/poolNetworks.js";
+
+const pool = (spec: Partial<LightNodePool["spec"]> = {}): LightNodePool => ({
+  apiVersion: "lightfleet.io/v1alpha1",
+  kind: "LightNodePool",
+  metadata: { name: "mainnet", namespace: "eth", generation: 4 },
+  spec: {
+    network: "mainnet",
+    chainId: 1,
+    workloadRef: { kind: "StatefulSet", name: "light-mainnet" },
+    selector: { matchLabels: { app: "light", network: "mainnet" } },
+    reservedPeers: [
+      { http: "http://full-0:8545", ws: "ws://full-0:8546" },
+      { name: "full-1", http: "http://full-1:8545" },
+    ],
+    ...spec,
+  },
+});
+
+describe("LightNodePool to controller network", () => {
+  it("turns selectors into the API's query form", () => {
+    expect(
+      selectorString({
+        matchLabels: { a: "b" },
+        matchExpressions: [
+          { key: "tier", operator: "In", values: ["x", "y"] },
+          { key: "old", operator: "DoesNotExist" },
+          { key: "z", operator: "Exists" },
+          { key: "k", operator: "NotIn", values: ["v"] },
+        ],
+      }),
+    ).toBe("a=b,tier in (x,y),!old,z,k notin (v)");
+  });
+
+  it("gives the same network config a file would, with the pool's health overrides and defaults", () => {
+    const { network, binding, ref } = poolNetwork(
+      pool({ health: { maxLagBlocks: 5, probeInterval: "1s", getLogsMaxRange: 500 } }),
+    );
+    expect(network).toMatchObject({
+      name: "mainnet",
+      chainId: 1,
+      blockTimeMs: 12_000,
+      reservedPeers: [{ name: "peer-0" }, { name: "full-1" }],
+    });
+    expect(network.health).toMatchObject({
+      maxLagBlocks: 5,
+      probeInterval: 1_000,
+      unhealthyAfter: 2,
+      restartAfter: 120_000,
+    });
+    expect(binding).toEqual({
+      network: "mainnet",
+      namespace: "eth",
+      labelSelector: "app=light,network=mainnet",
+      rpcPort: 8545,
+      workload: { kind: "StatefulSet", name: "light-mainnet" },
+    });
+    expect(ref).toEqual({ network: "mainnet", namespace: "eth", name: "mainnet", generation: 4 });
+  });
+
+  it("refuses an invalid pool with its name and the field", () => {
+    expect(() => poolNetwork(pool({ reservedPeers: [{ http: "ftp://x" }] }))).toThrow(
+      /LightNodePool eth\/mainnet: spec\.reservedPeers\.0\.http/,
+    );
+    expect(() => poolNetwork(pool({ health: { probeInterval: "soon" } }))).toThrow(
+      /spec\.health\.probeInterval/,
+    );
+  });
+});
