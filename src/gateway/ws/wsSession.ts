@@ -36,6 +36,8 @@ export class WsSession {
   private pingTimer: NodeJS.Timeout;
   private alive = true;
   private inFlight = 0;
+  /** Notification steps waiting in the outbox. */
+  private queued = 0;
   /** Frames read while maxInFlight were being answered; bounded by what the paused socket had already read. */
   private readonly waiting: Array<[WebSocket.RawData, boolean]> = [];
 
@@ -222,9 +224,7 @@ export class WsSession {
 
   private onBlock(block: FeedBlock, logs: () => Promise<Log[]>): void {
     if (this.subscriptions.size === 0) return;
-    this.outbox = this.outbox.then(async () => {
-      const wantsLogs = [...this.subscriptions.values()].some((s) => s.type === "logs");
-      const blockLogs = wantsLogs ? await logs() : [];
+    const deliver = (blockLogs: Log[]) => {
       for (const [id, sub] of this.subscriptions) {
         // The header is serialized once per block for every subscriber; ids are hex, safe to splice in.
         if (sub.type === "newHeads")
@@ -233,11 +233,26 @@ export class WsSession {
           );
         else for (const log of blockLogs) if (matchesFilter(log, sub.filter)) this.notify(id, log);
       }
-    });
+    };
+    const wantsLogs = [...this.subscriptions.values()].some((s) => s.type === "logs");
+    // Heads only and nothing queued: send now, which keeps fan-out to thousands of subscribers to one pass.
+    if (!wantsLogs && this.queued === 0) return deliver([]);
+    this.enqueue(async () => deliver(wantsLogs ? await logs() : []));
+  }
+
+  /** Runs notification work in order; a failed step (logs that could not be fetched) does not stop later ones. */
+  private enqueue(task: () => Promise<void>): void {
+    this.queued++;
+    this.outbox = this.outbox
+      .then(task)
+      .catch((error: unknown) =>
+        this.logger.warn({ err: error }, "gateway: could not deliver a subscription notification"),
+      )
+      .finally(() => this.queued--);
   }
 
   private onRemoved(_block: FeedBlock, removedLogs: Promise<Log[]>): void {
-    this.outbox = this.outbox.then(async () => {
+    this.enqueue(async () => {
       const logs = await removedLogs;
       for (const [id, sub] of this.subscriptions) {
         if (sub.type !== "logs") continue;
