@@ -3,6 +3,7 @@ import type { ValidateFunction } from "ajv";
 import nock from "nock";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { Fleet, FleetMember } from "../../src/fleet/fleet.js";
+import { EventRecorder } from "../../src/fleet/kubernetes/eventRecorder.js";
 import { StatusWriter } from "../../src/fleet/kubernetes/statusWriter.js";
 import type { PoolRef } from "../../src/fleet/kubernetes/statusWriter.js";
 import type { EngineOutput, NodeStatus } from "../../src/health/types.js";
@@ -275,6 +276,59 @@ describe("status writing at the wire", () => {
     });
     expect(degraded[1]!.lastTransitionTime).toBe(degraded[0]!.lastTransitionTime);
     expect(writes.problems).toEqual([]);
+  });
+
+  it("records events.k8s.io/v1 Events on transitions and restarts, at most one per pod and reason a minute", async () => {
+    recordWrites();
+    const events: Array<Record<string, unknown>> = [];
+    nock(SERVER)
+      .persist()
+      .post("/apis/events.k8s.io/v1/namespaces/eth/events")
+      .reply(201, (_path, body) => {
+        events.push(body as Record<string, unknown>);
+        return body as object;
+      });
+    const recorder = new EventRecorder(kubeConfig, {
+      identity: "controller-0",
+      logger: silentLogger(),
+      clock: () => now,
+    });
+    const writer = new StatusWriter(kubeConfig, {
+      pools: () => new Map([["mainnet", pool]]),
+      fleet,
+      logger: silentLogger(),
+      clock: () => now,
+      events: recorder,
+    });
+    const decisions: EngineOutput["decisions"] = [
+      { kind: "transition", node: "light-1", from: "Healthy", to: "Lagging", message: "5 blocks behind" },
+      { kind: "restart", node: "light-1", reason: "stall" },
+    ];
+    now = T0;
+    await writer.onRound("mainnet", output([node("light-1", "Lagging")], { decisions }));
+    now = T0 + 10_000;
+    await writer.onRound("mainnet", output([node("light-1", "Lagging")], { decisions }));
+    expect(events).toHaveLength(2);
+    expect(events[0]).toMatchObject({
+      apiVersion: "events.k8s.io/v1",
+      kind: "Event",
+      type: "Warning",
+      reason: "Lagging",
+      action: "Probe",
+      note: "Healthy -> Lagging: 5 blocks behind",
+      reportingController: "lightfleet.io/controller",
+      reportingInstance: "controller-0",
+      regarding: { kind: "Pod", apiVersion: "v1", namespace: "eth", name: "light-1", uid: "uid-light-1" },
+    });
+    expect(events[0]!.eventTime).toMatch(/^2026-11-22T12:00:00\.000000Z$/);
+    expect(events[1]).toMatchObject({
+      reason: "Restart",
+      action: "Evict",
+      note: "restarting the node (stall)",
+    });
+    now = T0 + 70_000;
+    await writer.onRound("mainnet", output([node("light-1", "Lagging")], { decisions }));
+    expect(events).toHaveLength(4);
   });
 
   it("the schema check bites: a status the CRD refuses is reported", () => {

@@ -10,6 +10,7 @@ import { createProbeMetrics } from "../../metrics/probeMetrics.js";
 import { createRegistry } from "../../metrics/registry.js";
 import { GROUP, POOL_PLURAL, VERSION } from "./crds.js";
 import type { LightNodePool } from "./crds.js";
+import { EventRecorder } from "./eventRecorder.js";
 import { KubernetesFleet } from "./kubernetesFleet.js";
 import { LeaderElector } from "./leaderElector.js";
 import { poolNetwork } from "./poolNetworks.js";
@@ -60,7 +61,9 @@ export async function runController(flags: { config: string; adminPort?: number 
     metrics: createLeaderMetrics(registry),
   });
   const refs = new Map(pools.map((p) => [p.ref.network, p.ref]));
-  const writer = new StatusWriter(kubeConfig, { pools: () => refs, fleet, logger });
+  const identity = process.env.POD_NAME ?? hostname();
+  const events = new EventRecorder(kubeConfig, { identity, logger });
+  const writer = new StatusWriter(kubeConfig, { pools: () => refs, fleet, logger, events });
   const controller = new Controller({
     networks: pools.map((p) => p.network),
     fleet,

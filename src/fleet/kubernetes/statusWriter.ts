@@ -5,6 +5,8 @@ import type { Logger } from "../../log/logger.js";
 import type { Fleet } from "../fleet.js";
 import { API_VERSION, GROUP, NODE_PLURAL, POOL_PLURAL, VERSION } from "./crds.js";
 import type { Condition } from "./crds.js";
+import type { EventRecorder } from "./eventRecorder.js";
+import { eventsOfRound } from "./eventRecorder.js";
 import { lightNodeStatus, poolHealthStatus, statusDue } from "./statusObjects.js";
 
 export interface PoolRef {
@@ -38,6 +40,8 @@ export class StatusWriter {
       logger: Logger;
       clock?: () => number;
       minIntervalMs?: number;
+      /** Events on transitions and restarts, and when the pool enters a systemic failure. */
+      events?: EventRecorder;
     },
   ) {
     this.api = kubeConfig.makeApiClient(CustomObjectsApi);
@@ -61,6 +65,30 @@ export class StatusWriter {
       } catch (error) {
         this.options.logger.warn({ err: String(error), node: node.name }, "could not write LightNode status");
       }
+    }
+    if (this.options.events) {
+      const pod = (name: string) => ({
+        kind: "Pod" as const,
+        apiVersion: "v1",
+        namespace: pool.namespace,
+        name,
+        uid: this.options.fleet.podUid(network, name),
+      });
+      const events = eventsOfRound(output.decisions, pod);
+      if (output.systemic)
+        events.push({
+          target: {
+            kind: "LightNodePool",
+            apiVersion: API_VERSION,
+            namespace: pool.namespace,
+            name: pool.name,
+          },
+          type: "Warning",
+          reason: "SystemicFailure",
+          action: "FailStatic",
+          note: `${output.systemic.cause}: ${output.systemic.message}; no restarts, routing frozen`,
+        });
+      for (const event of events) await this.options.events.record(event);
     }
     const status = poolHealthStatus({
       generation: pool.generation,
