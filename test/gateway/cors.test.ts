@@ -1,0 +1,53 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Gateway } from "../../src/gateway/gateway.js";
+import { startTestDevnet } from "../support/devnet.js";
+import { CHAIN_ID, NETWORK, startTestGateway, waitForServedHead } from "./support.js";
+
+describe("CORS with a list of allowed origins", () => {
+  let gateway: Gateway;
+
+  beforeAll(async () => {
+    const devnet = await startTestDevnet({
+      networks: [{ name: NETWORK, chainId: CHAIN_ID, fullNodes: 1, lightNodes: 1 }],
+    });
+    await devnet.mine(NETWORK);
+    ({ gateway } = await startTestGateway(devnet, { corsOrigins: ["https://dapp.example"] }));
+    await waitForServedHead(gateway, devnet);
+  });
+
+  afterAll(async () => {
+    await gateway?.stop();
+  });
+
+  it("answers a browser's preflight for an allowed origin, echoing it with Vary: Origin", async () => {
+    const preflight = await fetch(gateway.url, {
+      method: "OPTIONS",
+      headers: {
+        origin: "https://dapp.example",
+        "access-control-request-method": "POST",
+        "access-control-request-headers": "content-type",
+      },
+    });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get("access-control-allow-origin")).toBe("https://dapp.example");
+    expect(preflight.headers.get("access-control-allow-methods")).toContain("POST");
+    expect(preflight.headers.get("access-control-allow-headers")).toContain("content-type");
+    expect(preflight.headers.get("vary")).toMatch(/origin/i);
+
+    const call = await fetch(gateway.url, {
+      method: "POST",
+      headers: { origin: "https://dapp.example", "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_chainId" }),
+    });
+    expect(call.headers.get("access-control-allow-origin")).toBe("https://dapp.example");
+    expect(((await call.json()) as { result: string }).result).toBe(`0x${CHAIN_ID.toString(16)}`);
+  });
+
+  it("gives another origin no CORS headers, so the browser refuses it", async () => {
+    const preflight = await fetch(gateway.url, {
+      method: "OPTIONS",
+      headers: { origin: "https://evil.example", "access-control-request-method": "POST" },
+    });
+    expect(preflight.headers.get("access-control-allow-origin")).toBeNull();
+  });
+});
