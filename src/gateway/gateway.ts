@@ -230,6 +230,13 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
                 retryAfterMs === undefined ? {} : { "retry-after": String(Math.ceil(retryAfterMs / 1000)) },
               );
           },
+          // Never an unhandled rejection (which would end the process) nor a stack trace to the client.
+          (error: unknown) => {
+            logger.error({ err: error }, "gateway: unexpected failure answering a request");
+            if (!res.headersSent)
+              reply(res, 500, errorResponse(null, RPC_ERROR.INTERNAL_ERROR, "internal error"));
+            else res.destroy();
+          },
         );
       });
     },

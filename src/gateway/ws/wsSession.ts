@@ -127,6 +127,10 @@ export class WsSession {
     this.inFlight++;
     try {
       await this.answerFrame(data, isBinary);
+    } catch (error) {
+      // Never an unhandled rejection (which would end the process) nor a stack trace to the client.
+      this.logger.error({ err: error }, "gateway: unexpected failure answering a WebSocket frame");
+      this.send(errorResponse(null, RPC_ERROR.INTERNAL_ERROR, "internal error"));
     } finally {
       this.inFlight--;
       const next = this.waiting.shift();
