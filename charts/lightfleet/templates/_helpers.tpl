@@ -96,6 +96,15 @@ app.kubernetes.io/component: {{ .component }}
 {{- /* Another autoscaler (or nobody) sizes the pools; the controller still exports the rate and desired size. */}}
 {{- $_ := set $network "scaling" (merge (dict "enabled" false) (default dict $network.scaling)) }}
 {{- end }}
+{{- $w := include "lightfleet.workload" (dict "root" $ "network" .) | fromYaml }}
+{{- $gateway := default dict $network.gateway }}
+{{- if and $w.enabled (not $gateway.upstreams) }}
+{{- /* The gateway reaches the pool through its Service, which lists only in-sync pods (the readiness gate). */}}
+{{- $svc := printf "%s.%s.svc" (include "lightfleet.nodeName" (dict "root" $ "network" .)) $.Release.Namespace }}
+{{- $upstream := dict "name" (include "lightfleet.nodeName" (dict "root" $ "network" .)) "http" (printf "http://%s:%v" $svc $w.ports.http) "ws" (printf "ws://%s:%v" $svc (default $w.ports.http $w.ports.ws)) }}
+{{- $_ := set $gateway "upstreams" (list $upstream) }}
+{{- $_ := set $network "gateway" $gateway }}
+{{- end }}
 {{- $networks = append $networks $network }}
 {{- end }}
 {{- $base := dict

@@ -1,0 +1,164 @@
+import { CoordinationV1Api, CustomObjectsApi, KubeConfig } from "@kubernetes/client-node";
+import nock from "nock";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { EventRecorder } from "../../src/fleet/kubernetes/eventRecorder.js";
+import { KubernetesFleet } from "../../src/fleet/kubernetes/kubernetesFleet.js";
+import { LeaderElector } from "../../src/fleet/kubernetes/leaderElector.js";
+import { StatusWriter } from "../../src/fleet/kubernetes/statusWriter.js";
+import type { EngineOutput } from "../../src/health/types.js";
+import { silentLogger } from "../../src/log/logger.js";
+import { listAutoscalers } from "../../src/scaling/listAutoscalers.js";
+import { renderChart } from "../support/helm.js";
+import { waitFor } from "../support/waitFor.js";
+
+const SERVER = "https://rbac.test:6443";
+
+/** "group|resource|verb" of an API request, as RBAC sees it. */
+function permission(method: string, url: URL): string {
+  const parts = url.pathname.split("/").filter(Boolean);
+  const [group, rest] = parts[0] === "api" ? ["", parts.slice(2)] : [parts[1]!, parts.slice(3)];
+  const scoped = rest[0] === "namespaces" ? rest.slice(2) : rest;
+  const [resource, name, sub] = scoped;
+  const verb =
+    method === "GET"
+      ? name
+        ? "get"
+        : url.searchParams.get("watch") === "true"
+          ? "watch"
+          : "list"
+      : ({ POST: "create", PUT: "update", PATCH: "patch", DELETE: "delete" } as Record<string, string>)[
+          method
+        ]!;
+  // POST to a named object's subresource (pods/eviction) creates that subresource.
+  return `${group}|${sub ? `${resource}/${sub}` : resource}|${verb}`;
+}
+
+describe("the chart's RBAC against the calls the code makes", () => {
+  const calls = new Set<string>();
+  let kubeConfig: KubeConfig;
+
+  beforeAll(async () => {
+    kubeConfig = new KubeConfig();
+    kubeConfig.loadFromOptions({
+      clusters: [{ name: "t", server: SERVER, skipTLSVerify: true }],
+      users: [{ name: "t", token: "t" }],
+      contexts: [{ name: "t", cluster: "t", user: "t" }],
+      currentContext: "t",
+    });
+    nock.disableNetConnect();
+    nock.enableNetConnect("127.0.0.1");
+    let leaseCreated = false;
+    // Answers every call with something plausible and records the permission it needs.
+    const pod = {
+      metadata: { name: "light-0", namespace: "eth", uid: "u" },
+      spec: { containers: [], readinessGates: [{ conditionType: "lightfleet.io/in-sync" }] },
+      status: { podIP: "10.0.0.1" },
+    };
+    const answer = (method: string) =>
+      function (this: { req: { path: string } }, uri: string) {
+        const url = new URL(uri, SERVER);
+        calls.add(permission(method, url));
+        if (url.pathname.endsWith("/leases") && method === "POST") leaseCreated = true;
+        if (url.pathname.endsWith("/leases/lightfleet-controller") && method === "GET")
+          return leaseCreated
+            ? [
+                200,
+                {
+                  metadata: { name: "lightfleet-controller", resourceVersion: "3" },
+                  spec: { holderIdentity: "c-0", leaseDurationSeconds: 15 },
+                },
+              ]
+            : [404, { kind: "Status", code: 404 }];
+        if (url.pathname.endsWith("/pods") && url.searchParams.get("watch") === "true") return [200, ""];
+        if (url.pathname.endsWith("/pods"))
+          return [200, { metadata: { resourceVersion: "1" }, items: [pod] }];
+        if (method === "GET") return [200, { metadata: {}, items: [] }];
+        if (url.pathname.endsWith("/status") && url.pathname.includes("/pods/")) return [200, pod];
+        return [method === "POST" ? 201 : 200, { metadata: { name: "x", resourceVersion: "2" } }];
+      };
+    for (const method of ["GET", "POST", "PUT", "PATCH", "DELETE"] as const) {
+      const scope = nock(SERVER).persist();
+      const path = /.*/;
+      if (method === "GET") scope.get(path).query(true).reply(answer("GET"));
+      if (method === "POST") scope.post(path).reply(answer("POST"));
+      if (method === "PUT") scope.put(path).reply(answer("PUT"));
+      if (method === "PATCH") scope.patch(path).reply(answer("PATCH"));
+      if (method === "DELETE") scope.delete(path).reply(answer("DELETE"));
+    }
+
+    // Every code path that talks to the API: pools, pods (list, watch, readiness, eviction, scale of both kinds),
+    // LightNodes and their status, pool status, Events, the Lease, and the autoscaler conflict check.
+    await kubeConfig.makeApiClient(CustomObjectsApi).listNamespacedCustomObject({
+      group: "lightfleet.io",
+      version: "v1alpha1",
+      namespace: "eth",
+      plural: "lightnodepools",
+    });
+    for (const kind of ["StatefulSet", "Deployment"] as const) {
+      const fleet = new KubernetesFleet({
+        kubeConfig,
+        pools: [
+          {
+            network: "mainnet",
+            namespace: "eth",
+            labelSelector: "app=light",
+            rpcPort: 8545,
+            workload: { kind, name: "light" },
+          },
+        ],
+        logger: silentLogger(),
+      });
+      fleet.start();
+      await waitFor(() => fleet.members("mainnet").length === 1);
+      await fleet.setRouted("mainnet", "light-0", true);
+      await fleet.restart("mainnet", "light-0", "stall");
+      await fleet.scale("mainnet", 3);
+      const writer = new StatusWriter(kubeConfig, {
+        pools: () =>
+          new Map([["mainnet", { network: "mainnet", namespace: "eth", name: "mainnet", generation: 1 }]]),
+        fleet,
+        logger: silentLogger(),
+        events: new EventRecorder(kubeConfig, { identity: "c-0", logger: silentLogger() }),
+      });
+      const output = {
+        state: {},
+        nodes: [{ name: "light-0", state: "Lagging", routed: false, message: "behind", since: Date.now() }],
+        decisions: [
+          { kind: "transition", node: "light-0", from: "Healthy", to: "Lagging", message: "behind" },
+        ],
+      } as unknown as EngineOutput;
+      await writer.onRound("mainnet", output);
+      fleet.stop();
+    }
+    const elector = new LeaderElector({
+      api: kubeConfig.makeApiClient(CoordinationV1Api),
+      namespace: "eth",
+      name: "lightfleet-controller",
+      identity: "c-0",
+      logger: silentLogger(),
+      retryPeriodMs: 60_000,
+    });
+    elector.start();
+    await waitFor(() => elector.isLeader());
+    await elector.stop(); // reads the Lease back and gives it up
+    await listAutoscalers(kubeConfig, "eth");
+  });
+
+  afterAll(() => {
+    nock.cleanAll();
+    nock.enableNetConnect();
+  });
+
+  it("grants the controller every call it makes, and nothing more", async () => {
+    const { objects } = await renderChart();
+    const role = objects.find((o) => o.kind === "Role" && o.metadata.name.endsWith("-controller"))!;
+    const granted = new Set<string>();
+    for (const rule of role.rules as Array<{ apiGroups: string[]; resources: string[]; verbs: string[] }>)
+      for (const group of rule.apiGroups)
+        for (const resource of rule.resources)
+          for (const verb of rule.verbs) granted.add(`${group}|${resource}|${verb}`);
+    expect([...calls].filter((c) => !granted.has(c)).sort(), "calls the chart does not grant").toEqual([]);
+    expect([...granted].filter((g) => !calls.has(g)).sort(), "grants no call needs").toEqual([]);
+    expect(calls.size).toBeGreaterThan(10);
+  });
+});
