@@ -160,5 +160,7 @@ describe("the chart's RBAC against the calls the code makes", () => {
     expect([...calls].filter((c) => !granted.has(c)).sort(), "calls the chart does not grant").toEqual([]);
     expect([...granted].filter((g) => !calls.has(g)).sort(), "grants no call needs").toEqual([]);
     expect(calls.size).toBeGreaterThan(10);
+    // The gateway calls no API at all.
+    expect(objects.filter((o) => /Role/.test(o.kind) && o.metadata.name.endsWith("-gateway"))).toEqual([]);
   });
 });

@@ -34,10 +34,3 @@
   resources: [leases]
   verbs: [get, create, update]
 {{- end }}
-
-{{/* The gateway's API calls: the ready endpoints of each pool's Service. */}}
-{{- define "lightfleet.rules.gateway" -}}
-- apiGroups: [discovery.k8s.io]
-  resources: [endpointslices]
-  verbs: [list, watch]
-{{- end }}
