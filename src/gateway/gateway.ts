@@ -121,6 +121,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
 
   let stopping = false;
   const sessions = new Set<WsSession>();
+  /** Open WebSocket connections (and handshakes under way) per client address. */
+  const wsPerAddress = new Map<string, number>();
   const wss = new WebSocketServer({ noServer: true, maxPayload: settings.maxBodyBytes });
   const cors = (req: IncomingMessage, res: ServerResponse) => {
     const origin = req.headers.origin;
@@ -218,7 +220,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       req.on("error", () => {});
       req.on("end", () => {
         if (size > settings.maxBodyBytes) return;
-        const address = clientAddress(req, limit?.trustForwardedFor ?? false);
+        const address = clientAddress(req, settings.trustForwardedFor);
         void answer(runtimes.get(route.network)!, Buffer.concat(chunks).toString("utf8"), address).then(
           ({ status, body, retryAfterMs }) => {
             if (body === undefined) res.writeHead(204).end();
@@ -284,7 +286,24 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       return;
     }
     socket.on("error", () => {});
-    const address = clientAddress(req, limit?.trustForwardedFor ?? false);
+    const address = clientAddress(req, settings.trustForwardedFor);
+    const open = wsPerAddress.get(address) ?? 0;
+    if (settings.maxWsConnectionsPerAddress !== undefined && open >= settings.maxWsConnectionsPerAddress) {
+      metrics.wsDisconnects.inc({ network: route.network, reason: "too-many-connections" });
+      socket.end("HTTP/1.1 429 Too Many Requests\r\nconnection: close\r\ncontent-length: 0\r\n\r\n");
+      return;
+    }
+    // Counted from the upgrade on, so a burst of handshakes cannot get past the cap.
+    wsPerAddress.set(address, open + 1);
+    let counted = true;
+    const release = () => {
+      if (!counted) return;
+      counted = false;
+      const left = (wsPerAddress.get(address) ?? 1) - 1;
+      if (left > 0) wsPerAddress.set(address, left);
+      else wsPerAddress.delete(address);
+    };
+    socket.once("close", release);
     wss.handleUpgrade(req, socket, head, (ws) => {
       const runtime = runtimes.get(route.network)!;
       const session = new WsSession(

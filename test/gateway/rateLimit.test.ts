@@ -1,12 +1,14 @@
 import type { Registry } from "prom-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Gateway } from "../../src/gateway/gateway.js";
+import WebSocket from "ws";
 import { startTestDevnet } from "../support/devnet.js";
+import { waitFor } from "../support/waitFor.js";
 import { NETWORK, post, rawWs, startTestGateway, waitForServedHead } from "./support.js";
 
 const call = (id: number) => ({ jsonrpc: "2.0", id, method: "eth_blockNumber" });
 
-describe("per-client-address rate limit (burst 5, practically no refill)", () => {
+describe("per-client-address limits (rate: burst 5, practically no refill; 3 WebSockets)", () => {
   let gateway: Gateway;
   let registry: Registry;
   let wsUrl: string;
@@ -18,7 +20,9 @@ describe("per-client-address rate limit (burst 5, practically no refill)", () =>
     });
     await devnet.mine(NETWORK);
     ({ gateway, registry, wsUrl } = await startTestGateway(devnet, {
-      rateLimit: { requestsPerSecond: 0.01, burst: 5, trustForwardedFor: true },
+      trustForwardedFor: true,
+      maxWsConnectionsPerAddress: 3,
+      rateLimit: { requestsPerSecond: 0.01, burst: 5 },
     }));
     await waitForServedHead(gateway, devnet);
   });
@@ -70,5 +74,29 @@ describe("per-client-address rate limit (burst 5, practically no refill)", () =>
     const answer = await ws.call("eth_blockNumber");
     expect(answer.error.code).toBe(-32005);
     expect(answer.error.data.retryAfterMs).toBeGreaterThan(0);
+  });
+
+  it("caps the WebSocket connections of one address with HTTP 429 on the upgrade, others unaffected", async () => {
+    const open = (address: string) =>
+      new Promise<WebSocket | number>((resolve) => {
+        const ws = new WebSocket(wsUrl, { headers: { "x-forwarded-for": address } });
+        cleanup.push(() => ws.terminate());
+        ws.once("open", () => resolve(ws));
+        ws.once("unexpected-response", (_req, res) => resolve(res.statusCode ?? 0));
+        ws.once("error", () => undefined);
+      });
+    const first = await Promise.all([open("192.0.2.1"), open("192.0.2.1"), open("192.0.2.1")]);
+    expect(first.every((ws) => ws instanceof WebSocket)).toBe(true);
+    expect(await open("192.0.2.1")).toBe(429);
+    expect(await open("192.0.2.2")).toBeInstanceOf(WebSocket);
+    // A closed connection frees its place.
+    (first[0] as WebSocket).close();
+    await waitFor(
+      async () => {
+        const again = await open("192.0.2.1");
+        return again instanceof WebSocket;
+      },
+      { what: "a freed place for the address" },
+    );
   });
 });

@@ -28,6 +28,10 @@ export const gatewaySchema = z.strictObject({
   requestTimeout: duration.default(30_000),
   /** Time in-flight requests get to finish on shutdown. */
   drainTimeout: duration.default(10_000),
+  /** Behind a proxy (an ingress): a client's address is the last X-Forwarded-For entry, not the connection's peer. */
+  trustForwardedFor: z.boolean().default(false),
+  /** WebSocket connections one client address may hold open (unlimited when absent); HTTP 429 on the upgrade beyond. */
+  maxWsConnectionsPerAddress: z.number().int().min(1).optional(),
   /** Per-client-address rate limit, each batch item counting as one call (off when absent). */
   rateLimit: z
     .strictObject({
@@ -35,8 +39,6 @@ export const gatewaySchema = z.strictObject({
       requestsPerSecond: z.number().positive(),
       /** Calls one address may make at once after being idle; defaults to one second's worth. */
       burst: z.number().int().min(1).optional(),
-      /** Behind a proxy (an ingress): limit by the last X-Forwarded-For address instead of the peer's. */
-      trustForwardedFor: z.boolean().default(false),
     })
     .optional(),
 });
