@@ -108,6 +108,7 @@ describe("the chart's RBAC against the calls the code makes", () => {
         ],
         logger: silentLogger(),
       });
+      await fleet.loadRestartHistory();
       fleet.start();
       await waitFor(() => fleet.members("mainnet").length === 1);
       await fleet.setRouted("mainnet", "light-0", true);

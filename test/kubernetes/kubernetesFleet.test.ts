@@ -259,6 +259,40 @@ describe("Kubernetes fleet backend at the wire", () => {
     expect(changes.length).toBeGreaterThanOrEqual(3);
   });
 
+  it("reads restart history back from the LightNodes, so budgets and backoff survive a controller restart", async () => {
+    nock(SERVER)
+      .get("/apis/lightfleet.io/v1alpha1/namespaces/eth/lightnodes")
+      .query({ labelSelector: "lightfleet.io/network=mainnet" })
+      .reply(200, {
+        items: [
+          {
+            metadata: { name: "light-0" },
+            status: {
+              restartHistory: [
+                { time: "2026-11-22T11:00:00Z", reason: "stall" },
+                { time: "2026-11-22T11:30:00Z", reason: "bogus" },
+                { time: "2026-11-22T11:40:00Z", reason: "lag" },
+              ],
+            },
+          },
+          { metadata: { name: "light-1" }, status: {} },
+        ],
+      });
+    listThenHold([pod("light-0", "10.0.0.10"), pod("light-1", "10.0.0.11")]);
+    const fleet = new KubernetesFleet({ kubeConfig, pools: [pool], logger: silentLogger() });
+    fleets.push(fleet);
+    await fleet.loadRestartHistory();
+    fleet.start();
+    await waitFor(() => fleet.members("mainnet").length === 2);
+    expect(fleet.members("mainnet").map((m) => m.restarts)).toEqual([
+      [
+        { at: Date.parse("2026-11-22T11:00:00Z"), reason: "stall" },
+        { at: Date.parse("2026-11-22T11:40:00Z"), reason: "lag" },
+      ],
+      [],
+    ]);
+  });
+
   it("computes no patch when the condition already says so", () => {
     const now = Date.UTC(2026, 10, 22, 12);
     expect(readinessPatch(pod("a", "10.0.0.1", { inSync: "True" }) as never, true, now)).toBeUndefined();

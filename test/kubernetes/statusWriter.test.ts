@@ -182,6 +182,7 @@ describe("status writing at the wire", () => {
       lagSeconds: 0,
       restarts: 1,
       lastRestart: { time: "2026-11-22T11:50:00Z", reason: "stall" },
+      restartHistory: [{ time: "2026-11-22T11:50:00Z", reason: "stall" }],
       lastTransitionTime: "2026-11-22T11:59:00Z",
       lastProbeTime: "2026-11-22T12:00:00Z",
     });

@@ -26,7 +26,7 @@
   verbs: [patch]
 - apiGroups: [lightfleet.io]
   resources: [lightnodes]
-  verbs: [create]
+  verbs: [list, create]
 - apiGroups: [events.k8s.io]
   resources: [events]
   verbs: [create]

@@ -125,6 +125,8 @@ export interface LightNodeStatus {
   lagSeconds?: number;
   restarts?: number;
   lastRestart?: { time: string; reason: RestartReason };
+  /** Recent restarts, newest last (read back when a controller starts). */
+  restartHistory?: Array<{ time: string; reason: RestartReason }>;
   lastTransitionTime?: string;
   lastProbeTime?: string;
 }

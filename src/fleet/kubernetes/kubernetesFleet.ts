@@ -1,6 +1,16 @@
-import { ApiException, AppsV1Api, CoreV1Api, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
+import {
+  ApiException,
+  AppsV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  PatchStrategy,
+  setHeaderOptions,
+} from "@kubernetes/client-node";
 import type { KubeConfig } from "@kubernetes/client-node";
+import { RESTART_REASONS } from "../../health/types.js";
 import type { RestartReason, RestartRecord } from "../../health/types.js";
+import { GROUP, NODE_PLURAL, VERSION } from "./crds.js";
+import type { LightNode } from "./crds.js";
 import type { Logger } from "../../log/logger.js";
 import type { Fleet, FleetMember, RestartResult } from "../fleet.js";
 import { PodWatcher } from "./podWatcher.js";
@@ -50,6 +60,39 @@ export class KubernetesFleet implements Fleet {
 
   start(): void {
     for (const { watcher } of this.watchers.values()) watcher.start();
+  }
+
+  /**
+   * Reads each pool's restart history back from its LightNodes (written by an earlier controller), so restart
+   * budgets, backoff and crash-loop detection survive a controller restart. A failure is logged: history starts
+   * empty then, which only makes the controller more willing to restart.
+   */
+  async loadRestartHistory(): Promise<void> {
+    const api = this.options.kubeConfig.makeApiClient(CustomObjectsApi);
+    for (const { pool } of this.watchers.values()) {
+      try {
+        const list = (await api.listNamespacedCustomObject({
+          group: GROUP,
+          version: VERSION,
+          namespace: pool.namespace,
+          plural: NODE_PLURAL,
+          labelSelector: `lightfleet.io/network=${pool.network}`,
+        })) as { items: LightNode[] };
+        for (const node of list.items) {
+          const history = (node.status?.restartHistory ?? [])
+            .map((r) => ({ at: Date.parse(r.time), reason: r.reason }))
+            .filter(
+              (r) => Number.isFinite(r.at) && (RESTART_REASONS as readonly string[]).includes(r.reason),
+            );
+          if (history.length > 0) this.restarts.set(node.metadata.name, history);
+        }
+      } catch (error) {
+        this.options.logger.warn(
+          { err: String(error), network: pool.network },
+          "could not read restart history back",
+        );
+      }
+    }
   }
 
   stop(): void {

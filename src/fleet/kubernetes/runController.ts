@@ -92,6 +92,7 @@ export async function runController(flags: { config: string; adminPort?: number 
     },
   });
   admin.addReadiness(controller.readinessCheck());
+  await fleet.loadRestartHistory();
   fleet.start();
   elector.start();
   controller.start();

@@ -24,6 +24,9 @@ export function lightNodeStatus(
     ...(node.lagSeconds !== undefined ? { lagSeconds: Math.round(node.lagSeconds * 10) / 10 } : {}),
     restarts: restarts.length,
     ...(last ? { lastRestart: { time: kubeTime(last.at), reason: last.reason } } : {}),
+    ...(restarts.length > 0
+      ? { restartHistory: restarts.slice(-20).map((r) => ({ time: kubeTime(r.at), reason: r.reason })) }
+      : {}),
     lastTransitionTime: kubeTime(node.since),
     lastProbeTime: kubeTime(now),
   };
