@@ -1,3 +1,4 @@
+import fc from "fast-check";
 import { generateSync } from "otplib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Client, startPostgres, startTestKeysApi } from "./support.js";
@@ -139,9 +140,22 @@ function contract(storeName: string, databaseUrl: () => Promise<string | undefin
     it("never lets concurrent creates make a third active pair", async () => {
       await started.api.service.addUser(`race-${storeName}@example.org`, PASSWORD);
       const client = await loggedIn(`race-${storeName}@example.org`);
-      const results = await Promise.all(Array.from({ length: 8 }, () => client.request("POST", "/v1/keys/")));
+      const results = await Promise.all(
+        Array.from({ length: 50 }, () => client.request("POST", "/v1/keys/")),
+      );
       expect(results.filter((r) => r.status === 201)).toHaveLength(2);
-      expect(results.filter((r) => r.status === 409)).toHaveLength(6);
+      expect(results.filter((r) => r.status === 409)).toHaveLength(48);
+      const user = await started.api.store.db
+        .selectFrom("users")
+        .select("id")
+        .where("email", "=", `race-${storeName}@example.org`.toLowerCase())
+        .executeTakeFirstOrThrow();
+      const active = await started.api.store.db
+        .selectFrom("key_pairs")
+        .select("access_key_id")
+        .where("user_id", "=", user.id)
+        .execute();
+      expect(active).toHaveLength(2);
     });
 
     it("holds key routes until the second factor; a code works once; the session id rotates", async () => {
@@ -166,6 +180,68 @@ function contract(storeName: string, databaseUrl: () => Promise<string | undefin
       expect((await other.request("POST", "/v1/user/login/twofactor", { token })).body.code).toBe(
         "invalid-two-factor-token",
       );
+    });
+
+    it("makes a session id from before login useless after it (no fixation)", async () => {
+      const client = new Client(base);
+      client.cookie = "lf_session=planted-by-an-attacker-0000000000000000000000";
+      const planted = client.cookie;
+      await client.request("POST", "/v1/user/login", { email: "bob@example.org", password: PASSWORD });
+      expect(client.cookie).not.toBe(planted);
+      const attacker = new Client(base);
+      attacker.cookie = planted;
+      expect((await attacker.request("POST", "/v1/keys/")).status).toBe(401);
+    });
+
+    it("answers fuzzed bodies (odd unicode, SQL metacharacters, wrong types) with 4xx only, and changes nothing", async () => {
+      const before = await started.api.store.db
+        .selectFrom("users")
+        .select(["email", "password_hash"])
+        .orderBy("email")
+        .execute();
+      const value = fc.oneof(
+        fc.string(),
+        fc.string({ unit: "binary" }),
+        fc.constantFrom(
+          "' OR 1=1 --",
+          '"; DROP TABLE users; --',
+          "alice@example.org' --",
+          "\u0000",
+          "𝔘𝔫𝔦𝔠𝔬𝔡𝔢",
+          "\ud800",
+        ),
+        fc.integer(),
+        fc.boolean(),
+        fc.constant(null),
+        fc.array(fc.string(), { maxLength: 3 }),
+      );
+      const body = fc.oneof(
+        fc.record({ email: value, password: value }, { requiredKeys: [] }),
+        fc.dictionary(fc.string({ maxLength: 8 }), value, { maxKeys: 4 }),
+        value,
+      );
+      await fc.assert(
+        fc.asyncProperty(
+          fc.constantFrom("/v1/user/login", "/v1/user/login/twofactor", "/v1/keys/"),
+          body,
+          async (path, input) => {
+            const res = await new Client(base, "10.9.9.9").request(
+              "POST",
+              path,
+              JSON.stringify(input) ?? "null",
+            );
+            expect(res.status).toBeGreaterThanOrEqual(400);
+            expect(res.status).toBeLessThan(500);
+          },
+        ),
+        { numRuns: 150 },
+      );
+      const after = await started.api.store.db
+        .selectFrom("users")
+        .select(["email", "password_hash"])
+        .orderBy("email")
+        .execute();
+      expect(after).toEqual(before);
     });
 
     it("ends sessions on logout, after the idle timeout and after the absolute timeout", async () => {

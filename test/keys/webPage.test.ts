@@ -2,7 +2,9 @@ import { chromium } from "playwright-core";
 import type { Browser } from "playwright-core";
 import { generateSync } from "otplib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { join } from "node:path";
 import { findTool } from "../support/requireTool.js";
+import { ROOT } from "../support/runCli.js";
 import { startTestKeysApi } from "./support.js";
 
 const PASSWORD = "correct horse battery staple";
@@ -48,6 +50,8 @@ describe("key API web page in headless Chromium", () => {
     expect(secret).toMatch(/^lfsk_/);
     await expect.poll(() => page.locator("#key-rows tr").count()).toBe(1);
     expect(await page.textContent("#key-rows")).toContain(id!);
+    // Kept as a test artifact: the page as a user sees it with a new pair (a throwaway test key).
+    await page.screenshot({ path: join(ROOT, "test-artifacts", "keys-web-page.png"), fullPage: true });
 
     // The secret is on the page once; the API never shows it again.
     const rows = await started.api.store.db.selectFrom("key_pairs").selectAll().execute();
