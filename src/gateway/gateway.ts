@@ -18,6 +18,7 @@ import { errorResponse, parseBody } from "./rpc/parseRequest.js";
 import type { ParsedBody } from "./rpc/parseRequest.js";
 import { NetworkUpstreams } from "./upstreams/networkUpstreams.js";
 import type { UpstreamSource } from "./upstreams/upstreamSource.js";
+import { closeUpstreamPools } from "./upstreams/forward.js";
 import { HeadFeed } from "./ws/headFeed.js";
 import { NetworkStreams } from "./ws/networkStreams.js";
 import { WsSession } from "./ws/wsSession.js";
@@ -360,6 +361,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         runtime.feed.close();
         await runtime.upstreams.close();
       }
+      // Kept-alive connections to the nodes would hold the process open; a later gateway makes new ones.
+      await closeUpstreamPools();
     },
   };
 }

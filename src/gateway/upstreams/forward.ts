@@ -1,68 +1,78 @@
-import { Agent as HttpAgent, request as httpRequest } from "node:http";
-import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
+import { Pool, errors } from "undici";
 import type { JsonRpcRequest, JsonRpcResponse } from "../../rpc/jsonRpc.js";
 import { RpcTransportError, isJsonRpcResponse } from "../../rpc/jsonRpc.js";
 
-/** Kept-alive connections to the nodes: a new TCP connection per call would cost more than the call itself. */
-const httpAgent = new HttpAgent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 64 });
-const httpsAgent = new HttpsAgent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 64 });
+/**
+ * One connection pool per node (undici: kept-alive connections, far less overhead per call than node:http's client,
+ * which is the gateway's hot path). Pools of nodes that left are closed when they have been idle for a while.
+ */
+const pools = new Map<string, { pool: Pool; usedAt: number }>();
+const IDLE_POOL_MS = 5 * 60_000;
+
+function poolFor(origin: string): Pool {
+  const now = Date.now();
+  let entry = pools.get(origin);
+  if (!entry) {
+    entry = { pool: new Pool(origin, { connections: 64, keepAliveTimeout: 30_000 }), usedAt: now };
+    pools.set(origin, entry);
+    for (const [other, e] of pools)
+      if (now - e.usedAt > IDLE_POOL_MS) {
+        pools.delete(other);
+        void e.pool.close().catch(() => {});
+      }
+  }
+  entry.usedAt = now;
+  return entry.pool;
+}
+
+/** Closes every pool (tests, shutdown). */
+export async function closeUpstreamPools(): Promise<void> {
+  const all = [...pools.values()];
+  pools.clear();
+  await Promise.all(all.map((e) => e.pool.close().catch(() => {})));
+}
 
 /**
  * Sends one call to a node and returns its JSON-RPC answer as it came (errors included). Transport failures throw
  * RpcTransportError with the reason, so the caller can tell "the node said no" from "the node is not there".
- * Plain node:http with a keep-alive agent: the hot path of the gateway, where fetch's stream machinery costs most.
  */
-export function forward(url: string, request: JsonRpcRequest, timeoutMs: number): Promise<JsonRpcResponse> {
-  const body = JSON.stringify({ ...request, id: 1 });
-  const https = url.startsWith("https:");
-  return new Promise((resolve, reject) => {
-    let settled = false;
-    const fail = (error: RpcTransportError) => {
-      if (settled) return;
-      settled = true;
-      req.destroy();
-      reject(error);
-    };
-    const req = (https ? httpsRequest : httpRequest)(
-      url,
-      {
-        method: "POST",
-        agent: https ? httpsAgent : httpAgent,
-        headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) },
-        timeout: timeoutMs,
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on("data", (chunk: Buffer) => chunks.push(chunk));
-        res.on("error", (error) =>
-          fail(new RpcTransportError("connection lost", "connection", { cause: error })),
-        );
-        res.on("end", () => {
-          if (settled) return;
-          let parsed: unknown;
-          try {
-            parsed = JSON.parse(Buffer.concat(chunks).toString("utf8"));
-          } catch (error) {
-            const ok = (res.statusCode ?? 500) < 400;
-            return fail(
-              new RpcTransportError(
-                `HTTP ${res.statusCode} without a JSON body`,
-                ok ? "malformed" : "http-status",
-                { cause: error },
-              ),
-            );
-          }
-          if (!isJsonRpcResponse(parsed))
-            return fail(new RpcTransportError(`HTTP ${res.statusCode}: not a JSON-RPC answer`, "malformed"));
-          settled = true;
-          resolve({ ...parsed, id: request.id ?? null });
-        });
-      },
+export async function forward(
+  url: string,
+  request: JsonRpcRequest,
+  timeoutMs: number,
+): Promise<JsonRpcResponse> {
+  const target = new URL(url);
+  let response;
+  try {
+    response = await poolFor(target.origin).request({
+      method: "POST",
+      path: `${target.pathname}${target.search}`,
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ ...request, id: 1 }),
+      headersTimeout: timeoutMs,
+      bodyTimeout: timeoutMs,
+    });
+  } catch (error) {
+    const timeout = error instanceof errors.HeadersTimeoutError || error instanceof errors.BodyTimeoutError;
+    throw new RpcTransportError(
+      timeout ? `no answer within ${timeoutMs} ms` : "connection failed",
+      timeout ? "timeout" : "connection",
+      { cause: error },
     );
-    req.on("timeout", () => fail(new RpcTransportError(`no answer within ${timeoutMs} ms`, "timeout")));
-    req.on("error", (error) =>
-      fail(new RpcTransportError("connection failed", "connection", { cause: error })),
+  }
+  let body: unknown;
+  try {
+    body = await response.body.json();
+  } catch (error) {
+    const timeout = error instanceof errors.BodyTimeoutError;
+    if (timeout) throw new RpcTransportError(`no answer within ${timeoutMs} ms`, "timeout", { cause: error });
+    throw new RpcTransportError(
+      `HTTP ${response.statusCode} without a JSON body`,
+      response.statusCode < 400 ? "malformed" : "http-status",
+      { cause: error },
     );
-    req.end(body);
-  });
+  }
+  if (!isJsonRpcResponse(body))
+    throw new RpcTransportError(`HTTP ${response.statusCode}: not a JSON-RPC answer`, "malformed");
+  return { ...body, id: request.id ?? null };
 }
