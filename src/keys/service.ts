@@ -11,6 +11,9 @@ import {
   tokenHash,
 } from "./crypto/secrets.js";
 
+/** How stale lastUsedAt may be; it is rewritten at most once per this interval. */
+export const LAST_USED_RESOLUTION_MS = 60_000;
+
 /** At most this many active key pairs per account (as AWS's AccessKeysPerUser quota). */
 export const MAX_ACTIVE_KEYS = 2;
 
@@ -346,11 +349,14 @@ export class KeysService {
       .executeTakeFirst();
     if (!user || user.disabled === 1)
       throw new KeysError("invalid-credentials", "the access key id or secret key is not correct");
-    await this.db
-      .updateTable("key_pairs")
-      .set({ last_used_at: this.clock() })
-      .where("access_key_id", "=", accessKeyId)
-      .execute();
+    // lastUsedAt to the minute: a busy key costs one write a minute, not one per request.
+    const now = this.clock();
+    if (row.last_used_at === null || now - row.last_used_at >= LAST_USED_RESOLUTION_MS)
+      await this.db
+        .updateTable("key_pairs")
+        .set({ last_used_at: now })
+        .where("access_key_id", "=", accessKeyId)
+        .execute();
     const rows = await this.db
       .selectFrom("key_pairs")
       .select(["access_key_id", "created_at", "last_used_at"])

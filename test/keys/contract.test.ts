@@ -103,6 +103,19 @@ function contract(storeName: string, databaseUrl: () => Promise<string | undefin
           lastUsedAt: null,
         },
       ]);
+      // Within a minute lastUsedAt stays (no write per request); after it, it moves.
+      const usedAt = new Date(now).toISOString();
+      const listAgain = async () =>
+        (
+          await new Client(base).request("GET", "/v1/keys/", undefined, {
+            "x-access-key-id": first.body.accessKeyId,
+            "x-secret-key": first.body.secretKey,
+          })
+        ).body.keys[0].lastUsedAt;
+      now += 59_000;
+      expect(await listAgain()).toBe(usedAt);
+      now += 1_000;
+      expect(await listAgain()).toBe(new Date(now).toISOString());
 
       // Someone else's key is as unknown as a missing one.
       const bob = await loggedIn("bob@example.org");
