@@ -1,0 +1,208 @@
+/**
+ * The Kubernetes controller's per-round work for 5,000 pods across 10 pools, with the API server simulated on
+ * 127.0.0.1: the pod cache filled by list + watch (KubernetesFleet), then each round reads the members and writes
+ * LightNode and LightNodePool status (StatusWriter) as the controller does after the health engine. Rounds run on a
+ * virtual 2 s clock; a few nodes per pool change state every round. Prints time per round, RSS, CPU and status
+ * writes per simulated minute, against a baseline measured in the same run: the same round reading members and
+ * building every status object without writing anything.
+ *
+ *   npx tsx bench/controller.ts [rounds]
+ */
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { KubeConfig } from "@kubernetes/client-node";
+import { KubernetesFleet } from "../src/fleet/kubernetes/kubernetesFleet.js";
+import type { PoolBinding } from "../src/fleet/kubernetes/podRules.js";
+import { lightNodeStatus } from "../src/fleet/kubernetes/statusObjects.js";
+import { StatusWriter } from "../src/fleet/kubernetes/statusWriter.js";
+import type { PoolRef } from "../src/fleet/kubernetes/statusWriter.js";
+import type { EngineOutput, NodeState, NodeStatus } from "../src/health/types.js";
+import { silentLogger } from "../src/log/logger.js";
+
+const POOLS = 10;
+const PODS_PER_POOL = 500;
+const ROUNDS = Number(process.argv[2] ?? 150);
+const ROUND_MS = 2_000;
+const CHANGES_PER_POOL_PER_ROUND = 2;
+const T0 = Date.UTC(2026, 10, 22, 12);
+
+function pod(pool: number, i: number) {
+  return {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: {
+      name: `light-${pool}-${i}`,
+      namespace: "bench",
+      uid: `uid-${pool}-${i}`,
+      resourceVersion: "1",
+    },
+    spec: {
+      containers: [{ name: "node", image: "light" }],
+      readinessGates: [{ conditionType: "lightfleet.io/in-sync" }],
+    },
+    status: {
+      phase: "Running",
+      podIP: `10.${pool}.${i >> 8}.${i & 255}`,
+      startTime: "2026-11-22T10:00:00Z",
+      containerStatuses: [
+        { name: "node", ready: true, restartCount: 0, image: "light", imageID: "", state: { running: {} } },
+      ],
+      conditions: [
+        { type: "lightfleet.io/in-sync", status: "True", lastTransitionTime: "2026-11-22T10:01:00Z" },
+      ],
+    },
+  };
+}
+
+let writes = 0;
+const server = createServer((req, res) => {
+  const url = new URL(req.url ?? "/", "http://x");
+  req.resume();
+  if (req.method === "GET" && url.searchParams.get("watch") === "true") {
+    res.writeHead(200, { "content-type": "application/json" }); // held open: no events
+    return;
+  }
+  if (req.method === "GET" && url.pathname.endsWith("/pods")) {
+    const pool = Number(/network=net-(\d+)/.exec(url.searchParams.get("labelSelector") ?? "")?.[1] ?? 0);
+    const items = Array.from({ length: PODS_PER_POOL }, (_, i) => pod(pool, i));
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(
+      JSON.stringify({ apiVersion: "v1", kind: "PodList", metadata: { resourceVersion: "10" }, items }),
+    );
+    return;
+  }
+  if (req.method === "PATCH" || req.method === "POST") {
+    if (req.method === "PATCH") writes++;
+    req.on("end", () => {
+      res.writeHead(req.method === "POST" ? 201 : 200, { "content-type": "application/json" });
+      res.end("{}");
+    });
+    return;
+  }
+  res.writeHead(404).end();
+});
+await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+const kubeConfig = new KubeConfig();
+kubeConfig.loadFromOptions({
+  clusters: [
+    {
+      name: "bench",
+      server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      skipTLSVerify: true,
+    },
+  ],
+  users: [{ name: "bench", token: "t" }],
+  contexts: [{ name: "bench", cluster: "bench", user: "bench" }],
+  currentContext: "bench",
+});
+
+const bindings: PoolBinding[] = Array.from({ length: POOLS }, (_, p) => ({
+  network: `net-${p}`,
+  namespace: "bench",
+  labelSelector: `app=light,network=net-${p}`,
+  rpcPort: 8545,
+  workload: { kind: "StatefulSet", name: `light-${p}` },
+}));
+const refs = new Map<string, PoolRef>(
+  bindings.map((b) => [
+    b.network,
+    { network: b.network, namespace: "bench", name: b.network, generation: 1 },
+  ]),
+);
+let now = T0;
+const fleet = new KubernetesFleet({ kubeConfig, pools: bindings, logger: silentLogger(), clock: () => now });
+fleet.start();
+const deadline = Date.now() + 30_000;
+while (bindings.some((b) => fleet.members(b.network).length < PODS_PER_POOL)) {
+  if (Date.now() > deadline) throw new Error("pod cache not filled within 30 s");
+  await new Promise((resolve) => setTimeout(resolve, 20));
+}
+const writer = new StatusWriter(kubeConfig, {
+  pools: () => refs,
+  fleet,
+  logger: silentLogger(),
+  clock: () => now,
+});
+
+const states = new Map<string, NodeState>();
+/** The engine's output for one pool this round: all Healthy but a few nodes that flip between Healthy and Lagging. */
+function outputOf(pool: number, round: number): EngineOutput {
+  const nodes: NodeStatus[] = fleet.members(`net-${pool}`).map((m, i) => {
+    const flips =
+      i >= (round * CHANGES_PER_POOL_PER_ROUND) % PODS_PER_POOL &&
+      i < ((round * CHANGES_PER_POOL_PER_ROUND) % PODS_PER_POOL) + CHANGES_PER_POOL_PER_ROUND;
+    const previous = states.get(m.name) ?? "Healthy";
+    const state: NodeState = flips ? (previous === "Healthy" ? "Lagging" : "Healthy") : previous;
+    states.set(m.name, state);
+    return {
+      name: m.name,
+      state,
+      routed: state === "Healthy",
+      head: 1000 + round,
+      lagBlocks: 0,
+      message: state,
+      since: now,
+    };
+  });
+  return {
+    state: {},
+    reference: {
+      number: 1000 + round,
+      hash: `0x${round.toString(16)}`,
+      timestamp: 1_600_000_000 + round,
+      seenAt: now,
+      peers: ["full-0"],
+    },
+    nodes,
+    decisions: [],
+  };
+}
+
+async function measure(label: string, round: (r: number) => Promise<void>): Promise<number[]> {
+  const times: number[] = [];
+  const cpu0 = process.cpuUsage();
+  for (let r = 0; r < ROUNDS; r++) {
+    now += ROUND_MS;
+    const start = performance.now();
+    await round(r);
+    times.push(performance.now() - start);
+  }
+  const cpu = process.cpuUsage(cpu0);
+  times.sort((a, b) => a - b);
+  const median = times[Math.floor(times.length / 2)] ?? 0;
+  const p99 = times[Math.floor(times.length * 0.99)] ?? 0;
+  console.log(
+    `${label.padEnd(34)} median ${median.toFixed(2)} ms  p99 ${p99.toFixed(2)} ms  ` +
+      `CPU ${((cpu.user + cpu.system) / 1000 / ROUNDS).toFixed(2)} ms/round  RSS ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MiB`,
+  );
+  return [median, p99];
+}
+
+const [baseline = 1] = await measure("baseline (members + status objects)", (r) => {
+  for (let p = 0; p < POOLS; p++) {
+    const output = outputOf(p, r);
+    for (const node of output.nodes) lightNodeStatus(`net-${p}`, node, [], now);
+  }
+  return Promise.resolve();
+});
+// First round creates every LightNode and writes every status: not part of the steady state.
+for (let p = 0; p < POOLS; p++) await writer.onRound(`net-${p}`, outputOf(p, 0));
+writes = 0;
+const startClock = now;
+const [median = 0, p99 = 0] = await measure("controller round (writes to the API)", async (r) => {
+  for (let p = 0; p < POOLS; p++) await writer.onRound(`net-${p}`, outputOf(p, r));
+});
+const minutes = (now - startClock) / 60_000;
+const rss = process.memoryUsage().rss / 2 ** 20;
+const stateChanges = POOLS * CHANGES_PER_POOL_PER_ROUND * (60_000 / ROUND_MS);
+console.log(
+  `status writes per minute: ${(writes / minutes).toFixed(0)} (state changes per minute: ${stateChanges}, ` +
+    `pods: ${POOLS * PODS_PER_POOL}; the 30 s refresh adds up to ${(2 * POOLS * PODS_PER_POOL).toFixed(0)})`,
+);
+console.log(
+  `ratio to baseline: ${(median / baseline).toFixed(1)}x   goal: round < 50 ms (median ${median.toFixed(1)}, ` +
+    `p99 ${p99.toFixed(1)}), RSS < 256 MiB (${rss.toFixed(0)})`,
+);
+fleet.stop();
+server.closeAllConnections();
+server.close();
