@@ -50,6 +50,20 @@ export function registerKeysCommand(program: Command): void {
     .action(async (flags: CommonFlags & { email: string }) =>
       (await import("./cli/userCommands.js")).disableUser(flags),
     );
+  withConfig(
+    user
+      .command("audit")
+      .description("show the audit trail (logins, second factors, key creation and deletion), newest first"),
+  )
+    .option("--email <email>", "only this account's entries")
+    .option("--limit <n>", "at most this many entries (default 100)", (v: string) => {
+      const n = Number(v);
+      if (!/^\d+$/.test(v) || n < 1 || n > 100_000) throw new InvalidArgumentError("must be 1-100000");
+      return n;
+    })
+    .action(async (flags: CommonFlags & { email?: string; limit?: number }) =>
+      (await import("./cli/userCommands.js")).showAudit(flags),
+    );
   const twoFactor = user.command("2fa").description("two-factor authentication (TOTP)");
   withConfig(twoFactor.command("enable").description("enrol: prints the otpauth:// URI and the secret, once"))
     .requiredOption("--email <email>", "the account's email")

@@ -1,5 +1,6 @@
 import { generateSecret, generateURI, verifySync } from "otplib";
 import type { KeyStore } from "./store/database.js";
+import type { AuditEvent } from "./store/schema.js";
 import { dummyPasswordHash, hashPassword, verifyPassword } from "./crypto/passwords.js";
 import {
   ACCESS_KEY_ID,
@@ -194,11 +195,13 @@ export class KeysService {
     const ok = await verifyPassword(password, user?.password_hash ?? (await dummyPasswordHash()));
     if (!user || !ok || user.disabled === 1) {
       await this.recordFailure(keys);
+      await this.audit(normalized.slice(0, 254), "login-failed", `ip ${ip}`);
       throw new KeysError("invalid-credentials", "the email or password is not correct");
     }
     await this.db.deleteFrom("throttle").where("key", "=", keys[0]!).execute();
     const twoFactorRequired = user.totp_secret !== null;
     const token = await this.openSession(user.id, twoFactorRequired);
+    await this.audit(user.email, "login", `ip ${ip}${twoFactorRequired ? ", second factor owed" : ""}`);
     return { token, twoFactorRequired };
   }
 
@@ -223,6 +226,7 @@ export class KeysService {
     const step = result.valid && "timeStep" in result ? Number(result.timeStep) : undefined;
     if (step === undefined) {
       await this.recordFailure([`ip:${ip}`, `totp:${session.userId}`]);
+      await this.audit(user.email, "two-factor-failed", `ip ${ip}`);
       throw new KeysError("invalid-two-factor-token", "the code is not valid, or was used already");
     }
     // Record the step first, conditionally, so two concurrent uses of one code cannot both pass.
@@ -232,14 +236,22 @@ export class KeysService {
       .where("id", "=", user.id)
       .where((eb) => eb.or([eb("totp_last_step", "is", null), eb("totp_last_step", "<", step)]))
       .executeTakeFirst();
-    if (Number(updated.numUpdatedRows) !== 1)
+    if (Number(updated.numUpdatedRows) !== 1) {
+      await this.audit(user.email, "two-factor-failed", `ip ${ip}, code already used`);
       throw new KeysError("invalid-two-factor-token", "the code is not valid, or was used already");
+    }
+    await this.audit(user.email, "two-factor", `ip ${ip}`);
     await this.db.deleteFrom("sessions").where("token_hash", "=", tokenHash(token)).execute();
     return this.openSession(user.id, false);
   }
 
   async logout(token: string): Promise<void> {
-    await this.db.deleteFrom("sessions").where("token_hash", "=", tokenHash(token)).execute();
+    const row = await this.db
+      .deleteFrom("sessions")
+      .where("token_hash", "=", tokenHash(token))
+      .returning("user_id")
+      .executeTakeFirst();
+    if (row) await this.audit(await this.emailOf(row.user_id), "logout", "");
   }
 
   /** The live session of a cookie, touched; expired sessions are deleted. */
@@ -323,6 +335,7 @@ export class KeysService {
         })
         .execute();
     });
+    await this.audit(await this.emailOf(userId), "key-created", accessKeyId);
     return { accessKeyId, secretKey, status: "Active", createdAt: iso(now)! };
   }
 
@@ -381,6 +394,34 @@ export class KeysService {
       .executeTakeFirst();
     if (Number(result.numDeletedRows) !== 1)
       throw new KeysError("key-not-found", `no key pair ${accessKeyId} on this account`);
+    await this.audit(await this.emailOf(userId), "key-deleted", accessKeyId);
+  }
+
+  // --- audit trail ---
+
+  /** Newest first; `email` narrows it to one account. */
+  async listAudit(options: { email?: string; limit?: number } = {}) {
+    let query = this.db
+      .selectFrom("audit")
+      .select(["at", "email", "event", "detail"])
+      .orderBy("at", "desc")
+      .orderBy("id", "desc")
+      .limit(options.limit ?? 100);
+    if (options.email) query = query.where("email", "=", options.email.trim().toLowerCase());
+    const rows = await query.execute();
+    return rows.map((r) => ({ at: iso(Number(r.at))!, email: r.email, event: r.event, detail: r.detail }));
+  }
+
+  private async audit(email: string | null, event: AuditEvent, detail: string): Promise<void> {
+    await this.db
+      .insertInto("audit")
+      .values({ at: this.clock(), email, event, detail: detail.slice(0, 255) })
+      .execute();
+  }
+
+  private async emailOf(userId: number): Promise<string | null> {
+    const row = await this.db.selectFrom("users").select("email").where("id", "=", userId).executeTakeFirst();
+    return row?.email ?? null;
   }
 
   // --- throttling ---

@@ -56,3 +56,11 @@ export async function disableTwoFactor(flags: { config?: string; email: string }
   await withService(flags, (s) => s.disableTwoFactor(flags.email));
   process.stdout.write(`two-factor authentication is off for ${flags.email.toLowerCase()}\n`);
 }
+
+export async function showAudit(flags: { config?: string; email?: string; limit?: number }): Promise<void> {
+  const rows = await withService(flags, (s) =>
+    s.listAudit({ ...(flags.email ? { email: flags.email } : {}), limit: flags.limit ?? 100 }),
+  );
+  if (rows.length === 0) return void process.stdout.write("no audit entries\n");
+  for (const r of rows) process.stdout.write(`${r.at}\t${r.event}\t${r.email ?? "-"}\t${r.detail}\n`);
+}

@@ -43,6 +43,20 @@ const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  "0002_audit": {
+    async up(db: Kysely<unknown>) {
+      const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
+      await db.schema
+        .createTable("audit")
+        .addColumn("id", postgres ? "bigserial" : "integer", (c) => c.primaryKey())
+        .addColumn("at", "bigint", (c) => c.notNull())
+        .addColumn("email", "varchar(254)")
+        .addColumn("event", "varchar(32)", (c) => c.notNull())
+        .addColumn("detail", "varchar(255)", (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex("audit_at").on("audit").column("at").execute();
+    },
+  },
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -40,7 +40,29 @@ export interface ThrottleTable {
   window_start: number;
 }
 
+/** Who did what: logins, second factors, key creation and deletion. Never a password, secret or session id. */
+export interface AuditTable {
+  id: Generated<number>;
+  at: number;
+  /** The account's email as typed at login (failed logins too), or the owner's. */
+  email: string | null;
+  event: AuditEvent;
+  detail: string;
+}
+
+export const AUDIT_EVENTS = [
+  "login",
+  "login-failed",
+  "two-factor",
+  "two-factor-failed",
+  "logout",
+  "key-created",
+  "key-deleted",
+] as const;
+export type AuditEvent = (typeof AUDIT_EVENTS)[number];
+
 export interface KeysDatabase {
+  audit: AuditTable;
   users: UsersTable;
   sessions: SessionsTable;
   key_pairs: KeyPairsTable;
