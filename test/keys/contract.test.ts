@@ -339,6 +339,29 @@ function contract(storeName: string, databaseUrl: () => Promise<string | undefin
       expect(JSON.stringify(users)).not.toContain(PASSWORD);
     });
 
+    it("records logins, failed logins and key changes in the audit trail, without secrets", async () => {
+      const dave = "dave@example.org";
+      await started.api.service.addUser(dave, PASSWORD);
+      const wrong = new Client(base);
+      expect(
+        (await wrong.request("POST", "/v1/user/login", { email: dave, password: "not it at all" })).status,
+      ).toBe(401);
+      const client = await loggedIn(dave);
+      const pair = (await client.request("POST", "/v1/keys/")).body;
+      expect((await client.request("DELETE", `/v1/keys/${pair.accessKeyId}`)).status).toBe(204);
+      const events = await started.api.service.listAudit({ email: dave, limit: 10 });
+      expect(events.map((e) => [e.event, e.detail])).toEqual([
+        ["key-deleted", pair.accessKeyId],
+        ["key-created", pair.accessKeyId],
+        ["login", "ip 127.0.0.1"],
+        ["login-failed", "ip 127.0.0.1"],
+      ]);
+      expect(events.every((e) => e.email === dave && e.at === new Date(now).toISOString())).toBe(true);
+      const all = JSON.stringify(await started.api.store.db.selectFrom("audit").selectAll().execute());
+      expect(all).not.toContain(pair.secretKey);
+      expect(all).not.toContain(PASSWORD);
+    });
+
     it("counts requests by route and status", async () => {
       const text = await started.registry.metrics();
       expect(text).toMatch(/lightfleet_keys_requests_total\{route="login",status="200"\} \d+/);
