@@ -239,6 +239,37 @@ describe("status writing at the wire", () => {
     expect(writes.problems).toEqual([]);
   });
 
+  it("spreads the 30 s refreshes of many nodes over the interval, never refreshing one sooner than 30 s", async () => {
+    const writes = recordWrites();
+    const names = Array.from({ length: 20 }, (_, i) => `light-${i}`);
+    const writer = new StatusWriter(kubeConfig, {
+      pools: () => new Map([["mainnet", pool]]),
+      fleet,
+      logger: silentLogger(),
+      clock: () => now,
+    });
+    const round = () => writer.onRound("mainnet", output(names.map((n) => node(n, "Healthy"))));
+    now = T0;
+    await round();
+    const refreshedAt = new Map<string, number[]>();
+    for (let t = 2_000; t <= 60_000; t += 2_000) {
+      now = T0 + t;
+      const before = writes.length;
+      await round();
+      for (const w of writes.slice(before)) {
+        const name = /\/lightnodes\/([\w-]+)\/status/.exec(w.path)?.[1];
+        if (name) refreshedAt.set(name, [...(refreshedAt.get(name) ?? []), t]);
+      }
+    }
+    // Each node refreshed in the minute, first at least 30 s after its first write, then 30 s apart at least.
+    expect([...refreshedAt.keys()].sort()).toEqual([...names].sort());
+    for (const times of refreshedAt.values()) {
+      expect(times[0]).toBeGreaterThanOrEqual(30_000);
+      for (let i = 1; i < times.length; i++) expect(times[i]! - times[i - 1]!).toBeGreaterThanOrEqual(30_000);
+    }
+    expect(new Set([...refreshedAt.values()].map((t) => t[0])).size).toBeGreaterThanOrEqual(5);
+  });
+
   it("reports pods without the readiness gate and a systemic failure in the pool conditions; transition times move only on flips", async () => {
     const writes = recordWrites();
     const gateless = { ...fleet, podsWithoutGate: () => ["manual-0"] } as typeof fleet;

@@ -61,7 +61,11 @@ export class StatusWriter {
       try {
         await this.ensureLightNode(pool, node.name);
         await this.patchStatus(pool.namespace, NODE_PLURAL, node.name, status);
-        this.written.set(key, { state: node.state, routed: node.routed, writtenAt: now });
+        // A node's first write is dated up to one interval later, so 30 s refreshes of many nodes spread over the
+        // interval instead of all falling in one round; writes stay at most one per interval per node.
+        const first = !this.written.has(key);
+        const spread = first ? refreshOffset(key, this.options.minIntervalMs ?? 30_000) : 0;
+        this.written.set(key, { state: node.state, routed: node.routed, writtenAt: now + spread });
       } catch (error) {
         this.options.logger.warn({ err: String(error), node: node.name }, "could not write LightNode status");
       }
@@ -148,4 +152,14 @@ export class StatusWriter {
       setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
     );
   }
+}
+
+/** A stable offset in [0, intervalMs) from the object's key. */
+function refreshOffset(key: string, intervalMs: number): number {
+  // FNV-1a with a final mix, so similar names (light-0, light-1, ...) land far apart.
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < key.length; i++) hash = Math.imul(hash ^ key.charCodeAt(i), 0x01000193);
+  hash = Math.imul(hash ^ (hash >>> 16), 0x45d9f3b);
+  hash ^= hash >>> 16;
+  return (hash >>> 0) % intervalMs;
 }
