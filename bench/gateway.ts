@@ -15,8 +15,6 @@
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import autocannon from "autocannon";
@@ -27,6 +25,7 @@ import { startDevnet } from "../src/devnet/devnet.js";
 import { startGateway } from "../src/gateway/gateway.js";
 import { StaticUpstreamSource } from "../src/gateway/upstreams/staticSource.js";
 import { silentLogger } from "../src/log/logger.js";
+import { freePort } from "../src/process/freePort.js";
 
 const SECONDS = Number(process.argv[2] ?? 5);
 const CONNECTIONS = Number(process.argv[3] ?? 16);
@@ -85,14 +84,6 @@ async function run(url: string, body: unknown): Promise<Run> {
     p99: result.latency.p99,
     errors: result.errors + result.non2xx,
   };
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 /** Debian's nginx as a plain keep-alive reverse proxy to the node, or undefined when it is not installed. */

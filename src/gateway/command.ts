@@ -1,11 +1,5 @@
 import type { Command } from "commander";
-import { InvalidArgumentError } from "commander";
-
-function port(value: string): number {
-  const n = Number(value);
-  if (!/^\d+$/.test(value) || n > 65_535) throw new InvalidArgumentError("must be a port number (0-65535)");
-  return n;
-}
+import { portOption } from "../cli/options.js";
 
 export function registerGatewayCommand(program: Command): void {
   program
@@ -14,11 +8,11 @@ export function registerGatewayCommand(program: Command): void {
       "serve the public JSON-RPC endpoints (HTTP POST and WebSocket /ws) in front of the configured upstreams",
     )
     .requiredOption("-c, --config <file>", "YAML config file (networks[].gateway.upstreams lists the nodes)")
-    .option("--port <port>", "public RPC port (default gateway.port, 8545)", port)
+    .option("--port <port>", "public RPC port (default gateway.port, 8545)", portOption)
     .option(
       "--admin-port <port>",
       "admin port for /metrics, /healthz, /readyz (default admin.port, 9464)",
-      port,
+      portOption,
     )
     .action(async (flags: { config: string; port?: number; adminPort?: number }) => {
       const { runGateway } = await import("./runGateway.js");

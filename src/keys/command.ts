@@ -1,11 +1,6 @@
 import type { Command } from "commander";
+import { portOption } from "../cli/options.js";
 import { InvalidArgumentError } from "commander";
-
-function port(value: string): number {
-  const n = Number(value);
-  if (!/^\d+$/.test(value) || n > 65_535) throw new InvalidArgumentError("must be a port number (0-65535)");
-  return n;
-}
 
 interface CommonFlags {
   config?: string;
@@ -18,11 +13,11 @@ export function registerKeysCommand(program: Command): void {
     .option("-c, --config <file>", "YAML config file")
     // `keys-api --config F` serves; `keys-api user add --config F` manages accounts: each reads its own options.
     .enablePositionalOptions()
-    .option("--port <port>", "key API port (default keys.port, 8080)", port)
+    .option("--port <port>", "key API port (default keys.port, 8080)", portOption)
     .option(
       "--admin-port <port>",
       "admin port for /metrics, /healthz, /readyz (default admin.port, 9464)",
-      port,
+      portOption,
     )
     .action(async (flags: CommonFlags & { port?: number; adminPort?: number }) => {
       const { serveKeysApi } = await import("./cli/serve.js");

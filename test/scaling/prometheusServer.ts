@@ -1,26 +1,17 @@
 import type { ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createLogger } from "../../src/log/logger.js";
 import { spawnChild } from "../../src/process/spawnChild.js";
 import { findTool } from "../support/requireTool.js";
 import { waitFor } from "../support/waitFor.js";
+import { freePort } from "../../src/process/freePort.js";
 
 export interface PrometheusServer {
   url: string;
   stop(): Promise<void>;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, "127.0.0.1");
-  await once(server, "listening");
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 /**

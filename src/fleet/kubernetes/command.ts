@@ -1,11 +1,5 @@
 import type { Command } from "commander";
-import { InvalidArgumentError } from "commander";
-
-function port(value: string): number {
-  const n = Number(value);
-  if (!/^\d+$/.test(value) || n > 65_535) throw new InvalidArgumentError("must be a port number (0-65535)");
-  return n;
-}
+import { portOption } from "../../cli/options.js";
 
 export function registerControllerCommand(program: Command): void {
   program
@@ -17,7 +11,7 @@ export function registerControllerCommand(program: Command): void {
     .option(
       "--admin-port <port>",
       "admin port for /metrics, /healthz, /readyz (default admin.port, 9464)",
-      port,
+      portOption,
     )
     .action(async (flags: { config: string; adminPort?: number }) => {
       const { runController } = await import("./runController.js");

@@ -6,7 +6,7 @@ import type { RestartReason, RestartRecord } from "../../health/types.js";
 import type { Logger } from "../../log/logger.js";
 import type { Fleet, FleetMember, RestartResult } from "../fleet.js";
 import { fillCommand, type PlaceholderValues } from "./commandTemplate.js";
-import { freePort } from "./freePort.js";
+import { freePort } from "../../process/freePort.js";
 import { startMemberProcess, type MemberProcess } from "./memberProcess.js";
 
 export interface ProcessFleetNetwork {
