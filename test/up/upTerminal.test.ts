@@ -45,14 +45,19 @@ describe("lightfleet up on a terminal", () => {
     cleanup.push(() => rmSync(dir, { recursive: true, force: true }));
     const config = join(dir, "up.yaml");
     writeFileSync(config, CONFIG.replace("DATA_DIR", join(dir, "data")));
-    const command = `'${process.execPath}' --import tsx src/cli.ts up --config '${config}'`;
+    // `exec`: whatever shell `script` uses (dash does not exec a last command by itself) becomes `up`, so SIGINT
+    // below reaches `up` and not a wrapper shell that would ignore it.
+    const command = `exec '${process.execPath}' --import tsx src/cli.ts up --config '${config}'`;
     const terminal = spawn(script.path, ["-qfec", command, "/dev/null"], {
       cwd: ROOT,
       stdio: ["pipe", "pipe", "pipe"],
     });
     let screen = "";
     terminal.stdout.on("data", (chunk: Buffer) => (screen += chunk.toString().replace(ANSI, "")));
-    const up = () => descendants(terminal.pid!).find((pid) => commandLine(pid).includes("src/cli.ts up"));
+    const up = () =>
+      descendants(terminal.pid!).find((pid) =>
+        commandLine(pid).startsWith(`${process.execPath} --import tsx src/cli.ts up`),
+      );
     cleanup.push(() => {
       const pid = up();
       if (pid !== undefined) process.kill(pid, "SIGKILL");
@@ -95,9 +100,12 @@ describe("lightfleet up on a terminal", () => {
     const pid = up()!;
     const anvils = anvilsUnder(pid);
     expect(anvils).toHaveLength(4);
-    const exited = new Promise<number | null>((resolve) => terminal.once("exit", (code) => resolve(code)));
+    let exit: { code: number | null } | undefined;
+    terminal.once("exit", (code) => (exit = { code }));
     process.kill(pid, "SIGINT");
-    expect(await exited).toBe(0);
+    expect(await waitFor(() => exit, { what: "up to exit after SIGINT", timeoutMs: 20_000 })).toEqual({
+      code: 0,
+    });
     await expectProcessesGone(anvils);
   });
 });
