@@ -12,10 +12,11 @@ import { matchRoute } from "./http/routes.js";
 import { clientAddress } from "./limits/clientAddress.js";
 import { IpRateLimiter } from "./limits/ipRateLimiter.js";
 import { callCount, callsOf, rateLimitRefusal } from "./limits/rateLimitRefusal.js";
-import type { NetworkRoute } from "./http/routes.js";
+import type { NetworkRoute, RouteMatch } from "./http/routes.js";
 import { CallHandler } from "./rpc/callHandler.js";
 import { errorResponse, parseBody } from "./rpc/parseRequest.js";
 import type { ParsedBody } from "./rpc/parseRequest.js";
+import { serializeBody } from "./rpc/serialize.js";
 import { NetworkUpstreams } from "./upstreams/networkUpstreams.js";
 import type { UpstreamSource } from "./upstreams/upstreamSource.js";
 import { closeUpstreamPools } from "./upstreams/forward.js";
@@ -42,6 +43,16 @@ export interface Gateway {
   /** Stops accepting, closes WebSockets with 1001, lets in-flight requests finish. */
   stop(): Promise<void>;
 }
+
+type Body = JsonRpcResponse | JsonRpcResponse[] | undefined;
+
+interface Answer {
+  status: number;
+  body: Body;
+  retryAfterMs?: number;
+}
+
+const JSON_TYPE = /^application\/json\b/i;
 
 interface NetworkRuntime {
   upstreams: NetworkUpstreams;
@@ -125,6 +136,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   /** Open WebSocket connections (and handshakes under way) per client address. */
   const wsPerAddress = new Map<string, number>();
   const wss = new WebSocketServer({ noServer: true, maxPayload: settings.maxBodyBytes });
+  const corsEnabled = settings.corsOrigins.length > 0;
   const cors = (req: IncomingMessage, res: ServerResponse) => {
     const origin = req.headers.origin;
     const allowed = settings.corsOrigins.includes("*")
@@ -139,19 +151,52 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     res.setHeader("access-control-max-age", "86400");
     if (allowed !== "*") res.setHeader("vary", "origin");
   };
-  const reply = (
-    res: ServerResponse,
-    status: number,
-    body: unknown,
-    headers: Record<string, string> = {},
-  ) => {
-    const text = JSON.stringify(body);
+  const reply = (res: ServerResponse, status: number, text: string, extra?: Record<string, string>) => {
     res.writeHead(status, {
       "content-type": "application/json",
       "content-length": Buffer.byteLength(text),
-      ...headers,
+      ...extra,
     });
     res.end(text);
+  };
+  const replyError = (
+    res: ServerResponse,
+    status: number,
+    code: number,
+    message: string,
+    extra?: Record<string, string>,
+  ) => reply(res, status, JSON.stringify(errorResponse(null, code, message)), extra);
+  /** Writes an answer: 204 for notifications only, Retry-After with a rate-limit refusal. */
+  const send = (res: ServerResponse, answer: Answer) => {
+    if (answer.body === undefined) res.writeHead(204).end();
+    else
+      reply(
+        res,
+        answer.status,
+        serializeBody(answer.body),
+        answer.retryAfterMs === undefined
+          ? undefined
+          : { "retry-after": String(Math.ceil(answer.retryAfterMs / 1000)) },
+      );
+  };
+  const failed = (res: ServerResponse, error: unknown) => {
+    // Never an unhandled rejection (which would end the process) nor a stack trace to the client.
+    logger.error({ err: error }, "gateway: unexpected failure answering a request");
+    if (!res.headersSent) replyError(res, 500, RPC_ERROR.INTERNAL_ERROR, "internal error");
+    else res.destroy();
+  };
+  /** Routes by host and path, cached: clients send the same few. */
+  const routeCache = new Map<string, RouteMatch>();
+  const routeOf = (host: string | undefined, path: string): RouteMatch => {
+    const key = `${host ?? ""} ${path}`;
+    let route = routeCache.get(key);
+    if (route === undefined && !routeCache.has(key)) {
+      route = matchRoute(routes, host, path);
+      // Bounded: a client making up hosts or paths only empties the cache.
+      if (routeCache.size >= 1_000) routeCache.clear();
+      routeCache.set(key, route);
+    }
+    return route;
   };
 
   const server = createServer(
@@ -162,10 +207,10 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       connectionsCheckingInterval: Math.min(1_000, settings.requestTimeout),
     },
     (req, res) => {
-      cors(req, res);
-      const route = matchRoute(routes, req.headers.host, req.url ?? "/");
+      if (corsEnabled) cors(req, res);
+      const route = routeOf(req.headers.host, req.url ?? "/");
       if (!route || route.transport !== "http") {
-        reply(res, 404, errorResponse(null, RPC_ERROR.INVALID_REQUEST, "no network is served at this path"));
+        replyError(res, 404, RPC_ERROR.INVALID_REQUEST, "no network is served at this path");
         req.resume();
         return;
       }
@@ -174,32 +219,25 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         return;
       }
       if (req.method !== "POST") {
-        reply(res, 405, errorResponse(null, RPC_ERROR.INVALID_REQUEST, "JSON-RPC requests are POSTed"), {
+        replyError(res, 405, RPC_ERROR.INVALID_REQUEST, "JSON-RPC requests are POSTed", {
           allow: "POST, OPTIONS",
         });
         req.resume();
         return;
       }
       const type = req.headers["content-type"];
-      if (type !== undefined && !/^application\/json\b/i.test(type)) {
-        reply(
-          res,
-          415,
-          errorResponse(null, RPC_ERROR.INVALID_REQUEST, "content-type must be application/json"),
-        );
+      if (type !== undefined && !JSON_TYPE.test(type)) {
+        replyError(res, 415, RPC_ERROR.INVALID_REQUEST, "content-type must be application/json");
         req.resume();
         return;
       }
       const declared = Number(req.headers["content-length"] ?? 0);
       const tooLarge = () =>
-        reply(
+        replyError(
           res,
           413,
-          errorResponse(
-            null,
-            RPC_ERROR.INVALID_REQUEST,
-            `request body larger than ${settings.maxBodyBytes} bytes`,
-          ),
+          RPC_ERROR.INVALID_REQUEST,
+          `request body larger than ${settings.maxBodyBytes} bytes`,
           { connection: "close" },
         );
       if (declared > settings.maxBodyBytes) {
@@ -207,7 +245,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         req.destroy();
         return;
       }
-      const chunks: Buffer[] = [];
+      let first: Buffer | undefined;
+      let more: Buffer[] | undefined;
       let size = 0;
       req.on("data", (chunk: Buffer) => {
         size += chunk.length;
@@ -216,72 +255,63 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
           req.destroy();
           return;
         }
-        chunks.push(chunk);
+        if (!first) first = chunk;
+        else (more ??= [first]).push(chunk);
       });
       req.on("error", () => {});
       req.on("end", () => {
         if (size > settings.maxBodyBytes) return;
-        const address = clientAddress(req, settings.trustForwardedFor);
-        void answer(runtimes.get(route.network)!, Buffer.concat(chunks).toString("utf8"), address).then(
-          ({ status, body, retryAfterMs }) => {
-            if (body === undefined) res.writeHead(204).end();
-            else
-              reply(
-                res,
-                status,
-                body,
-                retryAfterMs === undefined ? {} : { "retry-after": String(Math.ceil(retryAfterMs / 1000)) },
-              );
-          },
-          // Never an unhandled rejection (which would end the process) nor a stack trace to the client.
-          (error: unknown) => {
-            logger.error({ err: error }, "gateway: unexpected failure answering a request");
-            if (!res.headersSent)
-              reply(res, 500, errorResponse(null, RPC_ERROR.INTERNAL_ERROR, "internal error"));
-            else res.destroy();
-          },
-        );
+        const text = more ? Buffer.concat(more).toString("utf8") : (first?.toString("utf8") ?? "");
+        let answer: Answer | Promise<Answer>;
+        try {
+          answer = answerBody(runtimes.get(route.network)!, text, req);
+        } catch (error) {
+          failed(res, error);
+          return;
+        }
+        // Answered without a node (eth_blockNumber, refusals): written at once, no promise in between.
+        if (!(answer instanceof Promise)) send(res, answer);
+        else
+          answer.then(
+            (a) => send(res, a),
+            (error: unknown) => failed(res, error),
+          );
       });
     },
   );
 
-  async function answer(
-    runtime: NetworkRuntime,
-    text: string,
-    address: string,
-  ): Promise<{
-    status: number;
-    body: JsonRpcResponse | JsonRpcResponse[] | undefined;
-    retryAfterMs?: number;
-  }> {
+  function answerBody(runtime: NetworkRuntime, text: string, req: IncomingMessage): Answer | Promise<Answer> {
     const parsed = parseBody(text, settings.maxBatchLength);
-    const refused = admit(runtime, parsed, address);
-    if (refused) return { status: 429, ...refused };
-    return { status: 200, body: await answerParsed(runtime, parsed) };
+    if (limiter) {
+      const refused = admit(runtime, parsed, clientAddress(req, settings.trustForwardedFor));
+      if (refused) return { status: 429, ...refused };
+    }
+    const body = answerParsed(runtime, parsed);
+    return body instanceof Promise ? body.then((b) => ({ status: 200, body: b })) : { status: 200, body };
   }
 
-  async function answerParsed(
-    runtime: NetworkRuntime,
-    parsed: ParsedBody,
-  ): Promise<JsonRpcResponse | JsonRpcResponse[] | undefined> {
+  function answerParsed(runtime: NetworkRuntime, parsed: ParsedBody): Body | Promise<Body> {
     if (parsed.kind === "error") return parsed.response;
     if (parsed.kind === "single") {
       if (!parsed.item.ok) return parsed.item.response;
-      const response = await runtime.handler.handle(parsed.item.request);
-      return parsed.item.request.id === undefined ? undefined : response;
+      const notification = parsed.item.request.id === undefined;
+      const response = runtime.handler.handle(parsed.item.request);
+      if (response instanceof Promise) return notification ? response.then(() => undefined) : response;
+      return notification ? undefined : response;
     }
-    const responses = await Promise.all(
+    return Promise.all(
       parsed.items.map((item) => (item.ok ? runtime.handler.handle(item.request) : item.response)),
-    );
-    const answered = responses.filter((_, i) => {
-      const item = parsed.items[i]!;
-      return !item.ok || item.request.id !== undefined;
+    ).then((responses) => {
+      const answered = responses.filter((_, i) => {
+        const item = parsed.items[i]!;
+        return !item.ok || item.request.id !== undefined;
+      });
+      return answered.length > 0 ? answered : undefined;
     });
-    return answered.length > 0 ? answered : undefined;
   }
 
   server.on("upgrade", (req, socket, head) => {
-    const route = matchRoute(routes, req.headers.host, req.url ?? "/");
+    const route = routeOf(req.headers.host, req.url ?? "/");
     if (!route || route.transport !== "ws" || stopping) {
       socket.end("HTTP/1.1 404 Not Found\r\nconnection: close\r\ncontent-length: 0\r\n\r\n");
       return;

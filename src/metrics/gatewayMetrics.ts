@@ -1,5 +1,7 @@
 import { Counter, Gauge, Histogram } from "prom-client";
 import type { Registry } from "prom-client";
+import type { CountCell } from "./pendingCounts.js";
+import { PendingCounts } from "./pendingCounts.js";
 
 /** How a call ended; "ok" is success (the alerts count everything else as errors). */
 export const GATEWAY_OUTCOMES = [
@@ -16,10 +18,16 @@ export type GatewayOutcome = (typeof GATEWAY_OUTCOMES)[number];
 
 export interface GatewayMetrics {
   requests: Counter<"network" | "method" | "outcome">;
+  /** Hot-path counts of `requests`, added to it at each scrape. */
+  pendingRequests: PendingCounts<"network" | "method" | "outcome">;
   duration: Histogram<"network" | "method">;
   upstreamRequests: Counter<"network" | "upstream" | "outcome">;
+  /** Hot-path counts of `upstreamRequests`, added to it at each scrape. */
+  pendingUpstreamRequests: PendingCounts<"network" | "upstream" | "outcome">;
   retries: Counter<"network">;
   upstreamInFlight: Gauge<"network">;
+  /** The value of `upstreamInFlight` per network, read at each scrape. */
+  inFlightOf(network: string): CountCell;
   getLogsRefused: Counter<"network" | "reason">;
   panicMode: Gauge<"network">;
   servedHead: Gauge<"network">;
@@ -34,12 +42,28 @@ export interface GatewayMetrics {
  */
 export function createGatewayMetrics(registry: Registry): GatewayMetrics {
   const registers = [registry];
+  const pendingRequests = new PendingCounts<"network" | "method" | "outcome">();
+  const pendingUpstreamRequests = new PendingCounts<"network" | "upstream" | "outcome">();
+  const inFlight = new Map<string, CountCell>();
   return {
+    pendingRequests,
+    pendingUpstreamRequests,
+    inFlightOf(network) {
+      let cell = inFlight.get(network);
+      if (!cell) {
+        cell = { n: 0 };
+        inFlight.set(network, cell);
+      }
+      return cell;
+    },
     requests: new Counter({
       name: "lightfleet_gateway_requests_total",
       help: "JSON-RPC calls answered by the gateway (each batch item counts), by outcome.",
       labelNames: ["network", "method", "outcome"],
       registers,
+      collect() {
+        pendingRequests.flushInto(this);
+      },
     }),
     duration: new Histogram({
       name: "lightfleet_gateway_request_duration_seconds",
@@ -53,12 +77,18 @@ export function createGatewayMetrics(registry: Registry): GatewayMetrics {
       help: "Calls sent to light nodes, by outcome (ok, rpc_error, connection, timeout, malformed, http-status).",
       labelNames: ["network", "upstream", "outcome"],
       registers,
+      collect() {
+        pendingUpstreamRequests.flushInto(this);
+      },
     }),
     upstreamInFlight: new Gauge({
       name: "lightfleet_gateway_upstream_in_flight",
       help: "Calls sent to light nodes and not yet answered.",
       labelNames: ["network"],
       registers,
+      collect() {
+        for (const [network, cell] of inFlight) this.set({ network }, cell.n);
+      },
     }),
     retries: new Counter({
       name: "lightfleet_gateway_retries_total",

@@ -1,5 +1,6 @@
 import type { Logger } from "../../log/logger.js";
 import type { GatewayMetrics, GatewayOutcome } from "../../metrics/gatewayMetrics.js";
+import type { CountCell } from "../../metrics/pendingCounts.js";
 import { toQuantity } from "../../rpc/blocks.js";
 import type { JsonRpcRequest, JsonRpcResponse } from "../../rpc/jsonRpc.js";
 import { RPC_ERROR, RpcTransportError } from "../../rpc/jsonRpc.js";
@@ -33,6 +34,13 @@ export interface CallHandlerOptions {
   count: () => void;
 }
 
+type Answered = { response: JsonRpcResponse; outcome: GatewayOutcome };
+
+interface MethodSeries {
+  duration: { observe(seconds: number): void };
+  outcome(outcome: GatewayOutcome): CountCell;
+}
+
 interface Prepared {
   request: JsonRpcRequest;
   /** The block the answering node must have. */
@@ -47,58 +55,104 @@ interface Prepared {
 export class CallHandler {
   /** Rotates among equally good nodes. */
   private turn = 0;
+  /** Metric series per method label, looked up once. */
+  private readonly series = new Map<string, MethodSeries>();
+  private readonly inFlight: CountCell;
 
-  constructor(private readonly options: CallHandlerOptions) {}
+  constructor(private readonly options: CallHandlerOptions) {
+    this.inFlight = options.metrics.inFlightOf(options.upstreams.network);
+  }
 
   get network(): string {
     return this.options.upstreams.network;
   }
 
-  async handle(request: JsonRpcRequest): Promise<JsonRpcResponse> {
+  /**
+   * The answer to one call; synchronous when the gateway answers it itself (eth_blockNumber from the served head,
+   * refusals), so the hot path allocates no promise.
+   */
+  handle(request: JsonRpcRequest): JsonRpcResponse | Promise<JsonRpcResponse> {
     const started = performance.now();
-    const method = methodLabel(request.method);
-    let outcome: GatewayOutcome = "ok";
-    let response: JsonRpcResponse;
+    let answered;
     try {
-      ({ response, outcome } = await this.answer(request));
+      answered = this.answer(request);
     } catch (error) {
-      this.options.logger.error(
-        { err: error, method: request.method },
-        "gateway: unexpected failure answering a call",
-      );
-      response = errorResponse(request.id ?? null, RPC_ERROR.INTERNAL_ERROR, "internal error");
-      outcome = "upstream_error";
+      answered = this.unexpected(request, error);
     }
-    this.options.count();
-    const labels = { network: this.network, method };
-    this.options.metrics.requests.inc({ ...labels, outcome });
-    this.options.metrics.duration.observe(labels, (performance.now() - started) / 1000);
-    return response;
+    if ("response" in answered) return this.record(request, answered, started);
+    return this.send(answered, true).then(
+      (result) => this.record(request, result, started),
+      (error: unknown) => this.record(request, this.unexpected(request, error), started),
+    );
   }
 
   /** A call refused by the per-address rate limit: in the metrics, not in the autoscaler's count. */
   recordRateLimited(method: string): void {
-    this.options.metrics.requests.inc({
-      network: this.network,
-      method: methodLabel(method),
-      outcome: "rate_limited",
-    });
+    this.seriesOf(methodLabel(method)).outcome("rate_limited").n++;
   }
 
   /** A call of the gateway's own (logs of a block for subscriptions): routed like a client's, not counted as one. */
   async fetch(request: JsonRpcRequest): Promise<JsonRpcResponse> {
     const served = this.options.upstreams.servedHead();
-    return (await this.send({ request, minBlock: served })).response;
+    return (await this.send({ request, minBlock: served }, false)).response;
   }
 
-  private async answer(
-    request: JsonRpcRequest,
-  ): Promise<{ response: JsonRpcResponse; outcome: GatewayOutcome }> {
+  private record(request: JsonRpcRequest, answered: Answered, started: number): JsonRpcResponse {
+    this.options.count();
+    const series = this.seriesOf(methodLabel(request.method));
+    series.outcome(answered.outcome).n++;
+    series.duration.observe((performance.now() - started) / 1000);
+    return answered.response;
+  }
+
+  private unexpected(request: JsonRpcRequest, error: unknown): Answered {
+    this.options.logger.error(
+      { err: error, method: request.method },
+      "gateway: unexpected failure answering a call",
+    );
+    return {
+      response: errorResponse(request.id ?? null, RPC_ERROR.INTERNAL_ERROR, "internal error"),
+      outcome: "upstream_error",
+    };
+  }
+
+  private seriesOf(method: string): MethodSeries {
+    let series = this.series.get(method);
+    if (!series) {
+      const { metrics } = this.options;
+      const network = this.network;
+      const outcomes = new Map<GatewayOutcome, CountCell>();
+      series = {
+        duration: metrics.duration.labels({ network, method }),
+        outcome: (outcome) => {
+          let cell = outcomes.get(outcome);
+          if (!cell) {
+            cell = metrics.pendingRequests.cell(`${network}\n${method}\n${outcome}`, {
+              network,
+              method,
+              outcome,
+            });
+            outcomes.set(outcome, cell);
+          }
+          return cell;
+        },
+      };
+      this.series.set(method, series);
+    }
+    return series;
+  }
+
+  /** The answer when the gateway gives it without a node, or the call prepared for one. */
+  private answer(request: JsonRpcRequest): Answered | Prepared {
     const id = request.id ?? null;
     const fail = (outcome: GatewayOutcome, code: number, message: string, data?: unknown) => ({
       response: errorResponse(id, code, message, data),
       outcome,
     });
+    const served = this.options.upstreams.servedHead();
+    // The most frequent call of all, answered before anything else.
+    if (request.method === "eth_blockNumber" && served !== undefined)
+      return { response: { jsonrpc: "2.0", id, result: toQuantity(served) }, outcome: "ok" };
     const policy = checkMethod(request.method);
     if (!policy.allowed) return fail("refused", RPC_ERROR.METHOD_NOT_FOUND, policy.message);
     if (SUBSCRIPTION_METHODS.has(request.method))
@@ -107,14 +161,7 @@ export class CallHandler {
         RPC_ERROR.METHOD_NOT_FOUND,
         `${request.method} is served over WebSocket only (/ws)`,
       );
-
-    const served = this.options.upstreams.servedHead();
-    if (request.method === "eth_blockNumber" && served !== undefined)
-      return { response: { jsonrpc: "2.0", id, result: toQuantity(served) }, outcome: "ok" };
-
-    const prepared = this.prepare(request, served);
-    if ("response" in prepared) return prepared;
-    return this.send(prepared);
+    return this.prepare(request, served);
   }
 
   /** Resolves tags against the served head and applies the rules that need no node. */
@@ -151,10 +198,8 @@ export class CallHandler {
     return { request: { ...request, params }, minBlock: target.number };
   }
 
-  private async send({
-    request,
-    minBlock,
-  }: Prepared): Promise<{ response: JsonRpcResponse; outcome: GatewayOutcome }> {
+  /** `raw`: a successful answer may keep the node's result as JSON text (the caller only serializes it). */
+  private async send({ request, minBlock }: Prepared, raw: boolean): Promise<Answered> {
     const { upstreams, metrics } = this.options;
     const tried = new Set<string>();
     const attempts = isIdempotent(request.method) ? 2 : 1;
@@ -170,25 +215,22 @@ export class CallHandler {
       tried.add(choice.name);
       if (attempt > 0) metrics.retries.inc({ network: this.network });
       const release = upstreams.acquire(choice.name);
-      metrics.upstreamInFlight.inc({ network: this.network });
+      this.inFlight.n++;
       try {
-        const response = await forward(url, request, this.options.upstreamTimeoutMs);
-        metrics.upstreamRequests.inc({
-          network: this.network,
-          upstream: choice.name,
-          outcome: "error" in response ? "rpc_error" : "ok",
-        });
-        return { response, outcome: "error" in response ? "rpc_error" : "ok" };
+        const response = await forward(url, request, this.options.upstreamTimeoutMs, raw);
+        const outcome = "error" in response ? "rpc_error" : "ok";
+        this.upstreamCount(choice.name, outcome).n++;
+        return { response, outcome };
       } catch (error) {
         const reason = error instanceof RpcTransportError ? error.reason : "connection";
-        metrics.upstreamRequests.inc({ network: this.network, upstream: choice.name, outcome: reason });
+        this.upstreamCount(choice.name, reason).n++;
         lastError =
           error instanceof RpcTransportError ? error : new RpcTransportError(String(error), "connection");
         // Only a connection failure is retried: the node never saw the call. A timeout may have done the work.
         if (reason !== "connection") break;
       } finally {
         release();
-        metrics.upstreamInFlight.dec({ network: this.network });
+        this.inFlight.n--;
       }
     }
     const id = request.id ?? null;
@@ -203,5 +245,14 @@ export class CallHandler {
           response: errorResponse(id, RPC_ERROR.INTERNAL_ERROR, "upstream unavailable"),
           outcome: "upstream_error",
         };
+  }
+
+  private upstreamCount(upstream: string, outcome: string): CountCell {
+    const network = this.network;
+    return this.options.metrics.pendingUpstreamRequests.cell(`${network}\n${upstream}\n${outcome}`, {
+      network,
+      upstream,
+      outcome,
+    });
   }
 }

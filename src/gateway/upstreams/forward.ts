@@ -1,6 +1,7 @@
 import { Pool, errors } from "undici";
 import type { JsonRpcRequest, JsonRpcResponse } from "../../rpc/jsonRpc.js";
 import { RpcTransportError, isJsonRpcResponse } from "../../rpc/jsonRpc.js";
+import { RawResult } from "../rpc/serialize.js";
 
 /**
  * One connection pool per node (undici: kept-alive connections, far less overhead per call than node:http's client,
@@ -32,47 +33,86 @@ export async function closeUpstreamPools(): Promise<void> {
   await Promise.all(all.map((e) => e.pool.close().catch(() => {})));
 }
 
+/** Parsed node URLs: one URL parse per node, not per call. */
+const targets = new Map<string, { origin: string; path: string }>();
+
+function targetOf(url: string): { origin: string; path: string } {
+  let target = targets.get(url);
+  if (!target) {
+    const parsed = new URL(url);
+    target = { origin: parsed.origin, path: `${parsed.pathname}${parsed.search}` };
+    if (targets.size >= 1_000) targets.clear();
+    targets.set(url, target);
+  }
+  return target;
+}
+
+/** How geth, anvil and reth begin a successful answer to a call sent with id 1. */
+const RESULT_PREFIX = '{"jsonrpc":"2.0","id":1,"result":';
+
 /**
- * Sends one call to a node and returns its JSON-RPC answer as it came (errors included). Transport failures throw
- * RpcTransportError with the reason, so the caller can tell "the node said no" from "the node is not there".
+ * Sends one call to a node and returns its JSON-RPC answer as it came (errors included), with the caller's id. With
+ * `raw`, a successful answer keeps its result as the node's JSON text (a RawResult), so it can go back to the client
+ * without being parsed and serialized again. Transport failures throw RpcTransportError with the reason, so the
+ * caller can tell "the node said no" from "the node is not there".
  */
 export async function forward(
   url: string,
   request: JsonRpcRequest,
   timeoutMs: number,
+  raw = false,
 ): Promise<JsonRpcResponse> {
-  const target = new URL(url);
+  const target = targetOf(url);
   let response;
   try {
     response = await poolFor(target.origin).request({
       method: "POST",
-      path: `${target.pathname}${target.search}`,
+      path: target.path,
       headers: { "content-type": "application/json" },
-      body: JSON.stringify({ ...request, id: 1 }),
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: request.method, params: request.params }),
       headersTimeout: timeoutMs,
       bodyTimeout: timeoutMs,
     });
   } catch (error) {
-    const timeout = error instanceof errors.HeadersTimeoutError || error instanceof errors.BodyTimeoutError;
-    throw new RpcTransportError(
-      timeout ? `no answer within ${timeoutMs} ms` : "connection failed",
-      timeout ? "timeout" : "connection",
-      { cause: error },
-    );
+    throw transportError(error, timeoutMs);
+  }
+  let text: string;
+  try {
+    text = await response.body.text();
+  } catch (error) {
+    if (error instanceof errors.BodyTimeoutError) throw transportError(error, timeoutMs);
+    throw malformed(response.statusCode, error);
+  }
+  const id = request.id ?? null;
+  if (raw && text.startsWith(RESULT_PREFIX)) {
+    const end = text.lastIndexOf("}");
+    if (end > RESULT_PREFIX.length)
+      return { jsonrpc: "2.0", id, result: new RawResult(text.slice(RESULT_PREFIX.length, end)) };
   }
   let body: unknown;
   try {
-    body = await response.body.json();
+    body = JSON.parse(text);
   } catch (error) {
-    const timeout = error instanceof errors.BodyTimeoutError;
-    if (timeout) throw new RpcTransportError(`no answer within ${timeoutMs} ms`, "timeout", { cause: error });
-    throw new RpcTransportError(
-      `HTTP ${response.statusCode} without a JSON body`,
-      response.statusCode < 400 ? "malformed" : "http-status",
-      { cause: error },
-    );
+    throw malformed(response.statusCode, error);
   }
   if (!isJsonRpcResponse(body))
     throw new RpcTransportError(`HTTP ${response.statusCode}: not a JSON-RPC answer`, "malformed");
-  return { ...body, id: request.id ?? null };
+  return { ...body, id };
+}
+
+function transportError(error: unknown, timeoutMs: number): RpcTransportError {
+  const timeout = error instanceof errors.HeadersTimeoutError || error instanceof errors.BodyTimeoutError;
+  return new RpcTransportError(
+    timeout ? `no answer within ${timeoutMs} ms` : "connection failed",
+    timeout ? "timeout" : "connection",
+    { cause: error },
+  );
+}
+
+function malformed(statusCode: number, cause: unknown): RpcTransportError {
+  return new RpcTransportError(
+    `HTTP ${statusCode} without a JSON body`,
+    statusCode < 400 ? "malformed" : "http-status",
+    { cause },
+  );
 }

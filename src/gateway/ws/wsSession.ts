@@ -7,6 +7,7 @@ import { RPC_ERROR } from "../../rpc/jsonRpc.js";
 import type { CallHandler } from "../rpc/callHandler.js";
 import { errorResponse, parseBody } from "../rpc/parseRequest.js";
 import type { ParsedBody } from "../rpc/parseRequest.js";
+import { serializeBody } from "../rpc/serialize.js";
 import type { FeedBlock } from "./headFeed.js";
 import type { Log, LogFilter } from "./logFilter.js";
 import { matchesFilter, parseLogFilter } from "./logFilter.js";
@@ -92,8 +93,8 @@ export class WsSession {
     this.subscriptions.clear();
   }
 
-  private send(message: unknown): void {
-    this.sendText(JSON.stringify(message));
+  private send(message: JsonRpcResponse | JsonRpcResponse[]): void {
+    this.sendText(serializeBody(message));
   }
 
   private sendText(text: string): void {
@@ -168,7 +169,7 @@ export class WsSession {
     if (answered.length > 0) this.send(answered);
   }
 
-  private async call(request: JsonRpcRequest): Promise<JsonRpcResponse> {
+  private call(request: JsonRpcRequest): JsonRpcResponse | Promise<JsonRpcResponse> {
     if (request.method === "eth_subscribe") return this.subscribe(request);
     if (request.method === "eth_unsubscribe") return this.unsubscribe(request);
     return this.handler.handle(request);
@@ -223,7 +224,9 @@ export class WsSession {
   }
 
   private notify(subscription: string, result: unknown): void {
-    this.send({ jsonrpc: "2.0", method: "eth_subscription", params: { subscription, result } });
+    this.sendText(
+      JSON.stringify({ jsonrpc: "2.0", method: "eth_subscription", params: { subscription, result } }),
+    );
   }
 
   private onBlock(block: FeedBlock, logs: () => Promise<Log[]>): void {
