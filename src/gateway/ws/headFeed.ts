@@ -4,6 +4,7 @@ import type { Logger } from "../../log/logger.js";
 import { parseBlockRef, toQuantity } from "../../rpc/blocks.js";
 import { HttpRpcClient } from "../../rpc/httpRpcClient.js";
 import type { NetworkUpstreams } from "../upstreams/networkUpstreams.js";
+import { HeadsNotification } from "./headsNotification.js";
 
 /** Blocks remembered for reorg detection, and the deepest reorg or gap the feed repairs. */
 const DEPTH = 128;
@@ -15,6 +16,8 @@ export interface FeedBlock {
   header: Record<string, unknown>;
   /** The header serialized once, shared by every subscriber's notification. */
   headerJson: string;
+  /** The newHeads notification, encoded once for every subscriber. */
+  notification: HeadsNotification;
 }
 
 /** Fields of eth_getBlockByNumber(n, false) that are not part of a newHeads header. */
@@ -107,7 +110,14 @@ export class HeadFeed extends EventEmitter {
       for (const field of NOT_HEADER) delete header[field];
       const previous = blocks.at(-1);
       if (previous && header.parentHash !== previous.hash) return undefined;
-      blocks.push({ number: ref.number, hash: ref.hash, header, headerJson: JSON.stringify(header) });
+      const headerJson = JSON.stringify(header);
+      blocks.push({
+        number: ref.number,
+        hash: ref.hash,
+        header,
+        headerJson,
+        notification: new HeadsNotification(headerJson),
+      });
     }
     return blocks.length > 0 ? blocks : undefined;
   }

@@ -1,4 +1,3 @@
-import { randomBytes } from "node:crypto";
 import WebSocket from "ws";
 import type { Logger } from "../../log/logger.js";
 import type { GatewayMetrics } from "../../metrics/gatewayMetrics.js";
@@ -9,6 +8,7 @@ import { errorResponse, parseBody } from "../rpc/parseRequest.js";
 import type { ParsedBody } from "../rpc/parseRequest.js";
 import { serializeBody } from "../rpc/serialize.js";
 import type { FeedBlock } from "./headFeed.js";
+import { newSubscriptionId } from "./headsNotification.js";
 import type { Log, LogFilter } from "./logFilter.js";
 import { matchesFilter, parseLogFilter } from "./logFilter.js";
 import type { NetworkStreams } from "./networkStreams.js";
@@ -23,6 +23,9 @@ export interface WsLimits {
   maxInFlight: number;
 }
 
+/** Notification bytes are JSON text: sent as a text frame, not a binary one. */
+const TEXT_FRAME = { binary: false };
+
 type Subscription = { type: "newHeads" } | { type: "logs"; filter: LogFilter };
 
 /**
@@ -31,6 +34,8 @@ type Subscription = { type: "newHeads" } | { type: "logs"; filter: LogFilter };
  */
 export class WsSession {
   private readonly subscriptions = new Map<string, Subscription>();
+  /** How many of them are `logs` subscriptions (heads-only sessions take the fast path). */
+  private logsSubscriptions = 0;
   private readonly unlisten: () => void;
   /** Notifications are sent in block order, each after the previous block's logs. */
   private outbox: Promise<void> = Promise.resolve();
@@ -91,6 +96,7 @@ export class WsSession {
     for (const sub of this.subscriptions.values())
       this.metrics.wsSubscriptions.dec({ network, type: sub.type });
     this.subscriptions.clear();
+    this.logsSubscriptions = 0;
   }
 
   private send(message: JsonRpcResponse | JsonRpcResponse[]): void {
@@ -98,17 +104,20 @@ export class WsSession {
   }
 
   private sendText(text: string): void {
-    if (this.socket.readyState !== WebSocket.OPEN) return;
-    if (this.socket.bufferedAmount > this.limits.maxBufferedBytes) {
-      this.metrics.wsDisconnects.inc({ network: this.handler.network, reason: "slow-consumer" });
-      this.logger.info(
-        { buffered: this.socket.bufferedAmount },
-        "gateway: cutting off a slow WebSocket client",
-      );
-      this.socket.terminate();
-      return;
-    }
-    this.socket.send(text);
+    if (this.writable()) this.socket.send(text);
+  }
+
+  /** Open and keeping up; a client that lets too much pile up unread is cut off. */
+  private writable(): boolean {
+    if (this.socket.readyState !== WebSocket.OPEN) return false;
+    if (this.socket.bufferedAmount <= this.limits.maxBufferedBytes) return true;
+    this.metrics.wsDisconnects.inc({ network: this.handler.network, reason: "slow-consumer" });
+    this.logger.info(
+      { buffered: this.socket.bufferedAmount },
+      "gateway: cutting off a slow WebSocket client",
+    );
+    this.socket.terminate();
+    return false;
   }
 
   /**
@@ -200,8 +209,9 @@ export class WsSession {
         'invalid params: supported subscriptions are "newHeads" and "logs"',
       );
     }
-    const subscriptionId = `0x${randomBytes(16).toString("hex")}`;
+    const subscriptionId = newSubscriptionId();
     this.subscriptions.set(subscriptionId, subscription);
+    if (subscription.type === "logs") this.logsSubscriptions++;
     this.metrics.wsSubscriptions.inc({ network, type: subscription.type });
     return { jsonrpc: "2.0", id, result: subscriptionId };
   }
@@ -218,6 +228,7 @@ export class WsSession {
     const subscription = this.subscriptions.get(subscriptionId);
     if (subscription) {
       this.subscriptions.delete(subscriptionId);
+      if (subscription.type === "logs") this.logsSubscriptions--;
       this.metrics.wsSubscriptions.dec({ network: this.handler.network, type: subscription.type });
     }
     return { jsonrpc: "2.0", id: request.id ?? null, result: subscription !== undefined };
@@ -231,20 +242,22 @@ export class WsSession {
 
   private onBlock(block: FeedBlock, logs: () => Promise<Log[]>): void {
     if (this.subscriptions.size === 0) return;
-    const deliver = (blockLogs: Log[]) => {
-      for (const [id, sub] of this.subscriptions) {
-        // The header is serialized once per block for every subscriber; ids are hex, safe to splice in.
-        if (sub.type === "newHeads")
-          this.sendText(
-            `{"jsonrpc":"2.0","method":"eth_subscription","params":{"subscription":"${id}","result":${block.headerJson}}}`,
-          );
-        else for (const log of blockLogs) if (matchesFilter(log, sub.filter)) this.notify(id, log);
-      }
-    };
-    const wantsLogs = [...this.subscriptions.values()].some((s) => s.type === "logs");
     // Heads only and nothing queued: send now, which keeps fan-out to thousands of subscribers to one pass.
-    if (!wantsLogs && this.queued === 0) return deliver([]);
-    this.enqueue(async () => deliver(wantsLogs ? await logs() : []));
+    if (this.logsSubscriptions === 0 && this.queued === 0) return this.deliver(block, []);
+    const wantsLogs = this.logsSubscriptions > 0;
+    this.enqueue(async () => this.deliver(block, wantsLogs ? await logs() : []));
+  }
+
+  private deliver(block: FeedBlock, blockLogs: Log[]): void {
+    for (const [id, sub] of this.subscriptions) {
+      if (sub.type === "newHeads") this.sendHead(block, id);
+      else for (const log of blockLogs) if (matchesFilter(log, sub.filter)) this.notify(id, log);
+    }
+  }
+
+  private sendHead(block: FeedBlock, id: string): void {
+    if (!this.writable()) return;
+    this.socket.send(block.notification.for(id), TEXT_FRAME);
   }
 
   /** Runs notification work in order; a failed step (logs that could not be fetched) does not stop later ones. */
