@@ -31,7 +31,7 @@ const MAX_BACKFILL = 32;
  * moment the peer has it), HTTP polling otherwise or while the subscription is down. Keeps the recent canonical
  * hashes the engine needs for quorum and divergence checks, and checks `eth_chainId` on every (re)connect.
  *
- * Emits `head` (BlockRef) for every new head.
+ * Emits `head` (BlockRef, the header or block as the node sent it) for every new head.
  */
 export class PeerFollower extends EventEmitter {
   private readonly http: HttpRpcClient;
@@ -193,7 +193,8 @@ export class PeerFollower extends EventEmitter {
     this.head = ref;
     this.headSeenAt = now;
     if (previous && ref.number > previous.number + 2) void this.backfill(previous.number + 1, ref.number - 2);
-    this.emit("head", ref);
+    // The header goes with it, so a listener that wants the block's fields needs no second call to the node.
+    this.emit("head", ref, header);
   }
 
   /** Fetches hashes of heights skipped between two heads, so quorum checks can compare any recent height. */

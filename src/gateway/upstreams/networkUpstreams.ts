@@ -24,8 +24,8 @@ export interface NetworkUpstreamsOptions {
 
 /**
  * The upstreams of one network as the gateway uses them: each followed by newHeads (HTTP polling as fallback, chain
- * id checked), with its outstanding request count. Emits `head` (upstream name, BlockRef) for heads of nodes that
- * may serve (routed, or any in panic), and `change` when the set or the served head moves.
+ * id checked), with its outstanding request count. Emits `head` (upstream name, BlockRef, the node's header) for heads
+ * of nodes that may serve (routed, or any in panic), and `change` when the set or the served head moves.
  */
 export class NetworkUpstreams extends EventEmitter {
   private readonly members = new Map<string, Member>();
@@ -70,7 +70,7 @@ export class NetworkUpstreams extends EventEmitter {
         historyDepth: 128,
       });
       const added: Member = { upstream, follower, outstanding: 0 };
-      follower.on("head", (head: BlockRef) => this.onHead(added, head));
+      follower.on("head", (head: BlockRef, header: unknown) => this.onHead(added, head, header));
       this.members.set(name, added);
       follower.start();
     }
@@ -119,13 +119,13 @@ export class NetworkUpstreams extends EventEmitter {
     this.members.clear();
   }
 
-  private onHead(member: Member, head: BlockRef): void {
+  private onHead(member: Member, head: BlockRef, header: unknown): void {
     if (this.members.get(member.upstream.name) !== member) return;
     const previous = this.served;
     this.updateServed();
     const candidates = this.candidates();
     const mayServe = member.upstream.routed || inPanic(candidates);
-    if (mayServe) this.emit("head", member.upstream.name, head);
+    if (mayServe) this.emit("head", member.upstream.name, head, header);
     if (this.served !== previous) this.emit("change");
   }
 

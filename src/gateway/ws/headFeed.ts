@@ -34,9 +34,9 @@ const NOT_HEADER = ["transactions", "uncles", "withdrawals", "size", "totalDiffi
 export class HeadFeed extends EventEmitter {
   private readonly emitted: FeedBlock[] = [];
   private queue: Promise<void> = Promise.resolve();
-  private readonly onHead = (upstream: string, head: BlockRef) => {
+  private readonly onHead = (upstream: string, head: BlockRef, header: unknown) => {
     this.queue = this.queue
-      .then(() => this.advance(upstream, head))
+      .then(() => this.advance(upstream, head, header))
       .catch((error: unknown) => {
         this.options.logger.debug({ err: error, upstream }, "head feed: could not follow a new head");
       });
@@ -56,10 +56,21 @@ export class HeadFeed extends EventEmitter {
     this.removeAllListeners();
   }
 
-  private async advance(upstream: string, head: BlockRef): Promise<void> {
+  private async advance(upstream: string, head: BlockRef, header: unknown): Promise<void> {
     const last = this.emitted.at(-1);
     // Only a higher head moves the feed (the longest chain wins; a competing block at the same height waits).
     if (last && head.number <= last.number) return;
+    // The usual case, the child of the last block: announced from the header the node sent, without asking it again.
+    const next = last && head.number === last.number + 1 ? feedBlock(header) : undefined;
+    if (
+      next &&
+      next.number === head.number &&
+      next.hash === head.hash &&
+      next.header.parentHash === last!.hash
+    ) {
+      this.push(next);
+      return;
+    }
     const url = this.options.upstreams.url(upstream);
     if (!url) return;
     const client = new HttpRpcClient(url, this.options.timeoutMs);
@@ -76,11 +87,13 @@ export class HeadFeed extends EventEmitter {
       for (const block of replaced.reverse()) this.emit("removed", block);
       blocks = branch;
     }
-    for (const block of blocks) {
-      this.emitted.push(block);
-      if (this.emitted.length > DEPTH) this.emitted.shift();
-      this.emit("block", block);
-    }
+    for (const block of blocks) this.push(block);
+  }
+
+  private push(block: FeedBlock): void {
+    this.emitted.push(block);
+    if (this.emitted.length > DEPTH) this.emitted.shift();
+    this.emit("block", block);
   }
 
   /** The highest emitted height whose hash the node still has: the fork point of a reorg. */
@@ -104,21 +117,28 @@ export class HeadFeed extends EventEmitter {
     );
     const blocks: FeedBlock[] = [];
     for (const result of results) {
-      const ref = parseBlockRef(result);
-      if (!ref) return undefined;
-      const header = { ...(result as Record<string, unknown>) };
-      for (const field of NOT_HEADER) delete header[field];
+      const block = feedBlock(result);
+      if (!block) return undefined;
       const previous = blocks.at(-1);
-      if (previous && header.parentHash !== previous.hash) return undefined;
-      const headerJson = JSON.stringify(header);
-      blocks.push({
-        number: ref.number,
-        hash: ref.hash,
-        header,
-        headerJson,
-        notification: new HeadsNotification(headerJson),
-      });
+      if (previous && block.header.parentHash !== previous.hash) return undefined;
+      blocks.push(block);
     }
     return blocks.length > 0 ? blocks : undefined;
   }
+}
+
+/** A block as newHeads announces it, from a node's block or header; undefined if it is not one. */
+function feedBlock(value: unknown): FeedBlock | undefined {
+  const ref = parseBlockRef(value);
+  if (!ref) return undefined;
+  const header = { ...(value as Record<string, unknown>) };
+  for (const field of NOT_HEADER) delete header[field];
+  const headerJson = JSON.stringify(header);
+  return {
+    number: ref.number,
+    hash: ref.hash,
+    header,
+    headerJson,
+    notification: new HeadsNotification(headerJson),
+  };
 }
