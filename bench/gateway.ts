@@ -5,8 +5,8 @@
  *   (forwarded), called directly, through nginx as a plain reverse proxy (when Debian's nginx is installed), and
  *   through the gateway; ratios gateway/direct and gateway/nginx.
  * - WebSocket fan-out: N clients (in a child process) subscribed to newHeads through the gateway; the time from the
- *   node announcing a block (a direct subscription to the node) to each client receiving it, p50/p99, at 1,000 and
- *   5,000 subscribers.
+ *   node announcing a block (a direct subscription to the node, in that same child process) to each client receiving
+ *   it, p50/p99, at 1,000 and 5,000 subscribers.
  *
  * Bounded: a few seconds per HTTP run, a few blocks per fan-out size.
  *
@@ -19,7 +19,6 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import autocannon from "autocannon";
 import { Registry } from "prom-client";
-import WebSocket from "ws";
 import { parseConfig } from "../src/config/loadConfig.js";
 import { startDevnet } from "../src/devnet/devnet.js";
 import { startGateway } from "../src/gateway/gateway.js";
@@ -138,23 +137,12 @@ function percentile(sorted: number[], p: number): number {
 }
 
 /**
- * Delivery latency of newHeads to `size` gateway subscribers (in a child process), from the moment this process gets
- * the node's own announcement. Both sides read the same wall clock (epoch ms, sub-millisecond).
+ * Delivery latency of newHeads to `size` gateway subscribers (in a child process), from the moment that process gets
+ * the node's own announcement over a direct subscription (epoch ms, sub-millisecond).
  */
 async function fanOut(
   size: number,
 ): Promise<{ p50: number; p99: number; delivered: number; expected: number }> {
-  const now = () => performance.timeOrigin + performance.now();
-  const announced = new Map<string, number>();
-  const direct = new WebSocket(light.wsUrl);
-  await new Promise((resolve) => direct.once("open", resolve));
-  direct.send(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_subscribe", params: ["newHeads"] }));
-  direct.on("message", (data) => {
-    const at = now();
-    const hash = (JSON.parse(String(data)) as { params?: { result?: { hash?: string } } }).params?.result
-      ?.hash;
-    if (hash) announced.set(hash, at);
-  });
   const child = spawn(
     process.execPath,
     [
@@ -163,6 +151,7 @@ async function fanOut(
       join(import.meta.dirname, "gatewayFanOutClients.ts"),
       `${gateway.url.replace("http", "ws")}/ws`,
       String(size),
+      light.wsUrl,
     ],
     // tsx is resolved from the package root, wherever the benchmark is started from.
     { stdio: ["pipe", "pipe", "inherit"], cwd: join(import.meta.dirname, "..") },
@@ -185,12 +174,14 @@ async function fanOut(
     await exited;
   } finally {
     child.kill();
-    direct.terminate();
   }
-  const arrivals = JSON.parse(output.slice(output.indexOf("ready\n") + 6)) as Record<string, number[]>;
+  const { announced, arrivals } = JSON.parse(output.slice(output.indexOf("ready\n") + 6)) as {
+    announced: Record<string, number>;
+    arrivals: Record<string, number[]>;
+  };
   const latencies: number[] = [];
   for (const [hash, times] of Object.entries(arrivals)) {
-    const at = announced.get(hash);
+    const at = announced[hash];
     if (at !== undefined) for (const t of times) latencies.push(t - at);
   }
   const sorted = latencies.sort((a, b) => a - b);

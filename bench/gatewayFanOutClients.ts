@@ -1,19 +1,31 @@
 /**
  * The subscriber side of bench/gateway.ts's fan-out run, in its own process so that parsing 5,000 notifications does
- * not compete with the gateway for the same event loop: opens N WebSockets to the gateway, subscribes each to
- * newHeads, prints "ready", records when each notification arrives (epoch ms), and on stdin "done" prints
- * {hash: [arrival, ...]} as JSON and exits.
+ * not compete with the gateway for the same event loop: subscribes to newHeads directly on the node (the reference
+ * time of each block) and through N WebSockets to the gateway, prints "ready", records when each notification
+ * arrives (epoch ms), and on stdin "done" prints {announced: {hash: at}, arrivals: {hash: [at, ...]}} as JSON and
+ * exits. The reference is taken here, not in the gateway's process, where it would wait for the gateway's own work.
  *
- *   node --import tsx bench/gatewayFanOutClients.ts <wsUrl> <count>
+ *   node --import tsx bench/gatewayFanOutClients.ts <gatewayWsUrl> <count> <nodeWsUrl>
  */
 import WebSocket from "ws";
 
-const [wsUrl, countArg] = process.argv.slice(2);
+const [wsUrl, countArg, nodeWsUrl] = process.argv.slice(2);
 const count = Number(countArg);
 const HASH_KEY = Buffer.from('"hash":"');
 const arrivals: Record<string, number[]> = {};
+const announced: Record<string, number> = {};
 const clients: WebSocket[] = [];
 const now = () => performance.timeOrigin + performance.now();
+
+const direct = new WebSocket(nodeWsUrl!);
+clients.push(direct);
+await new Promise((resolve, reject) => direct.once("open", resolve).once("error", reject));
+direct.send(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_subscribe", params: ["newHeads"] }));
+direct.on("message", (data: Buffer) => {
+  const at = now();
+  const hash = (JSON.parse(String(data)) as { params?: { result?: { hash?: string } } }).params?.result?.hash;
+  if (hash) announced[hash] = at;
+});
 
 for (let i = 0; i < count; i += 250) {
   await Promise.all(
@@ -40,5 +52,5 @@ process.stdout.write("ready\n");
 process.stdin.on("data", (data) => {
   if (!String(data).includes("done")) return;
   for (const ws of clients) ws.terminate();
-  process.stdout.write(`${JSON.stringify(arrivals)}\n`, () => process.exit(0));
+  process.stdout.write(`${JSON.stringify({ announced, arrivals })}\n`, () => process.exit(0));
 });
