@@ -179,6 +179,16 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
           : { "retry-after": String(Math.ceil(answer.retryAfterMs / 1000)) },
       );
   };
+  const tooLarge = (res: ServerResponse) =>
+    replyError(
+      res,
+      413,
+      RPC_ERROR.INVALID_REQUEST,
+      `request body larger than ${settings.maxBodyBytes} bytes`,
+      {
+        connection: "close",
+      },
+    );
   const failed = (res: ServerResponse, error: unknown) => {
     // Never an unhandled rejection (which would end the process) nor a stack trace to the client.
     logger.error({ err: error }, "gateway: unexpected failure answering a request");
@@ -232,16 +242,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         return;
       }
       const declared = Number(req.headers["content-length"] ?? 0);
-      const tooLarge = () =>
-        replyError(
-          res,
-          413,
-          RPC_ERROR.INVALID_REQUEST,
-          `request body larger than ${settings.maxBodyBytes} bytes`,
-          { connection: "close" },
-        );
       if (declared > settings.maxBodyBytes) {
-        tooLarge();
+        tooLarge(res);
         req.destroy();
         return;
       }
@@ -251,7 +253,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       req.on("data", (chunk: Buffer) => {
         size += chunk.length;
         if (size > settings.maxBodyBytes) {
-          tooLarge();
+          tooLarge(res);
           req.destroy();
           return;
         }

@@ -145,22 +145,22 @@ export class CallHandler {
   /** The answer when the gateway gives it without a node, or the call prepared for one. */
   private answer(request: JsonRpcRequest): Answered | Prepared {
     const id = request.id ?? null;
-    const fail = (outcome: GatewayOutcome, code: number, message: string, data?: unknown) => ({
-      response: errorResponse(id, code, message, data),
-      outcome,
-    });
     const served = this.options.upstreams.servedHead();
     // The most frequent call of all, answered before anything else.
     if (request.method === "eth_blockNumber" && served !== undefined)
       return { response: { jsonrpc: "2.0", id, result: toQuantity(served) }, outcome: "ok" };
     const policy = checkMethod(request.method);
-    if (!policy.allowed) return fail("refused", RPC_ERROR.METHOD_NOT_FOUND, policy.message);
+    if (!policy.allowed)
+      return { response: errorResponse(id, RPC_ERROR.METHOD_NOT_FOUND, policy.message), outcome: "refused" };
     if (SUBSCRIPTION_METHODS.has(request.method))
-      return fail(
-        "refused",
-        RPC_ERROR.METHOD_NOT_FOUND,
-        `${request.method} is served over WebSocket only (/ws)`,
-      );
+      return {
+        response: errorResponse(
+          id,
+          RPC_ERROR.METHOD_NOT_FOUND,
+          `${request.method} is served over WebSocket only (/ws)`,
+        ),
+        outcome: "refused",
+      };
     return this.prepare(request, served);
   }
 

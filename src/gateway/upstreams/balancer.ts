@@ -22,9 +22,8 @@ export function rankCandidates(
   const pool = (routed.length > 0 ? routed : nodes.filter((n) => n.reachable)).filter(
     (n) => !exclude.has(n.name),
   );
-  const hasBlock = (n: Candidate) => minBlock === undefined || (n.head !== undefined && n.head >= minBlock);
   return [...pool].sort((a, b) => {
-    const blockOrder = Number(hasBlock(b)) - Number(hasBlock(a));
+    const blockOrder = Number(hasBlock(b, minBlock)) - Number(hasBlock(a, minBlock));
     if (blockOrder !== 0) return blockOrder;
     if (routed.length === 0 && a.head !== b.head) return (b.head ?? -1) - (a.head ?? -1);
     return a.outstanding - b.outstanding;
@@ -42,15 +41,20 @@ export function pickCandidate(
 ): Candidate | undefined {
   const best = ranked[0];
   if (!best) return undefined;
-  const hasBlock = (n: Candidate) => minBlock === undefined || (n.head !== undefined && n.head >= minBlock);
+  if (ranked.length === 1) return best;
+  const bestHas = hasBlock(best, minBlock);
   const equal = ranked.filter(
-    (n) => hasBlock(n) === hasBlock(best) && n.outstanding === best.outstanding && n.head === best.head,
+    (n) => hasBlock(n, minBlock) === bestHas && n.outstanding === best.outstanding && n.head === best.head,
   );
   const ties =
     equal.length > 1
       ? equal
-      : ranked.filter((n) => hasBlock(n) === hasBlock(best) && n.outstanding === best.outstanding);
+      : ranked.filter((n) => hasBlock(n, minBlock) === bestHas && n.outstanding === best.outstanding);
   return ties[turn % ties.length];
+}
+
+function hasBlock(n: Candidate, minBlock: number | undefined): boolean {
+  return minBlock === undefined || (n.head !== undefined && n.head >= minBlock);
 }
 
 /** Panic mode: no routed node is reachable, so the gateway serves from whatever answers. */
