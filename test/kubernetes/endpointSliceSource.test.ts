@@ -18,7 +18,7 @@ function slice(name: string, endpoints: [pod: string, ip: string, ready: boolean
     metadata: { name, namespace: "eth", resourceVersion },
     addressType: "IPv4",
     ports: [
-      { name: "rpc", port: 8545, protocol: "TCP" },
+      { name: "http", port: 8545, protocol: "TCP" },
       { name: "ws", port: 8546, protocol: "TCP" },
     ],
     endpoints: endpoints.map(([pod, ip, ready]) => ({
@@ -46,6 +46,13 @@ describe("upstreamsFromSlices", () => {
         wsUrl: "ws://10.0.0.10:8546",
         routed: true,
       },
+    ]);
+  });
+
+  it("sends WebSocket to the HTTP port when the Service names no ws port", () => {
+    const s = { ...slice("a", [["light-0", "10.0.0.10", true]]), ports: [{ name: "rpc", port: 8600 }] };
+    expect(upstreamsFromSlices(binding, [s] as never)).toMatchObject([
+      { httpUrl: "http://10.0.0.10:8600", wsUrl: "ws://10.0.0.10:8600" },
     ]);
   });
 

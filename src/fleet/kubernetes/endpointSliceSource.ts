@@ -1,16 +1,17 @@
-import { DiscoveryV1Api, Watch } from "@kubernetes/client-node";
+import { DiscoveryV1Api } from "@kubernetes/client-node";
 import type { KubeConfig, V1EndpointSlice } from "@kubernetes/client-node";
 import type { Upstream, UpstreamSource } from "../../gateway/upstreams/upstreamSource.js";
 import type { Logger } from "../../log/logger.js";
-import { backoffDelay } from "../../rpc/backoff.js";
+import { ListWatch } from "./listWatch.js";
 
 /** One pool's Service whose EndpointSlices the gateway follows. */
 export interface ServiceBinding {
   network: string;
   namespace: string;
   service: string;
-  /** Port names in the slices for JSON-RPC over HTTP and over WebSocket. */
-  rpcPortName?: string;
+  /** Port names in the slices for JSON-RPC over HTTP (default `http`, else the first port) and over WebSocket
+   * (default `ws`; without one, WebSocket goes to the HTTP port, as nodes serving both on one port expect). */
+  httpPortName?: string;
   wsPortName?: string;
 }
 
@@ -19,8 +20,8 @@ export function upstreamsFromSlices(binding: ServiceBinding, slices: V1EndpointS
   const upstreams: Upstream[] = [];
   for (const slice of slices) {
     const ports = slice.ports ?? [];
-    const rpc = ports.find((p) => p.name === (binding.rpcPortName ?? "rpc")) ?? ports[0];
-    const ws = ports.find((p) => p.name === (binding.wsPortName ?? "ws"));
+    const rpc = ports.find((p) => p.name === (binding.httpPortName ?? "http")) ?? ports[0];
+    const ws = ports.find((p) => p.name === (binding.wsPortName ?? "ws")) ?? rpc;
     if (!rpc?.port) continue;
     for (const endpoint of slice.endpoints) {
       if (endpoint.conditions?.ready !== true) continue;
@@ -30,7 +31,7 @@ export function upstreamsFromSlices(binding: ServiceBinding, slices: V1EndpointS
           name: endpoint.targetRef?.name ?? address,
           network: binding.network,
           httpUrl: `http://${host}:${rpc.port}`,
-          ...(ws?.port ? { wsUrl: `ws://${host}:${ws.port}` } : {}),
+          wsUrl: `ws://${host}:${ws.port ?? rpc.port}`,
           routed: true,
         });
       }
@@ -52,24 +53,45 @@ export interface EndpointSliceSourceOptions {
  * relists, a failed watch is re-made with backoff, a watch silent too long is restarted.
  */
 export class EndpointSliceSource implements UpstreamSource {
-  private readonly watchers: SliceWatcher[];
+  private readonly watchers: Array<{ binding: ServiceBinding; slices: ListWatch<V1EndpointSlice> }>;
   private readonly listeners = new Set<(network: string) => void>();
 
   constructor(options: EndpointSliceSourceOptions) {
     const api = options.kubeConfig.makeApiClient(DiscoveryV1Api);
-    this.watchers = options.services.map(
-      (binding) =>
-        new SliceWatcher(options, api, binding, () => {
+    this.watchers = options.services.map((binding) => {
+      const labelSelector = `kubernetes.io/service-name=${binding.service}`;
+      const slices = new ListWatch<V1EndpointSlice>({
+        kubeConfig: options.kubeConfig,
+        path: `/apis/discovery.k8s.io/v1/namespaces/${binding.namespace}/endpointslices`,
+        list: () => api.listNamespacedEndpointSlice({ namespace: binding.namespace, labelSelector }),
+        labelSelector,
+        what: "EndpointSlice",
+        logger: options.logger.child({ network: binding.network }),
+        onChange: () => {
           for (const listener of this.listeners) listener(binding.network);
-        }),
-    );
-    for (const watcher of this.watchers) watcher.start();
+        },
+        ...(options.silenceMs !== undefined ? { silenceMs: options.silenceMs } : {}),
+      });
+      return { binding, slices };
+    });
+    for (const { slices } of this.watchers) slices.start();
   }
 
   upstreams(network: string): Upstream[] {
     return this.watchers
       .filter((w) => w.binding.network === network)
-      .flatMap((w) => upstreamsFromSlices(w.binding, w.list()));
+      .flatMap((w) => upstreamsFromSlices(w.binding, w.slices.list()));
+  }
+
+  /** When every Service's slices were last known good; undefined until each has listed once. */
+  oldestSync(): number | undefined {
+    let oldest: number | undefined;
+    for (const { slices } of this.watchers) {
+      const synced = slices.lastSync();
+      if (synced === undefined) return undefined;
+      oldest = oldest === undefined ? synced : Math.min(oldest, synced);
+    }
+    return oldest;
   }
 
   onChange(listener: (network: string) => void): () => void {
@@ -78,114 +100,7 @@ export class EndpointSliceSource implements UpstreamSource {
   }
 
   close(): Promise<void> {
-    for (const watcher of this.watchers) watcher.stop();
+    for (const { slices } of this.watchers) slices.stop();
     return Promise.resolve();
-  }
-}
-
-class SliceWatcher {
-  private readonly slices = new Map<string, V1EndpointSlice>();
-  private resourceVersion: string | undefined;
-  private abort: AbortController | undefined;
-  private attempt = 0;
-  private stopped = false;
-  private lastEventAt = 0;
-  private retryTimer: NodeJS.Timeout | undefined;
-  private watchdog: NodeJS.Timeout | undefined;
-  private readonly selector: string;
-
-  constructor(
-    private readonly options: EndpointSliceSourceOptions,
-    private readonly api: DiscoveryV1Api,
-    readonly binding: ServiceBinding,
-    private readonly changed: () => void,
-  ) {
-    this.selector = `kubernetes.io/service-name=${binding.service}`;
-  }
-
-  list(): V1EndpointSlice[] {
-    return [...this.slices.values()];
-  }
-
-  start(): void {
-    void this.relist();
-    const silenceMs = this.options.silenceMs ?? 5 * 60_000;
-    this.watchdog = setInterval(
-      () => {
-        if (this.abort && Date.now() - this.lastEventAt > silenceMs) {
-          this.options.logger.warn(
-            { selector: this.selector },
-            "EndpointSlice watch silent too long: restarting it",
-          );
-          this.abort.abort();
-        }
-      },
-      Math.min(silenceMs, 30_000),
-    );
-  }
-
-  stop(): void {
-    this.stopped = true;
-    clearTimeout(this.retryTimer);
-    clearInterval(this.watchdog);
-    this.abort?.abort();
-  }
-
-  private async relist(): Promise<void> {
-    if (this.stopped) return;
-    try {
-      const list = await this.api.listNamespacedEndpointSlice({
-        namespace: this.binding.namespace,
-        labelSelector: this.selector,
-      });
-      this.slices.clear();
-      for (const slice of list.items) if (slice.metadata?.name) this.slices.set(slice.metadata.name, slice);
-      this.resourceVersion = list.metadata?.resourceVersion;
-      this.attempt = 0;
-      this.changed();
-      await this.watch();
-    } catch (error) {
-      this.retry("list failed", error, () => void this.relist());
-    }
-  }
-
-  private async watch(): Promise<void> {
-    if (this.stopped) return;
-    this.lastEventAt = Date.now();
-    let gone = false;
-    this.abort = await new Watch(this.options.kubeConfig).watch(
-      `/apis/discovery.k8s.io/v1/namespaces/${this.binding.namespace}/endpointslices`,
-      { labelSelector: this.selector, resourceVersion: this.resourceVersion, allowWatchBookmarks: true },
-      (phase: string, object: V1EndpointSlice & { code?: number }) => {
-        this.lastEventAt = Date.now();
-        if (phase === "ERROR") {
-          gone = object.code === 410;
-          return;
-        }
-        if (object.metadata?.resourceVersion) this.resourceVersion = object.metadata.resourceVersion;
-        const name = object.metadata?.name;
-        if (phase === "BOOKMARK" || !name) return;
-        if (phase === "DELETED") this.slices.delete(name);
-        else this.slices.set(name, object);
-        this.changed();
-      },
-      (error: unknown) => {
-        this.abort = undefined;
-        if (this.stopped) return;
-        if (gone || (error as { statusCode?: number } | null)?.statusCode === 410) void this.relist();
-        else if (error) this.retry("watch failed", error, () => void this.watch());
-        else void this.watch();
-      },
-    );
-  }
-
-  private retry(what: string, error: unknown, again: () => void): void {
-    if (this.stopped) return;
-    const delay = backoffDelay(this.attempt++, 500, 30_000);
-    this.options.logger.warn(
-      { err: String(error), selector: this.selector, retryInMs: delay },
-      `EndpointSlice ${what}`,
-    );
-    this.retryTimer = setTimeout(again, delay);
   }
 }

@@ -6,14 +6,14 @@ import {
   PatchStrategy,
   setHeaderOptions,
 } from "@kubernetes/client-node";
-import type { KubeConfig } from "@kubernetes/client-node";
+import type { KubeConfig, V1Pod } from "@kubernetes/client-node";
 import { RESTART_REASONS } from "../../health/types.js";
 import type { RestartReason, RestartRecord } from "../../health/types.js";
 import { GROUP, NODE_PLURAL, VERSION } from "./crds.js";
 import type { LightNode } from "./crds.js";
 import type { Logger } from "../../log/logger.js";
 import type { Fleet, FleetMember, RestartResult } from "../fleet.js";
-import { PodWatcher } from "./podWatcher.js";
+import { ListWatch } from "./listWatch.js";
 import { memberOf, readinessPatch } from "./podRules.js";
 import type { PoolBinding } from "./podRules.js";
 
@@ -22,7 +22,7 @@ export interface KubernetesFleetOptions {
   pools: PoolBinding[];
   logger: Logger;
   clock?: () => number;
-  /** Watches silent this long are restarted (see PodWatcher). */
+  /** Watches silent this long are restarted (see ListWatch). */
   watchSilenceMs?: number;
 }
 
@@ -34,7 +34,7 @@ export interface KubernetesFleetOptions {
 export class KubernetesFleet implements Fleet {
   private readonly core: CoreV1Api;
   private readonly apps: AppsV1Api;
-  private readonly watchers = new Map<string, { pool: PoolBinding; watcher: PodWatcher }>();
+  private readonly watchers = new Map<string, { pool: PoolBinding; watcher: ListWatch<V1Pod> }>();
   private readonly listeners = new Set<(network: string) => void>();
   private readonly restarts = new Map<string, RestartRecord[]>();
   private readonly clock: () => number;
@@ -44,11 +44,13 @@ export class KubernetesFleet implements Fleet {
     this.apps = options.kubeConfig.makeApiClient(AppsV1Api);
     this.clock = options.clock ?? Date.now;
     for (const pool of options.pools) {
-      const watcher = new PodWatcher({
+      const watcher = new ListWatch<V1Pod>({
         kubeConfig: options.kubeConfig,
-        core: this.core,
-        namespace: pool.namespace,
+        path: `/api/v1/namespaces/${pool.namespace}/pods`,
+        list: () =>
+          this.core.listNamespacedPod({ namespace: pool.namespace, labelSelector: pool.labelSelector }),
         labelSelector: pool.labelSelector,
+        what: "pod",
         logger: options.logger.child({ network: pool.network }),
         onChange: () => this.changed(pool.network),
         ...(options.watchSilenceMs !== undefined ? { silenceMs: options.watchSilenceMs } : {}),

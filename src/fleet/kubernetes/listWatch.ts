@@ -1,13 +1,22 @@
 import { Watch } from "@kubernetes/client-node";
-import type { CoreV1Api, KubeConfig, V1Pod } from "@kubernetes/client-node";
+import type { KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "../../log/logger.js";
 import { backoffDelay } from "../../rpc/backoff.js";
 
-export interface PodWatcherOptions {
+/** What every object kept by a ListWatch has: a name and a resource version. */
+export interface Named {
+  metadata?: { name?: string; resourceVersion?: string };
+}
+
+export interface ListWatchOptions<T extends Named> {
   kubeConfig: KubeConfig;
-  core: CoreV1Api;
-  namespace: string;
-  labelSelector: string;
+  /** The collection's path, e.g. `/api/v1/namespaces/NS/pods`; watched with `?watch=true`. */
+  path: string;
+  /** Lists the collection (through the typed client, so the call is the same one RBAC and tests know). */
+  list: () => Promise<{ items: T[]; metadata?: { resourceVersion?: string } }>;
+  labelSelector?: string;
+  /** Names the collection in logs ("pod", "EndpointSlice", "LightNodePool"). */
+  what: string;
   logger: Logger;
   onChange: () => void;
   /** A watch that has been silent this long (no event, no bookmark) is dropped and re-made. */
@@ -16,11 +25,12 @@ export interface PodWatcherOptions {
 }
 
 /**
- * The pods of one selector, kept by list + watch. It never stops by itself: a 410 Gone relists, a dropped or failing
- * watch is re-made with backoff, and a watch silent for too long (a dead connection that never closes) is restarted.
+ * One collection kept in memory by list + watch, the informer client-node 1.x lacks in a form that never gives up:
+ * a 410 Gone relists, a dropped or failing watch is re-made with backoff, and a watch silent for too long (a dead
+ * connection that never closes, which 1.4 does not notice) is restarted by a watchdog.
  */
-export class PodWatcher {
-  private readonly pods = new Map<string, V1Pod>();
+export class ListWatch<T extends Named> {
+  private readonly objects = new Map<string, T>();
   private resourceVersion: string | undefined;
   private abort: AbortController | undefined;
   private attempt = 0;
@@ -32,26 +42,26 @@ export class PodWatcher {
   private readonly clock: () => number;
   private readonly silenceMs: number;
 
-  constructor(private readonly options: PodWatcherOptions) {
+  constructor(private readonly options: ListWatchOptions<T>) {
     this.clock = options.clock ?? Date.now;
     this.silenceMs = options.silenceMs ?? 5 * 60_000;
   }
 
-  list(): V1Pod[] {
-    return [...this.pods.values()];
+  list(): T[] {
+    return [...this.objects.values()];
   }
 
-  get(name: string): V1Pod | undefined {
-    return this.pods.get(name);
+  get(name: string): T | undefined {
+    return this.objects.get(name);
   }
 
-  /** Takes a pod the API returned from a write, so the cache does not wait for the watch to see our own change. */
-  update(pod: V1Pod): void {
-    const name = pod.metadata?.name;
-    if (name && this.pods.has(name)) this.pods.set(name, pod);
+  /** Takes an object the API returned from a write, so the cache does not wait for the watch to see our change. */
+  update(object: T): void {
+    const name = object.metadata?.name;
+    if (name && this.objects.has(name)) this.objects.set(name, object);
   }
 
-  /** When the cache was last known good (a list, or a watch event), undefined before the first list. */
+  /** When the cache was last known good (a list, or a watch event); undefined before the first list. */
   lastSync(): number | undefined {
     return this.syncedAt;
   }
@@ -63,8 +73,8 @@ export class PodWatcher {
       () => {
         if (this.abort && this.clock() - this.lastEventAt > this.silenceMs) {
           this.options.logger.warn(
-            { selector: this.options.labelSelector },
-            "pod watch silent for too long: restarting it",
+            this.context(),
+            `${this.options.what} watch silent for too long: restarting it`,
           );
           this.abort.abort();
         }
@@ -80,15 +90,21 @@ export class PodWatcher {
     this.abort?.abort();
   }
 
+  private context(): Record<string, string> {
+    return {
+      path: this.options.path,
+      ...(this.options.labelSelector ? { selector: this.options.labelSelector } : {}),
+    };
+  }
+
   private async relist(): Promise<void> {
     if (this.stopped) return;
     try {
-      const list = await this.options.core.listNamespacedPod({
-        namespace: this.options.namespace,
-        labelSelector: this.options.labelSelector,
-      });
-      this.pods.clear();
-      for (const pod of list.items) if (pod.metadata?.name) this.pods.set(pod.metadata.name, pod);
+      const list = await this.options.list();
+      if (this.stopped) return;
+      this.objects.clear();
+      for (const object of list.items)
+        if (object.metadata?.name) this.objects.set(object.metadata.name, object);
       this.resourceVersion = list.metadata?.resourceVersion;
       this.syncedAt = this.clock();
       this.attempt = 0;
@@ -103,15 +119,14 @@ export class PodWatcher {
     if (this.stopped) return;
     this.lastEventAt = this.clock();
     let gone = false;
-    const path = `/api/v1/namespaces/${this.options.namespace}/pods`;
     this.abort = await new Watch(this.options.kubeConfig).watch(
-      path,
+      this.options.path,
       {
-        labelSelector: this.options.labelSelector,
+        ...(this.options.labelSelector ? { labelSelector: this.options.labelSelector } : {}),
         resourceVersion: this.resourceVersion,
         allowWatchBookmarks: true,
       },
-      (phase: string, object: V1Pod & { code?: number }) => {
+      (phase: string, object: T & { code?: number }) => {
         this.lastEventAt = this.clock();
         if (phase === "ERROR") {
           gone = object.code === 410;
@@ -121,8 +136,8 @@ export class PodWatcher {
         if (phase === "BOOKMARK") return;
         const name = object.metadata?.name;
         if (!name) return;
-        if (phase === "DELETED") this.pods.delete(name);
-        else this.pods.set(name, object);
+        if (phase === "DELETED") this.objects.delete(name);
+        else this.objects.set(name, object);
         this.syncedAt = this.clock();
         this.options.onChange();
       },
@@ -131,22 +146,24 @@ export class PodWatcher {
         if (this.stopped) return;
         if (gone || (error as { statusCode?: number } | null)?.statusCode === 410) {
           this.options.logger.info(
-            { selector: this.options.labelSelector },
-            "pod watch expired (410 Gone): relisting",
+            this.context(),
+            `${this.options.what} watch expired (410 Gone): relisting`,
           );
           void this.relist();
         } else if (error) this.retry("watch failed", error, () => void this.watch());
         else void this.watch(); // the server closed a healthy watch: resume from the last resource version
       },
     );
+    // stop() may have come while the watch was being made: it found no abort handle to call.
+    if (this.stopped) this.abort?.abort();
   }
 
   private retry(what: string, error: unknown, again: () => void): void {
     if (this.stopped) return;
     const delay = backoffDelay(this.attempt++, 500, 30_000);
     this.options.logger.warn(
-      { err: String(error), selector: this.options.labelSelector, retryInMs: delay },
-      `pod ${what}`,
+      { err: String(error), ...this.context(), retryInMs: delay },
+      `${this.options.what} ${what}`,
     );
     this.retryTimer = setTimeout(again, delay);
   }
