@@ -1,4 +1,4 @@
-import { dnsLabel } from "../config/sections/network.js";
+import { dnsLabel } from "../config/dnsLabel.js";
 import type { Logger } from "../log/logger.js";
 import { silentLogger } from "../log/logger.js";
 import type { AnvilNode } from "./anvil.js";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { LightNodePool } from "../../src/fleet/kubernetes/crds.js";
-import { poolNetwork, selectorString } from "../../src/fleet/kubernetes/poolNetworks.js";
+import { poolNetwork, resolvePools, selectorString } from "../../src/fleet/kubernetes/poolNetworks.js";
 
 const pool = (spec: Partial<LightNodePool["spec"]> = {}): LightNodePool => ({
   apiVersion: "lightfleet.io/v1alpha1",
@@ -66,6 +66,31 @@ describe("LightNodePool to controller network", () => {
     );
     expect(() => poolNetwork(pool({ health: { probeInterval: "soon" } }))).toThrow(
       /spec\.health\.probeInterval/,
+    );
+  });
+});
+
+describe("resolvePools", () => {
+  const named = (name: string, created: string, spec: Partial<LightNodePool["spec"]> = {}) => {
+    const p = pool(spec);
+    return { ...p, metadata: { ...p.metadata, name, creationTimestamp: created } };
+  };
+
+  it("runs every valid pool, rejects an invalid one with its field, and keeps a network with its oldest pool", () => {
+    const { pools, rejected } = resolvePools([
+      named("newer", "2026-02-01T00:00:00Z"),
+      named("older", "2026-01-01T00:00:00Z"),
+      named("broken", "2026-01-15T00:00:00Z", { network: "sepolia", reservedPeers: [{ http: "ftp://x" }] }),
+      named("holesky", "2026-03-01T00:00:00Z", { network: "holesky", chainId: 17000 }),
+    ]);
+    expect(pools.map((p) => `${p.ref.name}:${p.ref.network}`)).toEqual(["older:mainnet", "holesky:holesky"]);
+    expect(rejected.map((r) => [r.pool.metadata.name, r.reason])).toEqual([
+      ["broken", "InvalidSpec"],
+      ["newer", "DuplicateNetwork"],
+    ]);
+    expect(rejected[0]!.message).toMatch(/LightNodePool eth\/broken: spec\.reservedPeers\.0\.http/);
+    expect(rejected[1]!.message).toBe(
+      "LightNodePool eth/newer: network mainnet is already run by LightNodePool eth/older",
     );
   });
 });

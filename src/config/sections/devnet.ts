@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { duration } from "../duration.js";
-import { dnsLabel } from "./network.js";
+import { dnsLabel } from "../dnsLabel.js";
 
 const devnetNetworkSchema = z.strictObject({
   /** Also the prefix of its node names: <name>-full-<i>, <name>-light-<i>. */

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { duration } from "../duration.js";
+import { dnsLabel } from "../dnsLabel.js";
 import { httpUrl, wsUrl } from "../urls.js";
 
 /** Gateway settings shared by every network (`gateway:` at the top level). */
@@ -58,5 +59,21 @@ export const networkGatewaySchema = z.strictObject({
   upstreams: z
     .array(z.strictObject({ name: z.string().min(1), http: httpUrl, ws: wsUrl.optional() }))
     .default([]),
+  /**
+   * In a cluster (`lightfleet gateway`): the pool's Service, whose EndpointSlices list its in-sync pods. The gateway
+   * follows them with a watch and balances over the pods itself (per-node head tracking and WebSocket failover),
+   * instead of over one Service address. Needs list/watch on endpointslices.
+   */
+  service: z
+    .strictObject({
+      name: dnsLabel,
+      /** Defaults to the gateway's own namespace (POD_NAMESPACE), else `default`. */
+      namespace: dnsLabel.optional(),
+      /** Service port name for JSON-RPC over HTTP (else the first port). */
+      httpPort: z.string().min(1).default("http"),
+      /** Service port name for WebSocket (else the HTTP port). */
+      wsPort: z.string().min(1).default("ws"),
+    })
+    .optional(),
 });
 export type NetworkGatewayConfig = z.infer<typeof networkGatewaySchema>;

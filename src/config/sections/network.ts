@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { dnsLabel } from "../dnsLabel.js";
 import { duration } from "../duration.js";
 import { NETWORK_PRESETS, PRESET_NAMES } from "../presets.js";
 import { httpUrl, wsUrl } from "../urls.js";
@@ -6,11 +7,6 @@ import { networkGatewaySchema } from "./gateway.js";
 import { healthSchema } from "./health.js";
 import { processFleetSchema } from "./processFleet.js";
 import { scalingSchema } from "./scaling.js";
-
-/** A DNS label: network names become parts of Kubernetes names, hosts and metric labels. */
-export const dnsLabel = z
-  .string()
-  .regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, "must be a DNS label: lower-case letters, digits and '-'");
 
 export const peerSchema = z.strictObject({
   name: dnsLabel,
@@ -60,6 +56,13 @@ export const networkSchema = z
         code: "custom",
         path: ["scaling", "minReplicas"],
         message: "must not exceed maxReplicas",
+      });
+    }
+    if (network.gateway.service && network.gateway.upstreams.length > 0) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["gateway", "service"],
+        message: "set gateway.upstreams or gateway.service, not both",
       });
     }
     const names = new Set<string>();

@@ -87,6 +87,10 @@ export interface LightNodePoolSpec {
     maxReplicas: number;
     targetRequestsPerNode: number;
     scaleDownStabilization: string;
+    tolerance: number;
+    scaleUpStep: number;
+    rateWindow: string;
+    source: { type: "gateway" } | { type: "prometheus"; url: string; query?: string; timeout?: string };
     cronFloors: { name?: string; start: string; end: string; timezone?: string; minReplicas: number }[];
   }>;
 }

@@ -31,7 +31,7 @@ export function upstreamsFromSlices(binding: ServiceBinding, slices: V1EndpointS
           name: endpoint.targetRef?.name ?? address,
           network: binding.network,
           httpUrl: `http://${host}:${rpc.port}`,
-          wsUrl: `ws://${host}:${ws.port ?? rpc.port}`,
+          wsUrl: `ws://${host}:${ws?.port ?? rpc.port}`,
           routed: true,
         });
       }

@@ -39,29 +39,74 @@ export class KubernetesFleet implements Fleet {
   private readonly restarts = new Map<string, RestartRecord[]>();
   private readonly clock: () => number;
 
+  private started = false;
+  private updating: Promise<void> = Promise.resolve();
+
   constructor(private readonly options: KubernetesFleetOptions) {
     this.core = options.kubeConfig.makeApiClient(CoreV1Api);
     this.apps = options.kubeConfig.makeApiClient(AppsV1Api);
     this.clock = options.clock ?? Date.now;
-    for (const pool of options.pools) {
-      const watcher = new ListWatch<V1Pod>({
-        kubeConfig: options.kubeConfig,
-        path: `/api/v1/namespaces/${pool.namespace}/pods`,
-        list: () =>
-          this.core.listNamespacedPod({ namespace: pool.namespace, labelSelector: pool.labelSelector }),
-        labelSelector: pool.labelSelector,
-        what: "pod",
-        logger: options.logger.child({ network: pool.network }),
-        onChange: () => this.changed(pool.network),
-        ...(options.watchSilenceMs !== undefined ? { silenceMs: options.watchSilenceMs } : {}),
-        clock: this.clock,
-      });
-      this.watchers.set(pool.network, { pool, watcher });
-    }
+    for (const pool of options.pools)
+      this.watchers.set(pool.network, { pool, watcher: this.watcherFor(pool) });
   }
 
   start(): void {
+    this.started = true;
     for (const { watcher } of this.watchers.values()) watcher.start();
+  }
+
+  /**
+   * Replaces the set of pools (LightNodePools come, go and change while the controller runs). A new pool's restart
+   * history is read back before its pods are listed, so it has no members (and nothing is restarted) until its
+   * budgets are known; a pool whose namespace or selector changed is watched anew; other edits apply in place.
+   */
+  setPools(pools: readonly PoolBinding[]): Promise<void> {
+    // One update at a time, in call order: a pool still reading its history must not be added twice.
+    this.updating = this.updating.then(() => this.applyPools(pools));
+    return this.updating;
+  }
+
+  private async applyPools(pools: readonly PoolBinding[]): Promise<void> {
+    const wanted = new Map(pools.map((p) => [p.network, p]));
+    for (const [network, entry] of this.watchers) {
+      const next = wanted.get(network);
+      if (
+        next &&
+        next.namespace === entry.pool.namespace &&
+        next.labelSelector === entry.pool.labelSelector
+      ) {
+        entry.pool = next;
+        wanted.delete(network);
+        continue;
+      }
+      entry.watcher.stop();
+      this.watchers.delete(network);
+      this.changed(network);
+    }
+    await Promise.all(
+      [...wanted.values()].map(async (pool) => {
+        await this.loadHistoryOf(pool);
+        const watcher = this.watcherFor(pool);
+        this.watchers.set(pool.network, { pool, watcher });
+        if (this.started) watcher.start();
+        this.changed(pool.network);
+      }),
+    );
+  }
+
+  private watcherFor(pool: PoolBinding): ListWatch<V1Pod> {
+    return new ListWatch<V1Pod>({
+      kubeConfig: this.options.kubeConfig,
+      path: `/api/v1/namespaces/${pool.namespace}/pods`,
+      list: () =>
+        this.core.listNamespacedPod({ namespace: pool.namespace, labelSelector: pool.labelSelector }),
+      labelSelector: pool.labelSelector,
+      what: "pod",
+      logger: this.options.logger.child({ network: pool.network }),
+      onChange: () => this.changed(pool.network),
+      ...(this.options.watchSilenceMs !== undefined ? { silenceMs: this.options.watchSilenceMs } : {}),
+      clock: this.clock,
+    });
   }
 
   /**
@@ -70,34 +115,35 @@ export class KubernetesFleet implements Fleet {
    * empty then, which only makes the controller more willing to restart.
    */
   async loadRestartHistory(): Promise<void> {
+    await Promise.all([...this.watchers.values()].map(({ pool }) => this.loadHistoryOf(pool)));
+  }
+
+  private async loadHistoryOf(pool: PoolBinding): Promise<void> {
     const api = this.options.kubeConfig.makeApiClient(CustomObjectsApi);
-    for (const { pool } of this.watchers.values()) {
-      try {
-        const list = (await api.listNamespacedCustomObject({
-          group: GROUP,
-          version: VERSION,
-          namespace: pool.namespace,
-          plural: NODE_PLURAL,
-          labelSelector: `lightfleet.io/network=${pool.network}`,
-        })) as { items: LightNode[] };
-        for (const node of list.items) {
-          const history = (node.status?.restartHistory ?? [])
-            .map((r) => ({ at: Date.parse(r.time), reason: r.reason }))
-            .filter(
-              (r) => Number.isFinite(r.at) && (RESTART_REASONS as readonly string[]).includes(r.reason),
-            );
-          if (history.length > 0) this.restarts.set(node.metadata.name, history);
-        }
-      } catch (error) {
-        this.options.logger.warn(
-          { err: String(error), network: pool.network },
-          "could not read restart history back",
-        );
+    try {
+      const list = (await api.listNamespacedCustomObject({
+        group: GROUP,
+        version: VERSION,
+        namespace: pool.namespace,
+        plural: NODE_PLURAL,
+        labelSelector: `lightfleet.io/network=${pool.network}`,
+      })) as { items: LightNode[] };
+      for (const node of list.items) {
+        const history = (node.status?.restartHistory ?? [])
+          .map((r) => ({ at: Date.parse(r.time), reason: r.reason }))
+          .filter((r) => Number.isFinite(r.at) && (RESTART_REASONS as readonly string[]).includes(r.reason));
+        if (history.length > 0) this.restarts.set(node.metadata.name, history);
       }
+    } catch (error) {
+      this.options.logger.warn(
+        { err: String(error), network: pool.network },
+        "could not read restart history back",
+      );
     }
   }
 
   stop(): void {
+    this.started = false;
     for (const { watcher } of this.watchers.values()) watcher.stop();
   }
 

@@ -119,7 +119,8 @@ export class ListWatch<T extends Named> {
     if (this.stopped) return;
     this.lastEventAt = this.clock();
     let gone = false;
-    this.abort = await new Watch(this.options.kubeConfig).watch(
+    let ended = false;
+    const abort = await new Watch(this.options.kubeConfig).watch(
       this.options.path,
       {
         ...(this.options.labelSelector ? { labelSelector: this.options.labelSelector } : {}),
@@ -133,15 +134,17 @@ export class ListWatch<T extends Named> {
           return;
         }
         if (object.metadata?.resourceVersion) this.resourceVersion = object.metadata.resourceVersion;
+        // A bookmark also proves the cache current: a quiet collection must not look stale.
+        this.syncedAt = this.clock();
         if (phase === "BOOKMARK") return;
         const name = object.metadata?.name;
         if (!name) return;
         if (phase === "DELETED") this.objects.delete(name);
         else this.objects.set(name, object);
-        this.syncedAt = this.clock();
         this.options.onChange();
       },
       (error: unknown) => {
+        ended = true;
         this.abort = undefined;
         if (this.stopped) return;
         if (gone || (error as { statusCode?: number } | null)?.statusCode === 410) {
@@ -154,8 +157,13 @@ export class ListWatch<T extends Named> {
         else void this.watch(); // the server closed a healthy watch: resume from the last resource version
       },
     );
-    // stop() may have come while the watch was being made: it found no abort handle to call.
-    if (this.stopped) this.abort?.abort();
+    // A watch refused at once has already ended (and its retry is scheduled): keep no handle to it.
+    if (ended) return;
+    this.abort = abort;
+    // stop() may have come while the watch was being made: it found no handle to abort.
+    if (this.stopped) abort.abort();
+    // The server took the watch from our resource version: nothing was missed up to now.
+    else this.syncedAt = this.clock();
   }
 
   private retry(what: string, error: unknown, again: () => void): void {

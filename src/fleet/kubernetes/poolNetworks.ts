@@ -42,6 +42,8 @@ export function poolNetwork(pool: LightNodePool): PoolNetwork {
       ...(peer.ws ? { ws: peer.ws } : {}),
     })),
     health,
+    // A pool that says nothing of scaling is not resized: its rate and desired size are still reported.
+    scaling: spec.scaling ? { ...spec.scaling } : { enabled: false },
   });
   if (!parsed.success)
     throw new Error(
@@ -64,4 +66,49 @@ export function poolNetwork(pool: LightNodePool): PoolNetwork {
       generation: pool.metadata.generation ?? 0,
     },
   };
+}
+
+/** A LightNodePool the controller cannot run, and why (logged, and recorded as a Warning Event on the pool). */
+export interface RejectedPool {
+  pool: LightNodePool;
+  reason: "InvalidSpec" | "DuplicateNetwork";
+  message: string;
+}
+
+/**
+ * The pools the controller runs, from every LightNodePool it sees: invalid specs are rejected with the field, and
+ * when two pools claim one network the older keeps it (creation time, then namespace/name), so a new pool cannot
+ * take over a running network by accident.
+ */
+export function resolvePools(objects: readonly LightNodePool[]): {
+  pools: PoolNetwork[];
+  rejected: RejectedPool[];
+} {
+  const key = (p: LightNodePool) => `${p.metadata.namespace ?? ""}/${p.metadata.name}`;
+  const age = (p: LightNodePool) => Date.parse(p.metadata.creationTimestamp ?? "") || 0;
+  const ordered = [...objects].sort((a, b) => age(a) - age(b) || key(a).localeCompare(key(b)));
+  const pools: PoolNetwork[] = [];
+  const rejected: RejectedPool[] = [];
+  const owner = new Map<string, string>();
+  for (const pool of ordered) {
+    let resolved: PoolNetwork;
+    try {
+      resolved = poolNetwork(pool);
+    } catch (error) {
+      rejected.push({ pool, reason: "InvalidSpec", message: (error as Error).message });
+      continue;
+    }
+    const taken = owner.get(resolved.ref.network);
+    if (taken !== undefined) {
+      rejected.push({
+        pool,
+        reason: "DuplicateNetwork",
+        message: `LightNodePool ${key(pool)}: network ${resolved.ref.network} is already run by LightNodePool ${taken}`,
+      });
+      continue;
+    }
+    owner.set(resolved.ref.network, key(pool));
+    pools.push(resolved);
+  }
+  return { pools, rejected };
 }

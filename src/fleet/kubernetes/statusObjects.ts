@@ -1,3 +1,4 @@
+import type { PoolScalingStatus } from "../../scaling/poolScalingStatus.js";
 import type { EngineOutput, NodeState, NodeStatus, RestartRecord } from "../../health/types.js";
 import { NODE_STATES } from "../../health/types.js";
 import type { Condition, LightNodePoolStatus, LightNodeStatus, PoolConditionType } from "./crds.js";
@@ -75,6 +76,8 @@ export function poolHealthStatus(input: {
   podsWithoutGate: readonly string[];
   previousConditions: readonly Condition[];
   now: number;
+  /** The autoscaler's last round of this pool, when it has one. */
+  scaling?: PoolScalingStatus;
 }): LightNodePoolStatus {
   const { output, generation, now, previousConditions: prev } = input;
   const byState: Partial<Record<NodeState, number>> = {};
@@ -166,9 +169,22 @@ export function poolHealthStatus(input: {
           now,
         ),
   );
+  // One list: a merge patch replaces status.conditions whole, so the scaling condition must travel with the rest.
+  const { scaling } = input;
+  if (scaling) {
+    const c = scaling.condition;
+    conditions.push(condition(c.type, c.status, c.reason, c.message, prev, generation, now));
+  }
   return {
     observedGeneration: generation,
     conditions,
+    ...(scaling
+      ? {
+          desiredReplicas: scaling.desiredReplicas,
+          ...(scaling.requestRate !== undefined ? { requestRate: scaling.requestRate } : {}),
+          scalingReason: scaling.scalingReason.slice(0, 1024),
+        }
+      : {}),
     ...(output.reference
       ? {
           referenceHead: {

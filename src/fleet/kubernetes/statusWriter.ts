@@ -2,6 +2,7 @@ import { ApiException, CustomObjectsApi, PatchStrategy, setHeaderOptions } from 
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { EngineOutput, NodeState } from "../../health/types.js";
 import type { Logger } from "../../log/logger.js";
+import type { PoolScalingStatus } from "../../scaling/poolScalingStatus.js";
 import type { Fleet } from "../fleet.js";
 import { API_VERSION, GROUP, NODE_PLURAL, POOL_PLURAL, VERSION } from "./crds.js";
 import type { Condition } from "./crds.js";
@@ -42,6 +43,8 @@ export class StatusWriter {
       minIntervalMs?: number;
       /** Events on transitions and restarts, and when the pool enters a systemic failure. */
       events?: EventRecorder;
+      /** The autoscaler's last decision for a pool: desiredReplicas, the rate, the reason, ScalingActive. */
+      scaling?: (network: string) => PoolScalingStatus | undefined;
     },
   ) {
     this.api = kubeConfig.makeApiClient(CustomObjectsApi);
@@ -100,6 +103,7 @@ export class StatusWriter {
       podsWithoutGate: this.options.fleet.podsWithoutGate(network),
       previousConditions: this.poolConditions.get(network) ?? [],
       now,
+      ...(this.options.scaling?.(network) ? { scaling: this.options.scaling(network)! } : {}),
     });
     try {
       await this.patchStatus(pool.namespace, POOL_PLURAL, pool.name, status);

@@ -1,0 +1,230 @@
+import { CoordinationV1Api, CustomObjectsApi } from "@kubernetes/client-node";
+import type { KubeConfig } from "@kubernetes/client-node";
+import type { HealthCheck } from "../../admin/adminServer.js";
+import type { Config } from "../../config/schema.js";
+import { Controller } from "../../controller/controller.js";
+import type { Logger } from "../../log/logger.js";
+import { createControllerMetrics } from "../../metrics/controllerMetrics.js";
+import { createLeaderMetrics } from "../../metrics/leaderMetrics.js";
+import { createProbeMetrics } from "../../metrics/probeMetrics.js";
+import type { Registry } from "prom-client";
+import { API_VERSION, GROUP, POOL_PLURAL, VERSION } from "./crds.js";
+import type { LightNodePool } from "./crds.js";
+import { EventRecorder } from "./eventRecorder.js";
+import { KubernetesFleet } from "./kubernetesFleet.js";
+import { LeaderElector } from "./leaderElector.js";
+import { ListWatch } from "./listWatch.js";
+import { resolvePools, type PoolNetwork } from "./poolNetworks.js";
+import { clusterScaling, type ClusterScaling } from "./clusterScaling.js";
+import { StatusWriter, type PoolRef } from "./statusWriter.js";
+
+/** A pod or pool cache older than this fails /healthz, so the kubelet restarts a controller whose watches are stuck. */
+const STALE_CACHE_MS = 10 * 60_000;
+
+export interface ClusterControllerOptions {
+  config: Config;
+  kubeConfig: KubeConfig;
+  registry: Registry;
+  logger: Logger;
+  /** This replica's name in the Lease and in Events (the pod name). */
+  identity: string;
+  /** Namespace of the Lease. */
+  leaseNamespace: string;
+  clock?: () => number;
+  /** Lease timings (tests shorten them). */
+  lease?: { leaseDurationMs?: number; renewDeadlineMs?: number; retryPeriodMs?: number };
+  /** A watch silent this long is restarted. */
+  watchSilenceMs?: number;
+}
+
+export interface ClusterController {
+  controller: Controller;
+  fleet: KubernetesFleet;
+  elector: LeaderElector;
+  scaling: ClusterScaling;
+  /** The pools run now (valid, one per network). */
+  pools(): PoolNetwork[];
+  /** Resolves once the LightNodePools have been listed and applied. */
+  ready: Promise<void>;
+  liveness: HealthCheck;
+  readiness: HealthCheck;
+  stop(): Promise<void>;
+}
+
+/**
+ * The controller in a cluster: follows the LightNodePools (added, edited and deleted while it runs), runs the health
+ * controller and the autoscaler over their pods, writes LightNode and pool statuses and Events, and acts only while it
+ * holds the Lease.
+ */
+export function startClusterController(options: ClusterControllerOptions): ClusterController {
+  const { config, kubeConfig, registry, logger, identity } = options;
+  const clock = options.clock ?? Date.now;
+  const namespace = config.controller.namespace;
+  const custom = kubeConfig.makeApiClient(CustomObjectsApi);
+
+  const fleet = new KubernetesFleet({
+    kubeConfig,
+    pools: [],
+    logger,
+    clock,
+    ...(options.watchSilenceMs !== undefined ? { watchSilenceMs: options.watchSilenceMs } : {}),
+  });
+  const elector = new LeaderElector({
+    api: kubeConfig.makeApiClient(CoordinationV1Api),
+    namespace: options.leaseNamespace,
+    name: "lightfleet-controller",
+    identity,
+    logger,
+    metrics: createLeaderMetrics(registry),
+    clock,
+    // A replica that stops leading drops its scaling numbers, so only the leader's are exported.
+    onChange: (leading) => {
+      if (!leading) scaling.forget();
+    },
+    ...options.lease,
+  });
+  let running: PoolNetwork[] = [];
+  let refs = new Map<string, PoolRef>();
+  const events = new EventRecorder(kubeConfig, { identity, logger, clock });
+  const scaling = clusterScaling({ config, kubeConfig, fleet, registry, logger, clock, events });
+  const writer = new StatusWriter(kubeConfig, {
+    pools: () => refs,
+    fleet,
+    logger,
+    events,
+    clock,
+    scaling: (network) => scaling.status(network),
+  });
+  const controller = new Controller({
+    networks: [],
+    fleet,
+    logger,
+    clock,
+    metrics: createControllerMetrics(registry),
+    probeMetrics: createProbeMetrics(registry),
+    isLeader: () => elector.isLeader(),
+    onRound: async (network, output) => {
+      const pool = refs.get(network);
+      if (pool) await scaling.round(pool, output);
+      await writer.onRound(network, output);
+    },
+  });
+
+  // Pools: every change of any LightNodePool re-resolves the whole set (a handful of objects), coalesced so a
+  // relist of many pools applies once.
+  let rejectedBefore = "";
+  let applying: Promise<void> = Promise.resolve();
+  let dirty = false;
+  const apply = async (): Promise<void> => {
+    dirty = false;
+    const { pools, rejected } = resolvePools(poolCache.list());
+    const summary = rejected.map((r) => r.message).join("\n");
+    if (summary !== rejectedBefore) {
+      rejectedBefore = summary;
+      for (const r of rejected) {
+        logger.error({ pool: `${r.pool.metadata.namespace}/${r.pool.metadata.name}` }, r.message);
+        void events.record({
+          target: {
+            kind: "LightNodePool",
+            apiVersion: API_VERSION,
+            namespace: r.pool.metadata.namespace ?? "default",
+            name: r.pool.metadata.name,
+            ...(r.pool.metadata.uid ? { uid: r.pool.metadata.uid } : {}),
+          },
+          type: "Warning",
+          reason: r.reason,
+          action: "Validate",
+          note: r.message.slice(0, 1024),
+        });
+      }
+    }
+    const before = running.map((p) => `${p.ref.namespace}/${p.ref.name}`).join(",");
+    running = pools;
+    refs = new Map(pools.map((p) => [p.ref.network, p.ref]));
+    await fleet.setPools(pools.map((p) => p.binding));
+    scaling.setPools(pools);
+    await controller.setNetworks(pools.map((p) => p.network));
+    const after = pools.map((p) => `${p.ref.namespace}/${p.ref.name}`).join(",");
+    if (after !== before)
+      logger.info({ pools: pools.map((p) => `${p.ref.namespace}/${p.ref.name}`) }, "pools");
+  };
+  const schedule = () => {
+    if (dirty) return;
+    dirty = true;
+    applying = applying.then(apply).catch((error: unknown) => {
+      logger.error({ err: String(error) }, "could not apply the LightNodePools");
+    });
+  };
+  let listed!: () => void;
+  const ready = new Promise<void>((resolve) => (listed = resolve));
+  const poolCache = new ListWatch<LightNodePool>({
+    kubeConfig,
+    path: namespace
+      ? `/apis/${GROUP}/${VERSION}/namespaces/${namespace}/${POOL_PLURAL}`
+      : `/apis/${GROUP}/${VERSION}/${POOL_PLURAL}`,
+    list: async () =>
+      (await (namespace
+        ? custom.listNamespacedCustomObject({
+            group: GROUP,
+            version: VERSION,
+            namespace,
+            plural: POOL_PLURAL,
+          })
+        : custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: POOL_PLURAL }))) as {
+        items: LightNodePool[];
+        metadata?: { resourceVersion?: string };
+      },
+    what: "LightNodePool",
+    logger,
+    onChange: () => {
+      schedule();
+      void applying.then(listed);
+    },
+    clock,
+    ...(options.watchSilenceMs !== undefined ? { silenceMs: options.watchSilenceMs } : {}),
+  });
+
+  elector.start();
+  fleet.start();
+  controller.start();
+  poolCache.start();
+  const stopScaling = scaling.start(() => void controller.runRound());
+
+  const staleness = (what: string, synced: number | undefined) => {
+    if (synced === undefined) return undefined;
+    const age = clock() - synced;
+    return age < STALE_CACHE_MS ? undefined : `${what} cache not refreshed for ${Math.round(age / 1000)} s`;
+  };
+  return {
+    controller,
+    fleet,
+    elector,
+    scaling,
+    pools: () => running,
+    ready,
+    liveness: {
+      name: "caches",
+      check: () => {
+        const problem =
+          staleness("LightNodePool", poolCache.lastSync()) ?? staleness("pod", fleet.oldestSync());
+        return problem ? { ok: false, message: problem } : { ok: true };
+      },
+    },
+    readiness: {
+      name: "pools",
+      check: () =>
+        poolCache.lastSync() === undefined
+          ? { ok: false, message: "LightNodePools not listed yet" }
+          : controller.readinessCheck().check(),
+    },
+    async stop() {
+      poolCache.stop();
+      stopScaling();
+      await applying;
+      await controller.stop();
+      await elector.stop();
+      fleet.stop();
+      await scaling.stop();
+    },
+  };
+}

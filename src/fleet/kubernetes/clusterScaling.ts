@@ -1,0 +1,138 @@
+import type { KubeConfig } from "@kubernetes/client-node";
+import type { Registry } from "prom-client";
+import type { Config } from "../../config/schema.js";
+import type { EngineOutput } from "../../health/types.js";
+import type { Logger } from "../../log/logger.js";
+import { createScalingMetrics } from "../../metrics/scalingMetrics.js";
+import { createRateSources } from "../../scaling/createRateSources.js";
+import { listAutoscalers, type Autoscalers } from "../../scaling/listAutoscalers.js";
+import { poolScalingStatus, scalingEvent, type PoolScalingStatus } from "../../scaling/poolScalingStatus.js";
+import { Scaler } from "../../scaling/scaler.js";
+import { findScalingConflicts } from "../../scaling/scalingConflicts.js";
+import { API_VERSION } from "./crds.js";
+import { EndpointSliceSource } from "./endpointSliceSource.js";
+import type { EventRecorder } from "./eventRecorder.js";
+import type { KubernetesFleet } from "./kubernetesFleet.js";
+import type { PoolNetwork } from "./poolNetworks.js";
+import type { PoolRef } from "./statusWriter.js";
+
+/** HPAs and ScaledObjects are listed at most this often per namespace (not on every 2 s round). */
+const AUTOSCALER_LIST_TTL_MS = 30_000;
+
+export interface ClusterScaling {
+  setPools(pools: readonly PoolNetwork[]): void;
+  /** One scaling round of a pool after its health round (leader only: the controller calls it only then). */
+  round(pool: PoolRef, output: EngineOutput): Promise<void>;
+  /** The pool-status fields of the last round, for the StatusWriter. */
+  status(network: string): PoolScalingStatus | undefined;
+  /** Drops numbers and memory when this replica stops leading, so only the leader exports them. */
+  forget(): void;
+  /** Schedules the cron floors; returns the function that stops them. */
+  start(onFloorChange: () => void): () => void;
+  stop(): Promise<void>;
+}
+
+/**
+ * The autoscaler in a cluster: sizes each LightNodePool's workload through its scale subresource, reads the rate from
+ * the gateway pods (their Service's EndpointSlices) or Prometheus, leaves a workload alone while an HPA or a KEDA
+ * ScaledObject targets it, and reports each decision in the pool status and as Events.
+ */
+export function clusterScaling(deps: {
+  config: Config;
+  kubeConfig: KubeConfig;
+  fleet: KubernetesFleet;
+  registry: Registry;
+  logger: Logger;
+  clock: () => number;
+  events: EventRecorder;
+}): ClusterScaling {
+  const { config, kubeConfig, fleet, logger, clock, events } = deps;
+  const gatewayService = config.controller.gatewayService;
+  const gateways = gatewayService
+    ? new EndpointSliceSource({
+        kubeConfig,
+        services: [
+          {
+            network: "gateway",
+            namespace: gatewayService.namespace ?? process.env.POD_NAMESPACE ?? "default",
+            service: gatewayService.name,
+            httpPortName: gatewayService.port,
+          },
+        ],
+        logger: logger.child({ component: "gateway-discovery" }),
+      })
+    : undefined;
+  let pools = new Map<string, PoolNetwork>();
+  const autoscalers = new Map<string, { at: number; list: Promise<Autoscalers> }>();
+  const listed = (namespace: string): Promise<Autoscalers> => {
+    const cached = autoscalers.get(namespace);
+    if (cached && clock() - cached.at < AUTOSCALER_LIST_TTL_MS) return cached.list;
+    const list = listAutoscalers(kubeConfig, namespace);
+    autoscalers.set(namespace, { at: clock(), list });
+    // A failed list is not kept: the next round asks again.
+    list.catch(() => autoscalers.delete(namespace));
+    return list;
+  };
+  const scaler = new Scaler({
+    networks: [],
+    fleet,
+    source: createRateSources({
+      clock,
+      ...(gateways
+        ? { discoverGateways: () => gateways.upstreams("gateway").map((u) => `${u.httpUrl}/metrics`) }
+        : {}),
+    }),
+    conflicts: async (network) => {
+      const pool = pools.get(network);
+      if (!pool) return [];
+      return findScalingConflicts(pool.binding.workload, await listed(pool.ref.namespace));
+    },
+    clock,
+    logger: logger.child({ component: "autoscaler" }),
+    metrics: createScalingMetrics(deps.registry),
+  });
+  const inFlight = new Set<Promise<unknown>>();
+  return {
+    setPools(next) {
+      pools = new Map(next.map((p) => [p.ref.network, p]));
+      scaler.setNetworks(next.map((p) => ({ name: p.ref.network, scaling: p.network.scaling })));
+    },
+    async round(pool, output) {
+      const previous = scaler.status(pool.network);
+      const round = scaler.round(pool.network, output);
+      inFlight.add(round);
+      try {
+        const current = await round;
+        if (!current) return;
+        const event = scalingEvent(previous, current);
+        if (event)
+          await events.record({
+            target: {
+              kind: "LightNodePool",
+              apiVersion: API_VERSION,
+              namespace: pool.namespace,
+              name: pool.name,
+            },
+            type: event.type,
+            reason: event.reason,
+            action: "Scale",
+            note: event.note.slice(0, 1024),
+          });
+      } catch (error) {
+        logger.error({ network: pool.network, err: String(error) }, "autoscaler round failed");
+      } finally {
+        inFlight.delete(round);
+      }
+    },
+    status(network) {
+      const status = scaler.status(network);
+      return status ? poolScalingStatus(status) : undefined;
+    },
+    forget: () => scaler.forget(),
+    start: (onFloorChange) => scaler.scheduleCronFloors(onFloorChange),
+    async stop() {
+      await Promise.allSettled(inFlight);
+      await gateways?.close();
+    },
+  };
+}
