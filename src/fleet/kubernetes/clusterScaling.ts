@@ -54,7 +54,8 @@ export function clusterScaling(deps: {
         services: [
           {
             network: "gateway",
-            namespace: gatewayService.namespace ?? process.env.POD_NAMESPACE ?? "default",
+            namespace:
+              gatewayService.namespace ?? process.env.POD_NAMESPACE ?? (config.controller.namespace || "default"),
             service: gatewayService.name,
             httpPortName: gatewayService.port,
           },

@@ -38,6 +38,9 @@ export class ListWatch<T extends Named> {
   private lastEventAt = 0;
   private syncedAt: number | undefined;
   private retryTimer: NodeJS.Timeout | undefined;
+  /** Each watch request's number: callbacks of a superseded request are ignored. */
+  private generation = 0;
+  private connecting = false;
   private watchdog: NodeJS.Timeout | undefined;
   private readonly clock: () => number;
   private readonly silenceMs: number;
@@ -71,12 +74,21 @@ export class ListWatch<T extends Named> {
     void this.relist();
     this.watchdog = setInterval(
       () => {
-        if (this.abort && this.clock() - this.lastEventAt > this.silenceMs) {
+        if (this.stopped || this.clock() - this.lastEventAt <= this.silenceMs) return;
+        if (this.abort) {
           this.options.logger.warn(
             this.context(),
             `${this.options.what} watch silent for too long: restarting it`,
           );
           this.abort.abort();
+        } else if (this.connecting) {
+          // client-node 1.4 puts no timeout on the watch request: one the server never answers is abandoned (and
+          // aborted if it ever returns) for a new one.
+          this.options.logger.warn(
+            this.context(),
+            `${this.options.what} watch request unanswered: making another`,
+          );
+          void this.watch();
         }
       },
       Math.min(this.silenceMs, 30_000),
@@ -85,6 +97,7 @@ export class ListWatch<T extends Named> {
 
   stop(): void {
     this.stopped = true;
+    this.generation++;
     clearTimeout(this.retryTimer);
     clearInterval(this.watchdog);
     this.abort?.abort();
@@ -117,6 +130,9 @@ export class ListWatch<T extends Named> {
 
   private async watch(): Promise<void> {
     if (this.stopped) return;
+    const generation = ++this.generation;
+    this.connecting = true;
+    this.abort = undefined;
     this.lastEventAt = this.clock();
     let gone = false;
     let ended = false;
@@ -128,6 +144,7 @@ export class ListWatch<T extends Named> {
         allowWatchBookmarks: true,
       },
       (phase: string, object: T & { code?: number }) => {
+        if (generation !== this.generation) return;
         this.lastEventAt = this.clock();
         if (phase === "ERROR") {
           gone = object.code === 410;
@@ -144,7 +161,9 @@ export class ListWatch<T extends Named> {
         this.options.onChange();
       },
       (error: unknown) => {
+        if (generation !== this.generation) return;
         ended = true;
+        this.connecting = false;
         this.abort = undefined;
         if (this.stopped) return;
         if (gone || (error as { statusCode?: number } | null)?.statusCode === 410) {
@@ -157,13 +176,17 @@ export class ListWatch<T extends Named> {
         else void this.watch(); // the server closed a healthy watch: resume from the last resource version
       },
     );
+    // Superseded (stopped, or abandoned by the watchdog) while the request was under way.
+    if (generation !== this.generation) {
+      abort.abort();
+      return;
+    }
+    this.connecting = false;
     // A watch refused at once has already ended (and its retry is scheduled): keep no handle to it.
     if (ended) return;
     this.abort = abort;
-    // stop() may have come while the watch was being made: it found no handle to abort.
-    if (this.stopped) abort.abort();
     // The server took the watch from our resource version: nothing was missed up to now.
-    else this.syncedAt = this.clock();
+    this.syncedAt = this.clock();
   }
 
   private retry(what: string, error: unknown, again: () => void): void {

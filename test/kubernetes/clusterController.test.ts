@@ -1,0 +1,280 @@
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterEach, describe, expect, it } from "vitest";
+import { parseConfig } from "../../src/config/loadConfig.js";
+import type { AnvilNode } from "../../src/devnet/anvil.js";
+import { startAnvil } from "../../src/devnet/anvil.js";
+import type { Devnet } from "../../src/devnet/devnet.js";
+import { startClusterController } from "../../src/fleet/kubernetes/clusterController.js";
+import type { LightNodePool } from "../../src/fleet/kubernetes/crds.js";
+import { createLogger, silentLogger } from "../../src/log/logger.js";
+import { createRegistry } from "../../src/metrics/registry.js";
+import { freePort } from "../../src/process/freePort.js";
+import { startTestDevnet } from "../support/devnet.js";
+import { startFakeApiServer, type FakeApiServer, type KubeObject } from "../support/fakeApiServer.js";
+import { waitFor } from "../support/waitFor.js";
+
+const PODS = "api/v1/pods";
+const POOLS = "apis/lightfleet.io/v1alpha1/lightnodepools";
+const NODES = "apis/lightfleet.io/v1alpha1/lightnodes";
+const EVENTS = "apis/events.k8s.io/v1/events";
+const SLICES = "apis/discovery.k8s.io/v1/endpointslices";
+
+const cleanup: Array<() => unknown> = [];
+afterEach(async () => {
+  for (const fn of cleanup.splice(0).reverse()) await fn();
+});
+
+/** A devnet network with two full nodes and `lights` light anvils on 127.0.0.2, .3, ... (one port: pod IPs). */
+async function cluster(lights: number) {
+  const devnet = await startTestDevnet({ networks: [{ name: "devnet", chainId: 31_337, fullNodes: 2 }] });
+  cleanup.push(() => devnet.stop());
+  const port = await freePort();
+  const nodes: AnvilNode[] = [];
+  for (let i = 0; i < lights; i++) {
+    const node = await startAnvil({
+      name: `light-${i}`,
+      chainId: 31_337,
+      timestamp: devnet.genesisTimestamp,
+      noMining: true,
+      host: `127.0.0.${i + 2}`,
+      port,
+    });
+    cleanup.push(() => node.stop());
+    nodes.push(node);
+    await devnet.attach({
+      name: `light-${i}`,
+      network: "devnet",
+      httpUrl: node.httpUrl,
+      kill: () => node.process.kill("SIGKILL"),
+    });
+  }
+  const miner = setInterval(() => void devnet.mine("devnet").catch(() => {}), 300);
+  cleanup.push(() => clearInterval(miner));
+
+  const api = await startFakeApiServer();
+  cleanup.push(() => api.close());
+  for (let i = 0; i < lights; i++) api.put(PODS, podObject(i));
+  return { devnet, api, port };
+}
+
+function podObject(i: number): KubeObject {
+  return {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name: `light-${i}`, namespace: "eth", labels: { app: "light" } },
+    spec: {
+      containers: [{ name: "node", image: "anvil" }],
+      readinessGates: [{ conditionType: "lightfleet.io/in-sync" }],
+    },
+    status: {
+      podIP: `127.0.0.${i + 2}`,
+      startTime: new Date(Date.now() - 60_000).toISOString(),
+      conditions: [],
+    },
+  };
+}
+
+function poolObject(
+  devnet: Devnet,
+  port: number,
+  overrides: { name?: string; generation?: number; spec?: Partial<LightNodePool["spec"]> } = {},
+): KubeObject {
+  const full = devnet.nodes("devnet").filter((n) => n.role === "full");
+  const pool: LightNodePool = {
+    apiVersion: "lightfleet.io/v1alpha1",
+    kind: "LightNodePool",
+    metadata: { name: overrides.name ?? "devnet", namespace: "eth", generation: overrides.generation ?? 1 },
+    spec: {
+      network: "devnet",
+      chainId: 31_337,
+      workloadRef: { kind: "StatefulSet", name: "light" },
+      selector: { matchLabels: { app: "light" } },
+      rpcPort: port,
+      reservedPeers: full.map((n) => ({ name: n.name, http: n.httpUrl, ws: n.wsUrl })),
+      health: {
+        probeInterval: "200ms",
+        maxLagBlocks: 3,
+        unhealthyAfter: 2,
+        healthyAfter: 2,
+        stallAfter: "1m",
+        restartAfter: "1m",
+        startupGrace: "1s",
+        peerQuorum: 2,
+      },
+      ...overrides.spec,
+    },
+  };
+  return pool as unknown as KubeObject;
+}
+
+function start(api: FakeApiServer, config: Record<string, unknown> = {}) {
+  const running = startClusterController({
+    config: parseConfig({ controller: { namespace: "eth", ...config } }, "test", {}),
+    kubeConfig: api.kubeConfig(),
+    registry: createRegistry({ defaultMetrics: false }),
+    logger: process.env.DEBUG_K8S ? createLogger({ format: "json", level: "debug" }) : silentLogger(),
+    identity: "controller-0",
+    leaseNamespace: "eth",
+    lease: { leaseDurationMs: 3_000, renewDeadlineMs: 2_000, retryPeriodMs: 200 },
+  });
+  cleanup.push(() => running.stop());
+  return running;
+}
+
+const inSync = (api: FakeApiServer, pod: string) =>
+  (
+    api.get(PODS, "eth", pod)?.status as { conditions?: Array<{ type: string; status: string }> } | undefined
+  )?.conditions?.find((c) => c.type === "lightfleet.io/in-sync")?.status;
+const poolStatus = (api: FakeApiServer, name = "devnet") =>
+  (api.get(POOLS, "eth", name)?.status ?? {}) as {
+    observedGeneration?: number;
+    desiredReplicas?: number;
+    requestRate?: number;
+    conditions?: Array<{ type: string; status: string; reason: string }>;
+  };
+
+describe("the controller in a cluster (API simulated on loopback, real nodes)", () => {
+  it("takes up a LightNodePool created while it runs, keeps routing when the pool is edited while a node is bad, rejects invalid and duplicate pools, and lets deleted pools go", async () => {
+    const { devnet, api, port } = await cluster(2);
+    const running = start(api);
+    await running.ready;
+    expect(running.pools()).toEqual([]);
+    expect(running.readiness.check()).toEqual({ ok: true });
+
+    api.put(POOLS, poolObject(devnet, port));
+    await waitFor(() => inSync(api, "light-0") === "True" && inSync(api, "light-1") === "True", {
+      timeoutMs: 20_000,
+      what: "both pods routed",
+    });
+    await waitFor(() => api.get(NODES, "eth", "light-1")?.status, { what: "light-1's LightNode" });
+    expect(poolStatus(api).observedGeneration).toBe(1);
+
+    await devnet.fault("light-1", { kind: "lag", blocks: 6 });
+    await waitFor(() => inSync(api, "light-1") === "False", { timeoutMs: 20_000, what: "light-1 unrouted" });
+    const routedPatches = () =>
+      api.calls.filter((c) => c.method === "PATCH" && c.path === "/api/v1/namespaces/eth/pods/light-0/status")
+        .length;
+    const before = routedPatches();
+
+    // The SRE edits the pool while light-1 is Lagging: the new generation is reported, routing is not reshuffled.
+    api.put(
+      POOLS,
+      poolObject(devnet, port, {
+        generation: 2,
+        spec: {
+          health: {
+            probeInterval: "250ms",
+            maxLagBlocks: 3,
+            unhealthyAfter: 2,
+            healthyAfter: 2,
+            stallAfter: "1m",
+            restartAfter: "1m",
+            startupGrace: "1s",
+            peerQuorum: 2,
+          },
+        },
+      }),
+    );
+    await waitFor(() => poolStatus(api).observedGeneration === 2, { what: "observedGeneration 2" });
+    expect(inSync(api, "light-1")).toBe("False");
+    expect(inSync(api, "light-0")).toBe("True");
+    expect(routedPatches()).toBe(before);
+
+    // A second pool for the same network, and a broken one: each gets a Warning Event saying why.
+    api.put(POOLS, poolObject(devnet, port, { name: "copy" }));
+    api.put(
+      POOLS,
+      poolObject(devnet, port, {
+        name: "broken",
+        spec: { network: "other", chainId: 5, reservedPeers: [{ http: "ftp://x" }] },
+      }),
+    );
+    const warned = (name: string, reason: string) =>
+      api
+        .list(EVENTS)
+        .some(
+          (e) =>
+            (e.regarding as { name?: string }).name === name && e.reason === reason && e.type === "Warning",
+        );
+    await waitFor(() => warned("copy", "DuplicateNetwork") && warned("broken", "InvalidSpec"), {
+      what: "Warning Events for the rejected pools",
+    });
+    expect(running.pools().map((p) => p.ref.name)).toEqual(["devnet"]);
+
+    // With its pool gone, the network passes to the other pool that claims it; when that goes too, so do the watches.
+    api.remove(POOLS, "eth", "devnet");
+    await waitFor(() => running.pools()[0]?.ref.name === "copy", {
+      what: "the copy taking the network over",
+    });
+    api.remove(POOLS, "eth", "copy");
+    await waitFor(() => running.pools().length === 0 && api.watching(PODS) === 0, {
+      what: "the pod watch closed",
+    });
+  });
+
+  it("scales a pool on the rate scraped from the gateway pods, and reports it in the pool status and an Event", async () => {
+    const { devnet, api, port } = await cluster(1);
+    // One gateway pod whose /metrics counts 20 requests per second on the devnet network.
+    const started = Date.now();
+    const metrics = createServer((_req, res) => {
+      const served = Math.round(((Date.now() - started) / 1000) * 20);
+      res.end(
+        `# TYPE lightfleet_gateway_requests_total counter\nlightfleet_gateway_requests_total{network="devnet",method="eth_call",outcome="ok"} ${served}\n`,
+      );
+    });
+    await new Promise<void>((resolve) => metrics.listen(0, "127.0.0.1", resolve));
+    cleanup.push(() => new Promise((resolve) => metrics.close(resolve)));
+    api.put(SLICES, {
+      apiVersion: "discovery.k8s.io/v1",
+      kind: "EndpointSlice",
+      metadata: {
+        name: "gw-abc",
+        namespace: "eth",
+        labels: { "kubernetes.io/service-name": "lightfleet-gateway" },
+      },
+      addressType: "IPv4",
+      ports: [
+        { name: "rpc", port: 8545 },
+        { name: "admin", port: (metrics.address() as AddressInfo).port },
+      ],
+      endpoints: [
+        { addresses: ["127.0.0.1"], conditions: { ready: true }, targetRef: { kind: "Pod", name: "gw-0" } },
+      ],
+    });
+    const running = start(api, { gatewayService: { name: "lightfleet-gateway" } });
+    api.put(
+      POOLS,
+      poolObject(devnet, port, {
+        spec: {
+          scaling: {
+            minReplicas: 1,
+            maxReplicas: 3,
+            targetRequestsPerNode: 5,
+            rateWindow: "1s",
+            source: { type: "gateway" },
+          },
+        },
+      }),
+    );
+    await waitFor(() => api.scale("statefulsets", "eth", "light") === 3, {
+      timeoutMs: 20_000,
+      what: "the workload scaled to maxReplicas",
+    });
+    await waitFor(() => poolStatus(api).desiredReplicas === 3, {
+      what: "desiredReplicas in the pool status",
+    });
+    const status = poolStatus(api);
+    expect(status.requestRate).toBeGreaterThan(10);
+    expect(status.conditions?.find((c) => c.type === "ScalingActive")).toMatchObject({
+      status: "True",
+      reason: "Scaling",
+    });
+    expect(api.list(EVENTS).some((e) => e.reason === "ScaledUp")).toBe(true);
+    const scaleCall = api.calls.find(
+      (c) => c.path === "/apis/apps/v1/namespaces/eth/statefulsets/light/scale",
+    )!;
+    expect(scaleCall).toMatchObject({ method: "PATCH", contentType: "application/merge-patch+json" });
+    expect(running.scaling.status("devnet")?.condition.reason).toBe("Scaling");
+  });
+});

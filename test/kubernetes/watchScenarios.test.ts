@@ -1,0 +1,116 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { KubernetesFleet } from "../../src/fleet/kubernetes/kubernetesFleet.js";
+import { createLogger, silentLogger } from "../../src/log/logger.js";
+import { startFakeApiServer, type FakeApiServer, type KubeObject } from "../support/fakeApiServer.js";
+import { waitFor } from "../support/waitFor.js";
+
+const PODS = "api/v1/pods";
+const cleanup: Array<() => unknown> = [];
+afterEach(async () => {
+  for (const fn of cleanup.splice(0).reverse()) await fn();
+});
+
+const pod = (name: string): KubeObject => ({
+  apiVersion: "v1",
+  kind: "Pod",
+  metadata: { name, namespace: "eth", labels: { app: "light" } },
+  spec: { containers: [{ name: "node" }], readinessGates: [{ conditionType: "lightfleet.io/in-sync" }] },
+  status: { podIP: "10.0.0.1", conditions: [] },
+});
+
+async function setup(watchSilenceMs?: number) {
+  const api = await startFakeApiServer();
+  cleanup.push(() => api.close());
+  api.put(PODS, pod("light-0"));
+  const fleet = new KubernetesFleet({
+    kubeConfig: api.kubeConfig(),
+    pools: [
+      {
+        network: "mainnet",
+        namespace: "eth",
+        labelSelector: "app=light",
+        rpcPort: 8545,
+        workload: { kind: "StatefulSet", name: "light" },
+      },
+    ],
+    logger: process.env.DEBUG_K8S ? createLogger({ format: "json", level: "debug" }) : silentLogger(),
+    ...(watchSilenceMs !== undefined ? { watchSilenceMs } : {}),
+  });
+  fleet.start();
+  cleanup.push(() => fleet.stop());
+  const names = () =>
+    fleet
+      .members("mainnet")
+      .map((m) => m.name)
+      .join(",");
+  await waitFor(() => names() === "light-0" && api.watching(PODS) === 1, {
+    what: "the first list and watch",
+  });
+  return { api, fleet, names };
+}
+
+const watches = (api: FakeApiServer) =>
+  api.calls.filter((c) => c.path.endsWith("/pods") && c.query.watch).length;
+
+describe("pod watch scenarios against a simulated API server", () => {
+  it("restarts a watch that went silent and catches up from its resource version, without a relist", async () => {
+    const { api, fleet, names } = await setup(300);
+    const lists = () => api.calls.filter((c) => c.path.endsWith("/pods") && !c.query.watch).length;
+    const listsBefore = lists();
+    const syncedBefore = fleet.oldestSync()!;
+    api.setSilent(true); // the connection stays open, nothing arrives
+    api.put(PODS, pod("light-1"));
+    await waitFor(() => names() === "light-0,light-1", { what: "the new pod seen after the watchdog" });
+    expect(watches(api)).toBeGreaterThanOrEqual(2);
+    expect(lists()).toBe(listsBefore);
+    expect(fleet.oldestSync()!).toBeGreaterThan(syncedBefore);
+  });
+
+  it("makes another watch when a watch request is never answered", async () => {
+    const { api, names } = await setup(300);
+    api.setUnanswered(true);
+    api.dropWatches(); // the re-made watch hangs before the server's first byte
+    await waitFor(() => api.unansweredWatches() >= 1, { what: "a hanging watch request" });
+    api.setUnanswered(false);
+    api.put(PODS, pod("light-1"));
+    await waitFor(() => names() === "light-0,light-1" && api.watching(PODS) === 1, {
+      what: "a new watch once the hanging one was given up",
+    });
+  });
+
+  it("re-makes a watch cut mid-stream and relists after 410 Gone", async () => {
+    const { api, names } = await setup();
+    api.dropWatches();
+    api.put(PODS, pod("light-1"));
+    await waitFor(() => names() === "light-0,light-1", { what: "the pod added after the cut" });
+
+    api.remove(PODS, "eth", "light-0");
+    await waitFor(() => names() === "light-1", { what: "the deletion" });
+    api.expireWatches();
+    api.put(PODS, pod("light-2"));
+    await waitFor(() => names() === "light-1,light-2" && api.watching(PODS) === 1, {
+      what: "the relist after 410",
+    });
+  });
+
+  it("a pod deleted while its restart is under way is gone: no eviction retried, no restart recorded", async () => {
+    const { api, fleet } = await setup();
+    api.setSilent(true); // the cache still has light-0 when the controller decides to restart it
+    api.remove(PODS, "eth", "light-0");
+    expect(fleet.members("mainnet").map((m) => m.name)).toEqual(["light-0"]);
+    expect(await fleet.restart("mainnet", "light-0", "stall")).toEqual({ outcome: "gone" });
+    expect(fleet.members("mainnet")[0]!.restarts).toEqual([]);
+    const evictions = api.calls.filter((c) => c.path.endsWith("/eviction"));
+    expect(evictions).toHaveLength(1);
+    expect(api.calls.filter((c) => c.method === "DELETE")).toEqual([]);
+  });
+
+  it("a refused eviction (PodDisruptionBudget) is deferred, never turned into a delete", async () => {
+    const { api, fleet } = await setup();
+    api.setRefuseEvictions(true);
+    const result = await fleet.restart("mainnet", "light-0", "stall");
+    expect(result.outcome).toBe("deferred");
+    expect(api.get(PODS, "eth", "light-0")).toBeDefined();
+    expect(api.calls.filter((c) => c.method === "DELETE")).toEqual([]);
+  });
+});
