@@ -3,9 +3,21 @@ import { loadConfig } from "../config/loadConfig.js";
 import { createLogger } from "../log/logger.js";
 import { createRegistry } from "../metrics/registry.js";
 import { startGateway } from "./gateway.js";
+import type { Config } from "../config/schema.js";
+import type { EndpointSliceSource } from "../fleet/kubernetes/endpointSliceSource.js";
+import type { Logger } from "../log/logger.js";
+import { CombinedUpstreamSource } from "./upstreams/combinedSource.js";
 import { StaticUpstreamSource } from "./upstreams/staticSource.js";
+import type { UpstreamSource } from "./upstreams/upstreamSource.js";
 
-/** `lightfleet gateway`: the gateway over the static upstreams of the config, until SIGINT or SIGTERM. */
+/** A Service's EndpointSlices this old (no list, event or accepted watch since) fail /healthz. */
+const STALE_CACHE_MS = 10 * 60_000;
+
+/**
+ * `lightfleet gateway`, until SIGINT or SIGTERM: the gateway over each network's upstreams, a fixed list
+ * (`gateway.upstreams`) or, in a cluster, the ready pods behind the pool's Service (`gateway.service`, followed through
+ * its EndpointSlices).
+ */
 export async function runGateway(flags: {
   config: string;
   port?: number;
@@ -14,7 +26,7 @@ export async function runGateway(flags: {
   const config = await loadConfig(flags.config);
   const logger = createLogger(config.log);
   const registry = createRegistry();
-  const source = new StaticUpstreamSource(
+  const fixed = new StaticUpstreamSource(
     config.networks.flatMap((network) =>
       network.gateway.upstreams.map((u) => ({
         name: u.name,
@@ -25,6 +37,8 @@ export async function runGateway(flags: {
       })),
     ),
   );
+  const slices = await endpointSlices(config, logger);
+  const source: UpstreamSource = slices ? new CombinedUpstreamSource([fixed, slices]) : fixed;
   const admin = await startAdminServer({
     host: config.admin.host,
     port: flags.adminPort ?? config.admin.port,
@@ -38,6 +52,17 @@ export async function runGateway(flags: {
     registry,
     ...(flags.port !== undefined ? { port: flags.port } : {}),
   });
+  if (slices)
+    admin.addLiveness({
+      name: "endpointslices",
+      check: () => {
+        const synced = slices.oldestSync();
+        const age = synced === undefined ? 0 : Date.now() - synced;
+        return age < STALE_CACHE_MS
+          ? { ok: true }
+          : { ok: false, message: `EndpointSlice cache not refreshed for ${Math.round(age / 1000)} s` };
+      },
+    });
   admin.addReadiness({
     name: "gateway",
     check: () => {
@@ -56,5 +81,33 @@ export async function runGateway(flags: {
   });
   logger.info("gateway stopping: draining requests, closing WebSockets");
   await gateway.stop();
+  await source.close?.();
   await admin.close();
+}
+
+/** The EndpointSlice source for the networks that name a Service, loaded only when one does. */
+async function endpointSlices(config: Config, logger: Logger): Promise<EndpointSliceSource | undefined> {
+  const services = config.networks.flatMap((network) => {
+    const service = network.gateway.service;
+    if (!service) return [];
+    return [
+      {
+        network: network.name,
+        namespace: service.namespace ?? process.env.POD_NAMESPACE ?? "default",
+        service: service.name,
+        httpPortName: service.httpPort,
+        wsPortName: service.wsPort,
+      },
+    ];
+  });
+  if (services.length === 0) return undefined;
+  const { KubeConfig } = await import("@kubernetes/client-node");
+  const { EndpointSliceSource } = await import("../fleet/kubernetes/endpointSliceSource.js");
+  const kubeConfig = new KubeConfig();
+  kubeConfig.loadFromDefault();
+  return new EndpointSliceSource({
+    kubeConfig,
+    services,
+    logger: logger.child({ component: "endpointslices" }),
+  });
 }

@@ -243,7 +243,8 @@ export class Scaler {
     };
     // A pool left unscaled on purpose only reports; a failing source or a conflict on a scaled pool warns.
     if (status.disabled) logger.debug(fields, "scaling decision");
-    else if (status.conflict !== undefined || (!rate.ok && rate.failed)) logger.warn(fields, "scaling decision");
+    else if (status.conflict !== undefined || (!rate.ok && rate.failed))
+      logger.warn(fields, "scaling decision");
     else logger.info(fields, "scaling decision");
   }
 }

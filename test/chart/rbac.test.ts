@@ -1,12 +1,16 @@
-import { CoordinationV1Api, CustomObjectsApi, KubeConfig } from "@kubernetes/client-node";
+import { CoordinationV1Api, KubeConfig } from "@kubernetes/client-node";
 import nock from "nock";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parseConfig } from "../../src/config/loadConfig.js";
+import { startClusterController } from "../../src/fleet/kubernetes/clusterController.js";
+import { EndpointSliceSource } from "../../src/fleet/kubernetes/endpointSliceSource.js";
 import { EventRecorder } from "../../src/fleet/kubernetes/eventRecorder.js";
 import { KubernetesFleet } from "../../src/fleet/kubernetes/kubernetesFleet.js";
 import { LeaderElector } from "../../src/fleet/kubernetes/leaderElector.js";
 import { StatusWriter } from "../../src/fleet/kubernetes/statusWriter.js";
 import type { EngineOutput } from "../../src/health/types.js";
 import { silentLogger } from "../../src/log/logger.js";
+import { createRegistry } from "../../src/metrics/registry.js";
 import { listAutoscalers } from "../../src/scaling/listAutoscalers.js";
 import { renderChart } from "../support/helm.js";
 import { waitFor } from "../support/waitFor.js";
@@ -34,7 +38,9 @@ function permission(method: string, url: URL): string {
 }
 
 describe("the chart's RBAC against the calls the code makes", () => {
-  const calls = new Set<string>();
+  const controllerCalls = new Set<string>();
+  const gatewayCalls = new Set<string>();
+  let calls = controllerCalls;
   let kubeConfig: KubeConfig;
 
   beforeAll(async () => {
@@ -69,7 +75,8 @@ describe("the chart's RBAC against the calls the code makes", () => {
                 },
               ]
             : [404, { kind: "Status", code: 404 }];
-        if (url.pathname.endsWith("/pods") && url.searchParams.get("watch") === "true") return [200, ""];
+        // Watches stay open until the test is done with them.
+        if (url.searchParams.get("watch") === "true") return new Promise(() => {});
         if (url.pathname.endsWith("/pods"))
           return [200, { metadata: { resourceVersion: "1" }, items: [pod] }];
         if (method === "GET") return [200, { metadata: {}, items: [] }];
@@ -88,12 +95,20 @@ describe("the chart's RBAC against the calls the code makes", () => {
 
     // Every code path that talks to the API: pools, pods (list, watch, readiness, eviction, scale of both kinds),
     // LightNodes and their status, pool status, Events, the Lease, and the autoscaler conflict check.
-    await kubeConfig.makeApiClient(CustomObjectsApi).listNamespacedCustomObject({
-      group: "lightfleet.io",
-      version: "v1alpha1",
-      namespace: "eth",
-      plural: "lightnodepools",
+    // The running controller: pools followed by list + watch, the gateway pods found for the autoscaler.
+    const running = startClusterController({
+      config: parseConfig({ controller: { namespace: "eth", gatewayService: { name: "gw" } } }, "test", {}),
+      kubeConfig,
+      registry: createRegistry({ defaultMetrics: false }),
+      logger: silentLogger(),
+      identity: "c-0",
+      leaseNamespace: "eth",
     });
+    await running.ready;
+    await waitFor(() =>
+      ["lightnodepools|watch", "endpointslices|watch"].every((c) => [...calls].some((k) => k.endsWith(c))),
+    );
+    await running.stop();
     for (const kind of ["StatefulSet", "Deployment"] as const) {
       const fleet = new KubernetesFleet({
         kubeConfig,
@@ -143,6 +158,16 @@ describe("the chart's RBAC against the calls the code makes", () => {
     await waitFor(() => elector.isLeader());
     await elector.stop(); // reads the Lease back and gives it up
     await listAutoscalers(kubeConfig, "eth");
+
+    // The gateway in a cluster: each pool Service's EndpointSlices.
+    calls = gatewayCalls;
+    const slices = new EndpointSliceSource({
+      kubeConfig,
+      services: [{ network: "mainnet", namespace: "eth", service: "light-mainnet" }],
+      logger: silentLogger(),
+    });
+    await waitFor(() => gatewayCalls.has("discovery.k8s.io|endpointslices|watch"));
+    await slices.close();
   });
 
   afterAll(() => {
@@ -150,18 +175,38 @@ describe("the chart's RBAC against the calls the code makes", () => {
     nock.enableNetConnect();
   });
 
-  it("grants the controller every call it makes, and nothing more", async () => {
-    const { objects } = await renderChart();
-    const role = objects.find((o) => o.kind === "Role" && o.metadata.name.endsWith("-controller"))!;
-    const granted = new Set<string>();
-    for (const rule of role.rules as Array<{ apiGroups: string[]; resources: string[]; verbs: string[] }>)
+  const granted = (role: { rules: Array<{ apiGroups: string[]; resources: string[]; verbs: string[] }> }) => {
+    const set = new Set<string>();
+    for (const rule of role.rules)
       for (const group of rule.apiGroups)
         for (const resource of rule.resources)
-          for (const verb of rule.verbs) granted.add(`${group}|${resource}|${verb}`);
-    expect([...calls].filter((c) => !granted.has(c)).sort(), "calls the chart does not grant").toEqual([]);
-    expect([...granted].filter((g) => !calls.has(g)).sort(), "grants no call needs").toEqual([]);
-    expect(calls.size).toBeGreaterThan(10);
-    // The gateway calls no API at all.
-    expect(objects.filter((o) => /Role/.test(o.kind) && o.metadata.name.endsWith("-gateway"))).toEqual([]);
+          for (const verb of rule.verbs) set.add(`${group}|${resource}|${verb}`);
+    return set;
+  };
+  const roleOf = (objects: Array<Record<string, unknown>>, component: string) =>
+    objects.find(
+      (o) => o.kind === "Role" && (o.metadata as { name: string }).name.endsWith(`-${component}`),
+    ) as { rules: Array<{ apiGroups: string[]; resources: string[]; verbs: string[] }> } | undefined;
+
+  it("grants the controller and the gateway every call each makes, and nothing more", async () => {
+    const { objects } = await renderChart();
+    for (const [component, made] of [
+      ["controller", controllerCalls],
+      ["gateway", gatewayCalls],
+    ] as const) {
+      const rules = granted(roleOf(objects, component)!);
+      expect(
+        [...made].filter((c) => !rules.has(c)).sort(),
+        `${component}: calls the chart does not grant`,
+      ).toEqual([]);
+      expect([...rules].filter((g) => !made.has(g)).sort(), `${component}: grants no call needs`).toEqual([]);
+    }
+    expect(controllerCalls.size).toBeGreaterThan(10);
+  });
+
+  it("gives the gateway no Role when it reaches the pools through their Services' addresses", async () => {
+    const { objects } = await renderChart({ set: ["gateway.upstreamDiscovery=service"] });
+    expect(roleOf(objects, "gateway")).toBeUndefined();
+    expect(roleOf(objects, "controller")).toBeDefined();
   });
 });

@@ -109,6 +109,20 @@ describe("config validation", () => {
       { networks: [{ name: "Main Net", chainId: 1, reservedPeers: [peer] }] },
       "networks[0].name: must be a DNS label: lower-case letters, digits and '-'",
     ],
+    [
+      "fixed upstreams and a Service for one network",
+      {
+        networks: [
+          {
+            name: "x",
+            chainId: 9,
+            reservedPeers: [peer],
+            gateway: { upstreams: [{ name: "a", http: "http://a:8545" }], service: { name: "light-x" } },
+          },
+        ],
+      },
+      "networks[0].gateway.service: set gateway.upstreams or gateway.service, not both",
+    ],
   ])("reports %s", (_label, document, expected) => {
     expect(problemsOf(() => parseConfig(document, "t", {}))).toContain(expected);
   });

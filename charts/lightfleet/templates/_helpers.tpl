@@ -98,11 +98,16 @@ app.kubernetes.io/component: {{ .component }}
 {{- end }}
 {{- $w := include "lightfleet.workload" (dict "root" $ "network" .) | fromYaml }}
 {{- $gateway := default dict $network.gateway }}
-{{- if and $w.enabled (not $gateway.upstreams) }}
-{{- /* The gateway reaches the pool through its Service, which lists only in-sync pods (the readiness gate). */}}
+{{- if and $w.enabled (not $gateway.upstreams) (not $gateway.service) }}
+{{- /* The gateway reaches the pool through its Service, which lists only in-sync pods (the readiness gate): by
+its EndpointSlices (each pod an upstream), or by its one address. */}}
+{{- if eq $.Values.gateway.upstreamDiscovery "endpointslices" }}
+{{- $_ := set $gateway "service" (dict "name" (include "lightfleet.nodeName" (dict "root" $ "network" .)) "namespace" $.Release.Namespace) }}
+{{- else }}
 {{- $svc := printf "%s.%s.svc" (include "lightfleet.nodeName" (dict "root" $ "network" .)) $.Release.Namespace }}
 {{- $upstream := dict "name" (include "lightfleet.nodeName" (dict "root" $ "network" .)) "http" (printf "http://%s:%v" $svc $w.ports.http) "ws" (printf "ws://%s:%v" $svc (default $w.ports.http $w.ports.ws)) }}
 {{- $_ := set $gateway "upstreams" (list $upstream) }}
+{{- end }}
 {{- $_ := set $network "gateway" $gateway }}
 {{- end }}
 {{- $networks = append $networks $network }}
@@ -114,6 +119,10 @@ app.kubernetes.io/component: {{ .component }}
   "keys" (dict "host" "0.0.0.0" "port" (int .Values.keys.port))
   "controller" (dict "namespace" (include "lightfleet.watchNamespace" .))
 }}
+{{- if .Values.gateway.enabled }}
+{{- /* The autoscaler's `source: gateway` scrapes the gateway pods found behind this Service. */}}
+{{- $_ := set $base.controller "gatewayService" (dict "name" (printf "%s-gateway" (include "lightfleet.fullname" .)) "namespace" .Release.Namespace "port" "admin") }}
+{{- end }}
 {{- $config := mustMergeOverwrite $base (deepCopy .Values.config) }}
 {{- $_ := set $config "networks" $networks }}
 {{- toYaml $config }}

@@ -1,4 +1,4 @@
-{{/* The controller's API calls: pods and their readiness condition, evictions, scaling (and the HPAs and KEDA ScaledObjects it must not fight), pools, nodes, events, leases. */}}
+{{/* The controller's API calls: pods and their readiness condition, evictions, scaling (and the HPAs and KEDA ScaledObjects it must not fight), pools, nodes, events, leases, the gateway pods. */}}
 {{- define "lightfleet.rules.controller" -}}
 - apiGroups: [""]
   resources: [pods]
@@ -20,7 +20,7 @@
   verbs: [list]
 - apiGroups: [lightfleet.io]
   resources: [lightnodepools]
-  verbs: [list]
+  verbs: [list, watch]
 - apiGroups: [lightfleet.io]
   resources: [lightnodepools/status, lightnodes/status]
   verbs: [patch]
@@ -33,4 +33,17 @@
 - apiGroups: [coordination.k8s.io]
   resources: [leases]
   verbs: [get, create, update]
+{{- if .Values.gateway.enabled }}
+{{- /* The gateway pods behind the gateway Service, whose /metrics the autoscaler reads. */}}
+- apiGroups: [discovery.k8s.io]
+  resources: [endpointslices]
+  verbs: [list, watch]
+{{- end }}
+{{- end }}
+
+{{/* The gateway's API calls: the EndpointSlices of each pool's Service. */}}
+{{- define "lightfleet.rules.gateway" -}}
+- apiGroups: [discovery.k8s.io]
+  resources: [endpointslices]
+  verbs: [list, watch]
 {{- end }}

@@ -55,7 +55,9 @@ export function clusterScaling(deps: {
           {
             network: "gateway",
             namespace:
-              gatewayService.namespace ?? process.env.POD_NAMESPACE ?? (config.controller.namespace || "default"),
+              gatewayService.namespace ??
+              process.env.POD_NAMESPACE ??
+              (config.controller.namespace || "default"),
             service: gatewayService.name,
             httpPortName: gatewayService.port,
           },

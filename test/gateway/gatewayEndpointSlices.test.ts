@@ -1,0 +1,179 @@
+import { spawn } from "node:child_process";
+import type { ChildProcessWithoutNullStreams } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { AnvilNode } from "../../src/devnet/anvil.js";
+import { startAnvil } from "../../src/devnet/anvil.js";
+import { freePort } from "../../src/process/freePort.js";
+import { HttpRpcClient } from "../../src/rpc/httpRpcClient.js";
+import { startFakeApiServer, type FakeApiServer } from "../support/fakeApiServer.js";
+import { ROOT } from "../support/runCli.js";
+import { waitFor } from "../support/waitFor.js";
+
+const TSX = join(ROOT, "node_modules/tsx/dist/cli.mjs");
+const SLICES = "apis/discovery.k8s.io/v1/endpointslices";
+
+/** The Service's one EndpointSlice: light-0 on 127.0.0.2 and light-1 on 127.0.0.3, each ready or not. */
+function slice(port: number, ready: [boolean, boolean]) {
+  return {
+    apiVersion: "discovery.k8s.io/v1",
+    kind: "EndpointSlice",
+    metadata: {
+      name: "light-devnet-x1",
+      namespace: "eth",
+      labels: { "kubernetes.io/service-name": "light-devnet" },
+    },
+    addressType: "IPv4",
+    ports: [{ name: "http", port, protocol: "TCP" }],
+    endpoints: ready.map((r, i) => ({
+      addresses: [`127.0.0.${i + 2}`],
+      conditions: { ready: r },
+      targetRef: { kind: "Pod", name: `light-${i}`, namespace: "eth" },
+    })),
+  };
+}
+
+describe("lightfleet gateway in a cluster: upstreams from the pool Service's EndpointSlices", () => {
+  const nodes: AnvilNode[] = [];
+  const children: ChildProcessWithoutNullStreams[] = [];
+  let api: FakeApiServer;
+  let dir: string;
+  let port: number;
+
+  beforeAll(async () => {
+    port = await freePort();
+    for (let i = 0; i < 2; i++) {
+      const node = await startAnvil({
+        name: `light-${i}`,
+        chainId: 31_337,
+        noMining: true,
+        host: `127.0.0.${i + 2}`,
+        port,
+      });
+      await new HttpRpcClient(node.httpUrl, 10_000).call("anvil_mine", ["0x3"]);
+      nodes.push(node);
+    }
+    api = await startFakeApiServer();
+    dir = mkdtempSync(join(tmpdir(), "lightfleet-gateway-slices-"));
+  });
+
+  afterAll(async () => {
+    for (const child of children) if (child.exitCode === null) child.kill("SIGKILL");
+    await Promise.all(nodes.map((n) => n.stop()));
+    await api?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("balances over the ready pods only, and follows the slices as pods turn unready and ready", async () => {
+    api.put(SLICES, slice(port, [true, true]));
+    const kubeconfig = join(dir, "kubeconfig");
+    writeFileSync(
+      kubeconfig,
+      [
+        "apiVersion: v1",
+        "kind: Config",
+        `clusters: [{ name: fake, cluster: { server: "${api.url}", insecure-skip-tls-verify: true } }]`,
+        "users: [{ name: fake, user: { token: t0ken } }]",
+        "contexts: [{ name: fake, context: { cluster: fake, user: fake, namespace: eth } }]",
+        "current-context: fake",
+      ].join("\n"),
+    );
+    const config = join(dir, "gateway.yaml");
+    writeFileSync(
+      config,
+      [
+        "log: { format: json }",
+        "admin: { host: 127.0.0.1 }",
+        "gateway: { host: 127.0.0.1, headPollInterval: 100ms }",
+        "networks:",
+        "  - name: devnet",
+        "    chainId: 31337",
+        `    reservedPeers: [{ name: full, http: "${nodes[0]!.httpUrl}" }]`,
+        "    gateway: { default: true, service: { name: light-devnet, namespace: eth } }",
+      ].join("\n"),
+    );
+    const child = spawn(
+      process.execPath,
+      [TSX, join(ROOT, "src/cli.ts"), "gateway", "--config", config, "--port", "0", "--admin-port", "0"],
+      { cwd: ROOT, env: { ...process.env, KUBECONFIG: kubeconfig } },
+    );
+    children.push(child);
+    let stdout = "";
+    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+    const serving = await waitFor(
+      () =>
+        stdout
+          .split("\n")
+          .filter((line) => line.includes("gateway serving"))
+          .map((line) => JSON.parse(line) as { url: string; admin: string })[0],
+      { what: "the gateway's serving line", timeoutMs: 30_000 },
+    );
+
+    const call = async () => {
+      const response = await fetch(`${serving.url}/`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "eth_getBalance",
+          params: ["0x" + "00".repeat(20), "latest"],
+        }),
+      });
+      return ((await response.json()) as { result?: string }).result;
+    };
+    const served = async (pod: string) => {
+      const text = await (await fetch(`${serving.admin}/metrics`)).text();
+      const line = text
+        .split("\n")
+        .find((l) =>
+          l.startsWith(
+            `lightfleet_gateway_upstream_requests_total{network="devnet",upstream="${pod}",outcome="ok"}`,
+          ),
+        );
+      return Number(line?.split(" ").at(-1) ?? 0);
+    };
+    const batch = async () => {
+      for (let i = 0; i < 20; i++) expect(await call()).toBe("0x0");
+    };
+
+    // Both pods take traffic.
+    await waitFor(async () => (await call()) === "0x0", { what: "a first answer through the gateway" });
+    await batch();
+    expect(await served("light-0")).toBeGreaterThan(0);
+    expect(await served("light-1")).toBeGreaterThan(0);
+
+    // light-0 turns unready (the controller unrouted it): it gets nothing more.
+    api.put(SLICES, slice(port, [false, true]));
+    await waitFor(
+      async () => {
+        const before = await served("light-0");
+        await batch();
+        return (await served("light-0")) === before;
+      },
+      { what: "light-0 out of rotation" },
+    );
+    const light0 = await served("light-0");
+    await batch();
+    expect(await served("light-0")).toBe(light0);
+
+    // Ready again: back in rotation.
+    api.put(SLICES, slice(port, [true, true]));
+    await waitFor(
+      async () => {
+        await batch();
+        return (await served("light-0")) > light0;
+      },
+      { what: "light-0 back in rotation" },
+    );
+    const watchCall = api.calls.find((c) => c.query.watch === "true")!;
+    expect(watchCall.path).toBe("/apis/discovery.k8s.io/v1/namespaces/eth/endpointslices");
+    expect(watchCall.query.labelSelector).toBe("kubernetes.io/service-name=light-devnet");
+
+    const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+    child.kill("SIGTERM");
+    expect(await exited).toBe(0);
+  });
+});
