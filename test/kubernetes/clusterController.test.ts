@@ -277,4 +277,34 @@ describe("the controller in a cluster (API simulated on loopback, real nodes)", 
     expect(scaleCall).toMatchObject({ method: "PATCH", contentType: "application/merge-patch+json" });
     expect(running.scaling.status("devnet")?.condition.reason).toBe("Scaling");
   });
+
+  it("leaves a pool alone while an HPA targets its workload, and says so in the pool status", async () => {
+    const { devnet, api, port } = await cluster(1);
+    api.put("apis/autoscaling/v2/horizontalpodautoscalers", {
+      apiVersion: "autoscaling/v2",
+      kind: "HorizontalPodAutoscaler",
+      metadata: { name: "light-cpu", namespace: "eth" },
+      spec: {
+        scaleTargetRef: { apiVersion: "apps/v1", kind: "StatefulSet", name: "light" },
+        minReplicas: 1,
+        maxReplicas: 4,
+      },
+    });
+    start(api);
+    api.put(
+      POOLS,
+      poolObject(devnet, port, {
+        spec: { scaling: { minReplicas: 3, maxReplicas: 5, source: { type: "gateway" } } },
+      }),
+    );
+    await waitFor(
+      () => poolStatus(api).conditions?.find((c) => c.type === "ScalingActive")?.reason === "OtherAutoscaler",
+      { timeoutMs: 20_000, what: "ScalingActive OtherAutoscaler" },
+    );
+    // The floor of 3 would scale the pool up, but the HPA owns it.
+    expect(api.scale("statefulsets", "eth", "light")).toBeUndefined();
+    expect((api.get(POOLS, "eth", "devnet")?.status as { scalingReason?: string }).scalingReason).toContain(
+      "HorizontalPodAutoscaler light-cpu",
+    );
+  });
 });
