@@ -72,11 +72,13 @@ describe("lightfleet up on a terminal", () => {
     expect(screen).toMatch(/alpha-full-0\s+http:\/\/127\.0\.0\.1:\d+\s+\(full node, a block every 500 ms\)/);
     expect(screen).toMatch(/alpha-light-1\s+http:\/\/127\.0\.0\.1:\d+\s+\(light node\)/);
     expect(screen).toContain("Inject a fault: lightfleet devnet lag alpha-light-1 5");
-    await waitFor(() => /alpha-light-1\s+Starting -> Healthy/.test(screen), {
-      what: "Healthy",
-      timeoutMs: 20_000,
-    });
-    expect(screen).toMatch(/alpha\s+head \d+\s+2\/2 healthy\s+routed: alpha-light-0 alpha-light-1/);
+    // Each node turns Healthy in its own round: wait for both, and for the summary line that follows them.
+    await waitFor(
+      () =>
+        /alpha-light-1\s+Starting -> Healthy/.test(screen) &&
+        /alpha\s+head \d+\s+2\/2 healthy\s+routed: alpha-light-0 alpha-light-1/.test(screen),
+      { what: "both nodes Healthy and routed", timeoutMs: 20_000 },
+    );
     // JSON logs stay off the terminal.
     expect(screen).not.toMatch(/^\{"level"/m);
 
