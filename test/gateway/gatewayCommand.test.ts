@@ -1,4 +1,3 @@
-import { spawn } from "node:child_process";
 import type { ChildProcessWithoutNullStreams } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -9,10 +8,8 @@ import WebSocket from "ws";
 import type { AnvilNode } from "../../src/devnet/anvil.js";
 import { startAnvil } from "../../src/devnet/anvil.js";
 import { HttpRpcClient } from "../../src/rpc/httpRpcClient.js";
-import { ROOT, runCli } from "../support/runCli.js";
+import { runCli, spawnGateway } from "../support/runCli.js";
 import { waitFor } from "../support/waitFor.js";
-
-const TSX = join(ROOT, "node_modules/tsx/dist/cli.mjs");
 
 describe("lightfleet gateway", () => {
   let node: AnvilNode;
@@ -48,22 +45,9 @@ describe("lightfleet gateway", () => {
         `      upstreams: [{ name: upstream, http: "${node.httpUrl}", ws: "${node.wsUrl}" }]`,
       ].join("\n"),
     );
-    const child = spawn(
-      process.execPath,
-      [TSX, join(ROOT, "src/cli.ts"), "gateway", "--config", file, "--port", "0", "--admin-port", "0"],
-      { cwd: ROOT },
-    );
+    const serving = await spawnGateway(file);
+    const child = serving.child;
     children.push(child);
-    let stdout = "";
-    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
-    const serving = await waitFor(
-      () =>
-        stdout
-          .split("\n")
-          .filter((line) => line.includes("gateway serving"))
-          .map((line) => JSON.parse(line) as { url: string; admin: string })[0],
-      { what: "the gateway's serving line", timeoutMs: 30_000 },
-    );
 
     const provider = new JsonRpcProvider(`${serving.url}/`, Network.from(31_337), { staticNetwork: true });
     try {

@@ -1,4 +1,3 @@
-import { spawn } from "node:child_process";
 import type { ChildProcessWithoutNullStreams } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -9,10 +8,9 @@ import { startAnvil } from "../../src/devnet/anvil.js";
 import { freePort } from "../../src/process/freePort.js";
 import { HttpRpcClient } from "../../src/rpc/httpRpcClient.js";
 import { startFakeApiServer, type FakeApiServer } from "../support/fakeApiServer.js";
-import { ROOT } from "../support/runCli.js";
+import { spawnGateway } from "../support/runCli.js";
 import { waitFor } from "../support/waitFor.js";
 
-const TSX = join(ROOT, "node_modules/tsx/dist/cli.mjs");
 const SLICES = "apis/discovery.k8s.io/v1/endpointslices";
 
 /** The Service's one EndpointSlice: light-0 on 127.0.0.2 and light-1 on 127.0.0.3, each ready or not. */
@@ -94,22 +92,9 @@ describe("lightfleet gateway in a cluster: upstreams from the pool Service's End
         "    gateway: { default: true, service: { name: light-devnet, namespace: eth } }",
       ].join("\n"),
     );
-    const child = spawn(
-      process.execPath,
-      [TSX, join(ROOT, "src/cli.ts"), "gateway", "--config", config, "--port", "0", "--admin-port", "0"],
-      { cwd: ROOT, env: { ...process.env, KUBECONFIG: kubeconfig } },
-    );
+    const serving = await spawnGateway(config, { KUBECONFIG: kubeconfig });
+    const child = serving.child;
     children.push(child);
-    let stdout = "";
-    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
-    const serving = await waitFor(
-      () =>
-        stdout
-          .split("\n")
-          .filter((line) => line.includes("gateway serving"))
-          .map((line) => JSON.parse(line) as { url: string; admin: string })[0],
-      { what: "the gateway's serving line", timeoutMs: 30_000 },
-    );
 
     const call = async () => {
       const response = await fetch(`${serving.url}/`, {

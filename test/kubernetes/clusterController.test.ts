@@ -2,15 +2,12 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { parseConfig } from "../../src/config/loadConfig.js";
-import type { AnvilNode } from "../../src/devnet/anvil.js";
-import { startAnvil } from "../../src/devnet/anvil.js";
 import type { Devnet } from "../../src/devnet/devnet.js";
 import { startClusterController } from "../../src/fleet/kubernetes/clusterController.js";
 import type { LightNodePool } from "../../src/fleet/kubernetes/crds.js";
 import { createLogger, silentLogger } from "../../src/log/logger.js";
 import { createRegistry } from "../../src/metrics/registry.js";
-import { freePort } from "../../src/process/freePort.js";
-import { startTestDevnet } from "../support/devnet.js";
+import { startPodNodes, startTestDevnet } from "../support/devnet.js";
 import { startFakeApiServer, type FakeApiServer, type KubeObject } from "../support/fakeApiServer.js";
 import { waitFor } from "../support/waitFor.js";
 
@@ -29,26 +26,7 @@ afterEach(async () => {
 async function cluster(lights: number) {
   const devnet = await startTestDevnet({ networks: [{ name: "devnet", chainId: 31_337, fullNodes: 2 }] });
   cleanup.push(() => devnet.stop());
-  const port = await freePort();
-  const nodes: AnvilNode[] = [];
-  for (let i = 0; i < lights; i++) {
-    const node = await startAnvil({
-      name: `light-${i}`,
-      chainId: 31_337,
-      timestamp: devnet.genesisTimestamp,
-      noMining: true,
-      host: `127.0.0.${i + 2}`,
-      port,
-    });
-    cleanup.push(() => node.stop());
-    nodes.push(node);
-    await devnet.attach({
-      name: `light-${i}`,
-      network: "devnet",
-      httpUrl: node.httpUrl,
-      kill: () => node.process.kill("SIGKILL"),
-    });
-  }
+  const { port } = await startPodNodes(devnet, lights);
   const miner = setInterval(() => void devnet.mine("devnet").catch(() => {}), 300);
   cleanup.push(() => clearInterval(miner));
 

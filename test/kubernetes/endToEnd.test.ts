@@ -2,16 +2,13 @@ import { KubeConfig } from "@kubernetes/client-node";
 import nock from "nock";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { Controller } from "../../src/controller/controller.js";
-import type { AnvilNode } from "../../src/devnet/anvil.js";
-import { startAnvil } from "../../src/devnet/anvil.js";
 import type { LightNodePool } from "../../src/fleet/kubernetes/crds.js";
 import { KubernetesFleet } from "../../src/fleet/kubernetes/kubernetesFleet.js";
 import { poolNetwork } from "../../src/fleet/kubernetes/poolNetworks.js";
 import { StatusWriter } from "../../src/fleet/kubernetes/statusWriter.js";
 import { silentLogger } from "../../src/log/logger.js";
-import { startTestDevnet } from "../support/devnet.js";
+import { startPodNodes, startTestDevnet } from "../support/devnet.js";
 import { waitFor } from "../support/waitFor.js";
-import { freePort } from "../../src/process/freePort.js";
 
 const SERVER = "https://k8s.test:6443";
 const PODS = "/api/v1/namespaces/eth/pods";
@@ -28,26 +25,7 @@ describe("controller end to end: API simulated at the wire, real nodes", () => {
 
   it("routes through the readiness gate, evicts a stalled node within the budget, and reports a forked node as Diverged", async () => {
     const devnet = await startTestDevnet({ networks: [{ name: "devnet", chainId: 31_337, fullNodes: 2 }] });
-    const port = await freePort();
-    const lights: AnvilNode[] = [];
-    for (let i = 0; i < 3; i++) {
-      const node = await startAnvil({
-        name: `light-${i}`,
-        chainId: 31_337,
-        timestamp: devnet.genesisTimestamp,
-        noMining: true,
-        host: `127.0.0.${i + 2}`,
-        port,
-      });
-      cleanup.push(() => node.stop());
-      lights.push(node);
-      await devnet.attach({
-        name: `light-${i}`,
-        network: "devnet",
-        httpUrl: node.httpUrl,
-        kill: () => node.process.kill("SIGKILL"),
-      });
-    }
+    const { port } = await startPodNodes(devnet, 3);
     const full = devnet.nodes("devnet").filter((n) => n.role === "full");
 
     const pool: LightNodePool = {

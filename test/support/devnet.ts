@@ -4,6 +4,7 @@ import type { AnvilNode } from "../../src/devnet/anvil.js";
 import { startAnvil } from "../../src/devnet/anvil.js";
 import type { Devnet, StartDevnetOptions } from "../../src/devnet/devnet.js";
 import { startDevnet } from "../../src/devnet/devnet.js";
+import { freePort } from "../../src/process/freePort.js";
 import { waitFor } from "./waitFor.js";
 
 export type TestDevnetOptions = Partial<StartDevnetOptions>;
@@ -110,4 +111,38 @@ export async function expectProcessesGone(pids: number[], timeoutMs = 10_000): P
     timeoutMs,
     what: `processes ${pids.filter(processAlive).join(", ")} to exit`,
   });
+}
+
+/**
+ * Light anvils playing the pods of a pool: `light-0`, `light-1`, ... on one port at 127.0.0.2, .3, ... (as pod IPs
+ * share a port), following the devnet's network "devnet" (its block driver mirrors every block onto them, faults
+ * apply). Call it inside a test: they are stopped when the test finishes.
+ */
+export async function startPodNodes(
+  devnet: Devnet,
+  count: number,
+): Promise<{ port: number; nodes: AnvilNode[] }> {
+  const port = await freePort();
+  const nodes: AnvilNode[] = [];
+  for (let i = 0; i < count; i++) {
+    const node = await startAnvil({
+      name: `light-${i}`,
+      chainId: 31_337,
+      timestamp: devnet.genesisTimestamp,
+      noMining: true,
+      host: `127.0.0.${i + 2}`,
+      port,
+    });
+    nodes.push(node);
+    await devnet.attach({
+      name: `light-${i}`,
+      network: "devnet",
+      httpUrl: node.httpUrl,
+      kill: () => node.process.kill("SIGKILL"),
+    });
+  }
+  onTestFinished(async () => {
+    await Promise.allSettled(nodes.map((n) => n.stop()));
+  });
+  return { port, nodes };
 }

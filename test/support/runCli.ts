@@ -1,5 +1,6 @@
-import { spawn } from "node:child_process";
+import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { join } from "node:path";
+import { waitFor } from "./waitFor.js";
 
 export const ROOT = join(import.meta.dirname, "../..");
 const TSX = join(ROOT, "node_modules/tsx/dist/cli.mjs");
@@ -38,4 +39,36 @@ export function runCli(
     });
     child.stdin.end(options.input ?? "");
   });
+}
+
+/** A `lightfleet gateway` child process, once it has printed where it serves. */
+export interface SpawnedGateway {
+  child: ChildProcessWithoutNullStreams;
+  url: string;
+  admin: string;
+}
+
+/** Starts `lightfleet gateway --config FILE` on ephemeral ports (JSON logs) and waits for its "gateway serving" line. */
+export async function spawnGateway(config: string, env: NodeJS.ProcessEnv = {}): Promise<SpawnedGateway> {
+  const child = spawn(
+    process.execPath,
+    [TSX, join(ROOT, "src/cli.ts"), "gateway", "--config", config, "--port", "0", "--admin-port", "0"],
+    { cwd: ROOT, env: { ...process.env, ...env } },
+  );
+  let stdout = "";
+  child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+  try {
+    const serving = await waitFor(
+      () =>
+        stdout
+          .split("\n")
+          .filter((line) => line.includes("gateway serving"))
+          .map((line) => JSON.parse(line) as { url: string; admin: string })[0],
+      { what: "the gateway's serving line", timeoutMs: 30_000 },
+    );
+    return { child, ...serving };
+  } catch (error) {
+    child.kill("SIGKILL");
+    throw error;
+  }
 }
