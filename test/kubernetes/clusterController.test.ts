@@ -53,6 +53,17 @@ function podObject(i: number): KubeObject {
   };
 }
 
+const HEALTH = {
+  probeInterval: "200ms",
+  maxLagBlocks: 3,
+  unhealthyAfter: 2,
+  healthyAfter: 2,
+  stallAfter: "1m",
+  restartAfter: "1m",
+  startupGrace: "1s",
+  peerQuorum: 2,
+};
+
 function poolObject(
   devnet: Devnet,
   port: number,
@@ -70,16 +81,7 @@ function poolObject(
       selector: { matchLabels: { app: "light" } },
       rpcPort: port,
       reservedPeers: full.map((n) => ({ name: n.name, http: n.httpUrl, ws: n.wsUrl })),
-      health: {
-        probeInterval: "200ms",
-        maxLagBlocks: 3,
-        unhealthyAfter: 2,
-        healthyAfter: 2,
-        stallAfter: "1m",
-        restartAfter: "1m",
-        startupGrace: "1s",
-        peerQuorum: 2,
-      },
+      health: HEALTH,
       ...overrides.spec,
     },
   };
@@ -140,18 +142,7 @@ describe("the controller in a cluster (API simulated on loopback, real nodes)", 
       POOLS,
       poolObject(devnet, port, {
         generation: 2,
-        spec: {
-          health: {
-            probeInterval: "250ms",
-            maxLagBlocks: 3,
-            unhealthyAfter: 2,
-            healthyAfter: 2,
-            stallAfter: "1m",
-            restartAfter: "1m",
-            startupGrace: "1s",
-            peerQuorum: 2,
-          },
-        },
+        spec: { health: { ...HEALTH, probeInterval: "250ms" } },
       }),
     );
     await waitFor(() => poolStatus(api).observedGeneration === 2, { what: "observedGeneration 2" });
