@@ -6,6 +6,8 @@ import { startGateway } from "./gateway.js";
 import type { Config } from "../config/schema.js";
 import type { EndpointSliceSource } from "../fleet/kubernetes/endpointSliceSource.js";
 import type { Logger } from "../log/logger.js";
+import { createKubeCacheMetrics } from "../metrics/kubeCacheMetrics.js";
+import type { Registry } from "prom-client";
 import { CombinedUpstreamSource } from "./upstreams/combinedSource.js";
 import { StaticUpstreamSource } from "./upstreams/staticSource.js";
 import type { UpstreamSource } from "./upstreams/upstreamSource.js";
@@ -37,7 +39,7 @@ export async function runGateway(flags: {
       })),
     ),
   );
-  const slices = await endpointSlices(config, logger);
+  const slices = await endpointSlices(config, logger, registry);
   const source: UpstreamSource = slices ? new CombinedUpstreamSource([fixed, slices]) : fixed;
   const admin = await startAdminServer({
     host: config.admin.host,
@@ -86,7 +88,11 @@ export async function runGateway(flags: {
 }
 
 /** The EndpointSlice source for the networks that name a Service, loaded only when one does. */
-async function endpointSlices(config: Config, logger: Logger): Promise<EndpointSliceSource | undefined> {
+async function endpointSlices(
+  config: Config,
+  logger: Logger,
+  registry: Registry,
+): Promise<EndpointSliceSource | undefined> {
   const services = config.networks.flatMap((network) => {
     const service = network.gateway.service;
     if (!service) return [];
@@ -109,5 +115,6 @@ async function endpointSlices(config: Config, logger: Logger): Promise<EndpointS
     kubeConfig,
     services,
     logger: logger.child({ component: "endpointslices" }),
+    cacheMetrics: createKubeCacheMetrics(registry),
   });
 }

@@ -1,6 +1,8 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { KubernetesFleet } from "../../src/fleet/kubernetes/kubernetesFleet.js";
 import { createLogger, silentLogger } from "../../src/log/logger.js";
+import { createKubeCacheMetrics } from "../../src/metrics/kubeCacheMetrics.js";
+import { createRegistry } from "../../src/metrics/registry.js";
 import { startFakeApiServer, type FakeApiServer, type KubeObject } from "../support/fakeApiServer.js";
 import { waitFor } from "../support/waitFor.js";
 
@@ -22,8 +24,10 @@ async function setup(watchSilenceMs?: number) {
   const api = await startFakeApiServer();
   cleanup.push(() => api.close());
   api.put(PODS, pod("light-0"));
+  const registry = createRegistry({ defaultMetrics: false });
   const fleet = new KubernetesFleet({
     kubeConfig: api.kubeConfig(),
+    cacheMetrics: createKubeCacheMetrics(registry),
     pools: [
       {
         network: "mainnet",
@@ -46,7 +50,12 @@ async function setup(watchSilenceMs?: number) {
   await waitFor(() => names() === "light-0" && api.watching(PODS) === 1, {
     what: "the first list and watch",
   });
-  return { api, fleet, names };
+  /** lightfleet_kube_watch_restarts_total of the pod watch for a reason. */
+  const restarts = async (reason: string) => {
+    const metric = (await registry.getSingleMetric("lightfleet_kube_watch_restarts_total")!.get()).values;
+    return metric.find((v) => v.labels.resource === "pods" && v.labels.reason === reason)?.value ?? 0;
+  };
+  return { api, fleet, names, registry, restarts };
 }
 
 const watches = (api: FakeApiServer) =>
@@ -54,7 +63,7 @@ const watches = (api: FakeApiServer) =>
 
 describe("pod watch scenarios against a simulated API server", () => {
   it("restarts a watch that went silent and catches up from its resource version, without a relist", async () => {
-    const { api, fleet, names } = await setup(300);
+    const { api, fleet, names, registry, restarts } = await setup(300);
     const lists = () => api.calls.filter((c) => c.path.endsWith("/pods") && !c.query.watch).length;
     const listsBefore = lists();
     const syncedBefore = fleet.oldestSync()!;
@@ -64,10 +73,14 @@ describe("pod watch scenarios against a simulated API server", () => {
     expect(watches(api)).toBeGreaterThanOrEqual(2);
     expect(lists()).toBe(listsBefore);
     expect(fleet.oldestSync()!).toBeGreaterThan(syncedBefore);
+    expect(await restarts("silent")).toBeGreaterThanOrEqual(1);
+    expect(await registry.metrics()).toMatch(
+      /lightfleet_kube_cache_age_seconds\{resource="pods",scope="mainnet"\} \d/,
+    );
   });
 
   it("makes another watch when a watch request is never answered", async () => {
-    const { api, names } = await setup(300);
+    const { api, names, restarts } = await setup(300);
     api.setUnanswered(true);
     api.dropWatches(); // the re-made watch hangs before the server's first byte
     await waitFor(() => api.unansweredWatches() >= 1, { what: "a hanging watch request" });
@@ -76,10 +89,11 @@ describe("pod watch scenarios against a simulated API server", () => {
     await waitFor(() => names() === "light-0,light-1" && api.watching(PODS) === 1, {
       what: "a new watch once the hanging one was given up",
     });
+    expect(await restarts("unanswered")).toBeGreaterThanOrEqual(1);
   });
 
   it("re-makes a watch cut mid-stream and relists after 410 Gone", async () => {
-    const { api, names } = await setup();
+    const { api, names, restarts } = await setup();
     api.dropWatches();
     api.put(PODS, pod("light-1"));
     await waitFor(() => names() === "light-0,light-1", { what: "the pod added after the cut" });
@@ -91,6 +105,8 @@ describe("pod watch scenarios against a simulated API server", () => {
     await waitFor(() => names() === "light-1,light-2" && api.watching(PODS) === 1, {
       what: "the relist after 410",
     });
+    expect(await restarts("failed")).toBeGreaterThanOrEqual(1);
+    expect(await restarts("expired")).toBe(1);
   });
 
   it("a pod deleted while its restart is under way is gone: no eviction retried, no restart recorded", async () => {

@@ -5,6 +5,7 @@ import type { Config } from "../../config/schema.js";
 import { Controller } from "../../controller/controller.js";
 import type { Logger } from "../../log/logger.js";
 import { createControllerMetrics } from "../../metrics/controllerMetrics.js";
+import { createKubeCacheMetrics } from "../../metrics/kubeCacheMetrics.js";
 import { createLeaderMetrics } from "../../metrics/leaderMetrics.js";
 import { createProbeMetrics } from "../../metrics/probeMetrics.js";
 import type { Registry } from "prom-client";
@@ -62,11 +63,13 @@ export function startClusterController(options: ClusterControllerOptions): Clust
   const namespace = config.controller.namespace;
   const custom = kubeConfig.makeApiClient(CustomObjectsApi);
 
+  const cacheMetrics = createKubeCacheMetrics(registry, clock);
   const fleet = new KubernetesFleet({
     kubeConfig,
     pools: [],
     logger,
     clock,
+    cacheMetrics,
     ...(options.watchSilenceMs !== undefined ? { watchSilenceMs: options.watchSilenceMs } : {}),
   });
   const elector = new LeaderElector({
@@ -86,7 +89,16 @@ export function startClusterController(options: ClusterControllerOptions): Clust
   let running: PoolNetwork[] = [];
   let refs = new Map<string, PoolRef>();
   const events = new EventRecorder(kubeConfig, { identity, logger, clock });
-  const scaling = clusterScaling({ config, kubeConfig, fleet, registry, logger, clock, events });
+  const scaling = clusterScaling({
+    config,
+    kubeConfig,
+    fleet,
+    registry,
+    logger,
+    clock,
+    events,
+    cacheMetrics,
+  });
   const writer = new StatusWriter(kubeConfig, {
     pools: () => refs,
     fleet,
@@ -176,6 +188,7 @@ export function startClusterController(options: ClusterControllerOptions): Clust
       },
     what: "LightNodePool",
     logger,
+    metrics: { recorder: cacheMetrics, scope: namespace || "all" },
     onChange: () => {
       schedule();
       void applying.then(listed);

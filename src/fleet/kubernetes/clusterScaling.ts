@@ -3,6 +3,7 @@ import type { Registry } from "prom-client";
 import type { Config } from "../../config/schema.js";
 import type { EngineOutput } from "../../health/types.js";
 import type { Logger } from "../../log/logger.js";
+import type { KubeCacheMetrics } from "../../metrics/kubeCacheMetrics.js";
 import { createScalingMetrics } from "../../metrics/scalingMetrics.js";
 import { createRateSources } from "../../scaling/createRateSources.js";
 import { listAutoscalers, type Autoscalers } from "../../scaling/listAutoscalers.js";
@@ -45,6 +46,7 @@ export function clusterScaling(deps: {
   logger: Logger;
   clock: () => number;
   events: EventRecorder;
+  cacheMetrics?: KubeCacheMetrics;
 }): ClusterScaling {
   const { config, kubeConfig, fleet, logger, clock, events } = deps;
   const gatewayService = config.controller.gatewayService;
@@ -63,6 +65,7 @@ export function clusterScaling(deps: {
           },
         ],
         logger: logger.child({ component: "gateway-discovery" }),
+        ...(deps.cacheMetrics ? { cacheMetrics: deps.cacheMetrics } : {}),
       })
     : undefined;
   let pools = new Map<string, PoolNetwork>();

@@ -2,6 +2,7 @@ import { DiscoveryV1Api } from "@kubernetes/client-node";
 import type { KubeConfig, V1EndpointSlice } from "@kubernetes/client-node";
 import type { Upstream, UpstreamSource } from "../../gateway/upstreams/upstreamSource.js";
 import type { Logger } from "../../log/logger.js";
+import type { KubeCacheMetrics } from "../../metrics/kubeCacheMetrics.js";
 import { ListWatch } from "./listWatch.js";
 
 /** One pool's Service whose EndpointSlices the gateway follows. */
@@ -46,6 +47,7 @@ export interface EndpointSliceSourceOptions {
   logger: Logger;
   /** A watch silent this long (no event, no bookmark) is dropped and re-made. */
   silenceMs?: number;
+  cacheMetrics?: KubeCacheMetrics;
 }
 
 /**
@@ -71,6 +73,9 @@ export class EndpointSliceSource implements UpstreamSource {
           for (const listener of this.listeners) listener(binding.network);
         },
         ...(options.silenceMs !== undefined ? { silenceMs: options.silenceMs } : {}),
+        ...(options.cacheMetrics
+          ? { metrics: { recorder: options.cacheMetrics, scope: binding.network } }
+          : {}),
       });
       return { binding, slices };
     });

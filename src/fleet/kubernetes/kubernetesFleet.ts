@@ -12,6 +12,7 @@ import type { RestartReason, RestartRecord } from "../../health/types.js";
 import { GROUP, NODE_PLURAL, VERSION } from "./crds.js";
 import type { LightNode } from "./crds.js";
 import type { Logger } from "../../log/logger.js";
+import type { KubeCacheMetrics } from "../../metrics/kubeCacheMetrics.js";
 import type { Fleet, FleetMember, RestartResult } from "../fleet.js";
 import { ListWatch } from "./listWatch.js";
 import { memberOf, readinessPatch } from "./podRules.js";
@@ -24,6 +25,7 @@ export interface KubernetesFleetOptions {
   clock?: () => number;
   /** Watches silent this long are restarted (see ListWatch). */
   watchSilenceMs?: number;
+  cacheMetrics?: KubeCacheMetrics;
 }
 
 /**
@@ -106,6 +108,9 @@ export class KubernetesFleet implements Fleet {
       onChange: () => this.changed(pool.network),
       ...(this.options.watchSilenceMs !== undefined ? { silenceMs: this.options.watchSilenceMs } : {}),
       clock: this.clock,
+      ...(this.options.cacheMetrics
+        ? { metrics: { recorder: this.options.cacheMetrics, scope: pool.network } }
+        : {}),
     });
   }
 

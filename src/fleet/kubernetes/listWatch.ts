@@ -1,6 +1,7 @@
 import { Watch } from "@kubernetes/client-node";
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "../../log/logger.js";
+import type { KubeCacheMetrics, WatchRestartReason } from "../../metrics/kubeCacheMetrics.js";
 import { backoffDelay } from "../../rpc/backoff.js";
 
 /** What every object kept by a ListWatch has: a name and a resource version. */
@@ -22,6 +23,8 @@ export interface ListWatchOptions<T extends Named> {
   /** A watch that has been silent this long (no event, no bookmark) is dropped and re-made. */
   silenceMs?: number;
   clock?: () => number;
+  /** Cache age and watch restarts, labelled with the resource (the path's last segment) and this scope. */
+  metrics?: { recorder: KubeCacheMetrics; scope: string };
 }
 
 /**
@@ -41,6 +44,10 @@ export class ListWatch<T extends Named> {
   /** Each watch request's number: callbacks of a superseded request are ignored. */
   private generation = 0;
   private connecting = false;
+  /** Why the watch being torn down ends, when this side ends it (the watchdog). */
+  private ending: WatchRestartReason | undefined;
+  private untrack: (() => void) | undefined;
+  private readonly resource: string;
   private watchdog: NodeJS.Timeout | undefined;
   private readonly clock: () => number;
   private readonly silenceMs: number;
@@ -48,6 +55,7 @@ export class ListWatch<T extends Named> {
   constructor(private readonly options: ListWatchOptions<T>) {
     this.clock = options.clock ?? Date.now;
     this.silenceMs = options.silenceMs ?? 5 * 60_000;
+    this.resource = options.path.split("/").at(-1) ?? options.what;
   }
 
   list(): T[] {
@@ -71,6 +79,8 @@ export class ListWatch<T extends Named> {
 
   start(): void {
     this.stopped = false;
+    const metrics = this.options.metrics;
+    this.untrack = metrics?.recorder.track(this.resource, metrics.scope, () => this.lastSync());
     void this.relist();
     this.watchdog = setInterval(
       () => {
@@ -80,6 +90,7 @@ export class ListWatch<T extends Named> {
             this.context(),
             `${this.options.what} watch silent for too long: restarting it`,
           );
+          this.ending = "silent";
           this.abort.abort();
         } else if (this.connecting) {
           // client-node 1.4 puts no timeout on the watch request: one the server never answers is abandoned (and
@@ -88,6 +99,7 @@ export class ListWatch<T extends Named> {
             this.context(),
             `${this.options.what} watch request unanswered: making another`,
           );
+          this.restarted("unanswered");
           void this.watch();
         }
       },
@@ -98,6 +110,7 @@ export class ListWatch<T extends Named> {
   stop(): void {
     this.stopped = true;
     this.generation++;
+    this.untrack?.();
     clearTimeout(this.retryTimer);
     clearInterval(this.watchdog);
     this.abort?.abort();
@@ -166,7 +179,10 @@ export class ListWatch<T extends Named> {
         this.connecting = false;
         this.abort = undefined;
         if (this.stopped) return;
-        if (gone || (error as { statusCode?: number } | null)?.statusCode === 410) {
+        const expired = gone || (error as { statusCode?: number } | null)?.statusCode === 410;
+        this.restarted(this.ending ?? (expired ? "expired" : error ? "failed" : "closed"));
+        this.ending = undefined;
+        if (expired) {
           this.options.logger.info(
             this.context(),
             `${this.options.what} watch expired (410 Gone): relisting`,
@@ -187,6 +203,10 @@ export class ListWatch<T extends Named> {
     this.abort = abort;
     // The server took the watch from our resource version: nothing was missed up to now.
     this.syncedAt = this.clock();
+  }
+
+  private restarted(reason: WatchRestartReason): void {
+    this.options.metrics?.recorder.watchRestart(this.resource, reason);
   }
 
   private retry(what: string, error: unknown, again: () => void): void {
