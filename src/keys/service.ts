@@ -1,7 +1,7 @@
 import { generateSecret, generateURI, verifySync } from "otplib";
 import type { KeyStore } from "./store/database.js";
 import type { AuditEvent } from "./store/schema.js";
-import { dummyPasswordHash, hashPassword, verifyPassword } from "./crypto/passwords.js";
+import { dummyPasswordHash, hashPassword, needsRehash, verifyPassword } from "./crypto/passwords.js";
 import {
   ACCESS_KEY_ID,
   newAccessKeyId,
@@ -199,6 +199,13 @@ export class KeysService {
       throw new KeysError("invalid-credentials", "the email or password is not correct");
     }
     await this.db.deleteFrom("throttle").where("key", "=", keys[0]!).execute();
+    // The password is at hand only now: a hash from weaker parameters is replaced by one at today's.
+    if (needsRehash(user.password_hash))
+      await this.db
+        .updateTable("users")
+        .set({ password_hash: await hashPassword(password) })
+        .where("id", "=", user.id)
+        .execute();
     const twoFactorRequired = user.totp_secret !== null;
     const token = await this.openSession(user.id, twoFactorRequired);
     await this.audit(user.email, "login", `ip ${ip}${twoFactorRequired ? ", second factor owed" : ""}`);
