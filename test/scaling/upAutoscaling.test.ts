@@ -1,6 +1,3 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { PassThrough } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
@@ -10,33 +7,8 @@ import { devnetComponent } from "../../src/up/devnetComponent.js";
 import { fleetComponent } from "../../src/up/fleetComponent.js";
 import { startUp, type RunningUp } from "../../src/up/runUp.js";
 import { scalingComponent } from "../../src/up/scalingComponent.js";
+import { writeUpConfig } from "../support/upConfig.js";
 import { waitFor } from "../support/waitFor.js";
-
-const CONFIG = `
-log: { level: info, format: json }
-admin: { host: 127.0.0.1, port: 0 }
-gateway: { host: 127.0.0.1, port: 0 }
-keys: { host: 127.0.0.1, port: 0 }
-dataDir: DATA_DIR
-devnet:
-  blockTime: 500ms
-  basePort: 0
-  networks: [{ name: alpha, chainId: 31337, fullNodes: 1 }]
-networks:
-  - name: alpha
-    chainId: 31337
-    blockTime: 500ms
-    health: { probeInterval: 200ms, unhealthyAfter: 2, healthyAfter: 2 }
-    scaling:
-      minReplicas: 1
-      maxReplicas: 3
-      targetRequestsPerNode: 20
-      rateWindow: 2s
-      scaleDownStabilization: 3s
-    nodes:
-      command: ["{anvil}", "--port", "{port}", "--chain-id", "{chainId}", "--timestamp", "{genesisTimestamp}", "--no-mining"]
-      replicas: 1
-`;
 
 /**
  * Stands in for the gateway's request counters (the `requestTotals()` the gateway exposes to `up`), so this test
@@ -68,10 +40,17 @@ describe("autoscaling in lightfleet up", () => {
   });
 
   it("grows the pool under load, the new nodes turn Healthy, and shrinks it after the window", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "lightfleet-scaling-up-"));
-    cleanup.push(() => rmSync(dir, { recursive: true, force: true }));
-    const config = join(dir, "up.yaml");
-    writeFileSync(config, CONFIG.replace("DATA_DIR", join(dir, "data")));
+    const config = writeUpConfig({
+      fullNodes: 1,
+      replicas: 1,
+      scaling: {
+        minReplicas: 1,
+        maxReplicas: 3,
+        targetRequestsPerNode: 20,
+        rateWindow: "2s",
+        scaleDownStabilization: "3s",
+      },
+    });
     const gateway = countingGateway();
     const log = new PassThrough();
     const lines: Array<Record<string, unknown>> = [];

@@ -1,38 +1,10 @@
 import autocannon from "autocannon";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { PassThrough } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
 import { startUp, type RunningUp } from "../../src/up/runUp.js";
+import { writeUpConfig } from "../support/upConfig.js";
 import { waitFor } from "../support/waitFor.js";
-
-const CONFIG = `
-log: { level: info, format: json }
-admin: { host: 127.0.0.1, port: 0 }
-gateway: { host: 127.0.0.1, port: 0 }
-keys: { host: 127.0.0.1, port: 0 }
-dataDir: DATA_DIR
-devnet:
-  blockTime: 500ms
-  basePort: 0
-  networks: [{ name: alpha, chainId: 31337, fullNodes: 1 }]
-networks:
-  - name: alpha
-    chainId: 31337
-    blockTime: 500ms
-    health: { probeInterval: 200ms, unhealthyAfter: 2, healthyAfter: 2 }
-    scaling:
-      minReplicas: 1
-      maxReplicas: 3
-      targetRequestsPerNode: 80
-      rateWindow: 2s
-      scaleDownStabilization: 3s
-    nodes:
-      command: ["{anvil}", "--port", "{port}", "--chain-id", "{chainId}", "--timestamp", "{genesisTimestamp}", "--no-mining"]
-      replicas: 1
-`;
 
 // A read the gateway forwards to a light node (eth_blockNumber it answers from its served head).
 const GET_BALANCE = JSON.stringify({
@@ -103,10 +75,17 @@ describe("autoscaling in lightfleet up under load through the gateway", () => {
   });
 
   it("grows the pool, new nodes turn Healthy and take traffic, shrinks when the load drops, no request fails", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "lightfleet-scaling-load-"));
-    cleanup.push(() => rmSync(dir, { recursive: true, force: true }));
-    const config = join(dir, "up.yaml");
-    writeFileSync(config, CONFIG.replace("DATA_DIR", join(dir, "data")));
+    const config = writeUpConfig({
+      fullNodes: 1,
+      replicas: 1,
+      scaling: {
+        minReplicas: 1,
+        maxReplicas: 3,
+        targetRequestsPerNode: 80,
+        rateWindow: "2s",
+        scaleDownStabilization: "3s",
+      },
+    });
     const log = new PassThrough();
     const lines: Array<Record<string, unknown>> = [];
     createInterface({ input: log }).on("line", (line) => {

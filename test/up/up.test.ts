@@ -6,40 +6,13 @@ import { afterEach, describe, expect, it } from "vitest";
 import { expectProcessesGone } from "../support/devnet.js";
 import { anvilsUnder } from "../support/processTree.js";
 import { ROOT, runCli } from "../support/runCli.js";
+import { writeUpConfig } from "../support/upConfig.js";
 import { waitFor } from "../support/waitFor.js";
 
 const cleanup: Array<() => unknown> = [];
 afterEach(async () => {
   for (const fn of cleanup.splice(0).reverse()) await fn();
 });
-
-const CONFIG = `
-log: { level: info, format: json }
-admin: { host: 127.0.0.1, port: 0 }
-gateway: { host: 127.0.0.1, port: 0 }
-keys: { host: 127.0.0.1, port: 0 }
-dataDir: DATA_DIR
-devnet:
-  blockTime: 500ms
-  basePort: 0
-  networks: [{ name: alpha, chainId: 31337, fullNodes: 2 }]
-networks:
-  - name: alpha
-    chainId: 31337
-    blockTime: 500ms
-    health: { probeInterval: 200ms, unhealthyAfter: 2, healthyAfter: 2 }
-    nodes:
-      command: ["{anvil}", "--port", "{port}", "--chain-id", "{chainId}", "--timestamp", "{genesisTimestamp}", "--no-mining"]
-      replicas: 2
-`;
-
-function writeConfig(): string {
-  const dir = mkdtempSync(join(tmpdir(), "lightfleet-up-"));
-  cleanup.push(() => rmSync(dir, { recursive: true, force: true }));
-  const file = join(dir, "up.yaml");
-  writeFileSync(file, CONFIG.replace("DATA_DIR", join(dir, "data")));
-  return file;
-}
 
 /** `lightfleet up` as its own process (node --import tsx, so the pid is the supervisor itself). */
 function startUp(config: string): {
@@ -70,7 +43,7 @@ function startUp(config: string): {
 
 describe("lightfleet up", () => {
   it("reaches a healthy fleet, serves the admin endpoints and the devnet routes, and stops cleanly on SIGTERM", async () => {
-    const { child, lines } = startUp(writeConfig());
+    const { child, lines } = startUp(writeUpConfig());
     const started = await waitFor(() => lines().find((l) => l.msg === "lightfleet up: started"), {
       what: "up started",
       timeoutMs: 30_000,

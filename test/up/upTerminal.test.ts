@@ -1,37 +1,16 @@
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { expectProcessesGone } from "../support/devnet.js";
 import { anvilsUnder, commandLine, descendants } from "../support/processTree.js";
 import { findTool } from "../support/requireTool.js";
 import { ROOT } from "../support/runCli.js";
+import { writeUpConfig } from "../support/upConfig.js";
 import { waitFor } from "../support/waitFor.js";
 
 const cleanup: Array<() => unknown> = [];
 afterEach(async () => {
   for (const fn of cleanup.splice(0).reverse()) await fn();
 });
-
-const CONFIG = `
-log: { level: info, format: auto }
-admin: { host: 127.0.0.1, port: 0 }
-gateway: { host: 127.0.0.1, port: 0 }
-keys: { host: 127.0.0.1, port: 0 }
-dataDir: DATA_DIR
-devnet:
-  blockTime: 500ms
-  networks: [{ name: alpha, chainId: 31337, fullNodes: 2 }]
-networks:
-  - name: alpha
-    chainId: 31337
-    blockTime: 500ms
-    health: { probeInterval: 200ms, unhealthyAfter: 2, healthyAfter: 2, stallAfter: 1m }
-    nodes:
-      command: ["{anvil}", "--port", "{port}", "--chain-id", "{chainId}", "--timestamp", "{genesisTimestamp}", "--no-mining"]
-      replicas: 2
-`;
 
 // Colour codes (ESC [ ... m) around the state names.
 const ANSI = new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*[A-Za-z]`, "g");
@@ -41,10 +20,7 @@ describe("lightfleet up on a terminal", () => {
     // `script` (util-linux) runs `up` on a pseudo-terminal, as a person running npm start sees it.
     const script = findTool("script", "bsdutils");
     if (!script.path) throw new Error(script.missing);
-    const dir = mkdtempSync(join(tmpdir(), "lightfleet-up-tty-"));
-    cleanup.push(() => rmSync(dir, { recursive: true, force: true }));
-    const config = join(dir, "up.yaml");
-    writeFileSync(config, CONFIG.replace("DATA_DIR", join(dir, "data")));
+    const config = writeUpConfig({ logFormat: "auto", health: { stallAfter: "1m" } });
     // `exec`: whatever shell `script` uses (dash does not exec a last command by itself) becomes `up`, so SIGINT
     // below reaches `up` and not a wrapper shell that would ignore it.
     const command = `exec '${process.execPath}' --import tsx src/cli.ts up --config '${config}'`;
