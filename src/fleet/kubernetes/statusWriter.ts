@@ -8,6 +8,7 @@ import { API_VERSION, GROUP, NODE_PLURAL, POOL_PLURAL, VERSION } from "./crds.js
 import type { Condition } from "./crds.js";
 import type { EventRecorder } from "./eventRecorder.js";
 import { eventsOfRound } from "./eventRecorder.js";
+import { KeyedWrites } from "./keyedWrites.js";
 import { lightNodeStatus, poolHealthStatus, statusDue } from "./statusObjects.js";
 
 export interface PoolRef {
@@ -18,17 +19,28 @@ export interface PoolRef {
   generation: number;
 }
 
+/** What the writer remembers of one pod's LightNode. */
+interface NodeRecord {
+  /** The last status sent (dated up to one interval later for the first, see onRound); undefined until then. */
+  sent?: { state: NodeState; routed: boolean; writtenAt: number };
+  /** The pod uid the LightNode was created for ("" for a pod whose uid is unknown). */
+  createdFor?: string;
+}
+
 /**
  * Writes what the controller sees to the cluster after each round: a LightNode per pod (created with the pod as its
  * owner, so it goes when the pod goes; status written on a state change and at most every 30 s otherwise) and the
- * LightNodePool's status. Writes are merge patches of the status subresource.
+ * LightNodePool's status. Writes are merge patches of the status subresource, sent with bounded concurrency and one
+ * at a time per object (KeyedWrites), so a round's writes overlap on the wire while each object's stay in order.
  */
 export class StatusWriter {
   private readonly api: CustomObjectsApi;
-  private readonly written = new Map<string, { state: NodeState; routed: boolean; writtenAt: number }>();
-  private readonly existing = new Set<string>();
+  /** Per network, per pod: pruned when the pod leaves the pool, so pod churn does not grow it. */
+  private readonly nodes = new Map<string, Map<string, NodeRecord>>();
   private readonly poolConditions = new Map<string, Condition[]>();
+  private readonly writes: KeyedWrites;
   private readonly clock: () => number;
+  private events = 0;
 
   constructor(
     kubeConfig: KubeConfig,
@@ -45,58 +57,70 @@ export class StatusWriter {
       events?: EventRecorder;
       /** The autoscaler's last decision for a pool: desiredReplicas, the rate, the reason, ScalingActive. */
       scaling?: (network: string) => PoolScalingStatus | undefined;
+      /** Writes in flight at most, over all pools (default 8). */
+      concurrency?: number;
     },
   ) {
     this.api = kubeConfig.makeApiClient(CustomObjectsApi);
     this.clock = options.clock ?? Date.now;
+    this.writes = new KeyedWrites(options.concurrency ?? 8, (key, error) =>
+      options.logger.warn({ err: String(error), object: key }, "status write failed"),
+    );
   }
 
-  /** The controller's onRound hook. Failures are logged, never thrown: the next round writes again. */
-  async onRound(network: string, output: EngineOutput): Promise<void> {
+  /**
+   * The controller's onRound hook. Everything the round writes is queued before this returns its promise, which
+   * resolves once those writes have settled; a caller that must not be held up by the API server need not wait for
+   * it (runController does not), since later rounds' writes of an object queue behind earlier ones. Failures are
+   * logged, never thrown: the next round writes again.
+   */
+  onRound(network: string, output: EngineOutput): Promise<void> {
     const pool = this.options.pools().get(network);
-    if (!pool) return;
+    if (!pool) {
+      this.forget(network);
+      return Promise.resolve();
+    }
     const now = this.clock();
     const members = new Map(this.options.fleet.members(network).map((m) => [m.name, m]));
+    const records = this.recordsOf(network);
+    this.prune(pool, records, new Set([...members.keys(), ...output.nodes.map((n) => n.name)]));
+    const round: Array<Promise<void>> = [];
     for (const node of output.nodes) {
-      const key = `${pool.namespace}/${node.name}`;
-      if (!statusDue(this.written.get(key), node, now, this.options.minIntervalMs)) continue;
+      let record = records.get(node.name);
+      const uid = this.options.fleet.podUid(network, node.name) ?? "";
+      // A new pod of the same name (a StatefulSet pod after an eviction) needs its LightNode at once: the old one
+      // goes with the old pod.
+      const newPod = record?.createdFor !== undefined && record.createdFor !== uid;
+      if (!newPod && !statusDue(record?.sent, node, now, this.options.minIntervalMs)) continue;
+      if (!record) records.set(node.name, (record = {}));
       const status = lightNodeStatus(network, node, members.get(node.name)?.restarts ?? [], now);
-      try {
-        await this.ensureLightNode(pool, node.name);
-        await this.patchStatus(pool.namespace, NODE_PLURAL, node.name, status);
-        // A node's first write is dated up to one interval later, so 30 s refreshes of many nodes spread over the
-        // interval instead of all falling in one round; writes stay at most one per interval per node.
-        const first = !this.written.has(key);
-        const spread = first ? refreshOffset(key, this.options.minIntervalMs ?? 30_000) : 0;
-        this.written.set(key, { state: node.state, routed: node.routed, writtenAt: now + spread });
-      } catch (error) {
-        this.options.logger.warn({ err: String(error), node: node.name }, "could not write LightNode status");
-      }
+      // A node's first write is dated up to one interval later, so 30 s refreshes of many nodes spread over the
+      // interval instead of all falling in one round; writes stay at most one per interval per node.
+      const spread = record.sent
+        ? 0
+        : refreshOffset(`${pool.namespace}/${node.name}`, this.options.minIntervalMs ?? 30_000);
+      const sent = { state: node.state, routed: node.routed, writtenAt: now + spread };
+      record.sent = sent;
+      const target = record;
+      round.push(
+        this.writes.submit(nodeKey(pool, node.name), async () => {
+          try {
+            await this.ensureLightNode(pool, node.name, uid, target);
+            await this.patchStatus(pool.namespace, NODE_PLURAL, node.name, status);
+          } catch (error) {
+            // Written again next round, unless a newer status was queued meanwhile. A LightNode gone under its pod
+            // (garbage-collected with an earlier pod of the same name) is created again.
+            if (target.sent === sent) target.sent = undefined;
+            if (error instanceof ApiException && error.code === 404) target.createdFor = undefined;
+            this.options.logger.warn(
+              { err: String(error), node: node.name },
+              "could not write LightNode status",
+            );
+          }
+        }),
+      );
     }
-    if (this.options.events) {
-      const pod = (name: string) => ({
-        kind: "Pod" as const,
-        apiVersion: "v1",
-        namespace: pool.namespace,
-        name,
-        uid: this.options.fleet.podUid(network, name),
-      });
-      const events = eventsOfRound(output.decisions, pod);
-      if (output.systemic)
-        events.push({
-          target: {
-            kind: "LightNodePool",
-            apiVersion: API_VERSION,
-            namespace: pool.namespace,
-            name: pool.name,
-          },
-          type: "Warning",
-          reason: "SystemicFailure",
-          action: "FailStatic",
-          note: `${output.systemic.cause}: ${output.systemic.message}; no restarts, routing frozen`,
-        });
-      for (const event of events) await this.options.events.record(event);
-    }
+    if (this.options.events) round.push(...this.submitEvents(pool, network, output, this.options.events));
     const status = poolHealthStatus({
       generation: pool.generation,
       output,
@@ -105,21 +129,91 @@ export class StatusWriter {
       now,
       ...(this.options.scaling?.(network) ? { scaling: this.options.scaling(network)! } : {}),
     });
-    try {
-      await this.patchStatus(pool.namespace, POOL_PLURAL, pool.name, status);
-      this.poolConditions.set(network, status.conditions ?? []);
-    } catch (error) {
-      this.options.logger.warn(
-        { err: String(error), pool: pool.name },
-        "could not write LightNodePool status",
-      );
+    // Kept at once, so the next round's transition times follow this one even while its write is under way.
+    this.poolConditions.set(network, status.conditions ?? []);
+    round.push(
+      this.writes.submit(`${pool.namespace}/lightnodepools/${pool.name}`, async () => {
+        try {
+          await this.patchStatus(pool.namespace, POOL_PLURAL, pool.name, status);
+        } catch (error) {
+          this.options.logger.warn(
+            { err: String(error), pool: pool.name },
+            "could not write LightNodePool status",
+          );
+        }
+      }),
+    );
+    return Promise.all(round).then(() => undefined);
+  }
+
+  /** Resolves once every write queued so far has settled (for a clean shutdown). */
+  settled(): Promise<void> {
+    return this.writes.idle();
+  }
+
+  /** Pods the writer remembers in a pool, for tests of pruning. */
+  remembered(network: string): string[] {
+    return [...(this.nodes.get(network)?.keys() ?? [])];
+  }
+
+  private submitEvents(
+    pool: PoolRef,
+    network: string,
+    output: EngineOutput,
+    recorder: EventRecorder,
+  ): Array<Promise<void>> {
+    const pod = (name: string) => ({
+      kind: "Pod" as const,
+      apiVersion: "v1",
+      namespace: pool.namespace,
+      name,
+      uid: this.options.fleet.podUid(network, name),
+    });
+    const events = eventsOfRound(output.decisions, pod);
+    if (output.systemic)
+      events.push({
+        target: {
+          kind: "LightNodePool",
+          apiVersion: API_VERSION,
+          namespace: pool.namespace,
+          name: pool.name,
+        },
+        type: "Warning",
+        reason: "SystemicFailure",
+        action: "FailStatic",
+        note: `${output.systemic.cause}: ${output.systemic.message}; no restarts, routing frozen`,
+      });
+    // Each Event is a new object: its own key, so none replaces another.
+    return events.map((event) => this.writes.submit(`event/${++this.events}`, () => recorder.record(event)));
+  }
+
+  private recordsOf(network: string): Map<string, NodeRecord> {
+    let records = this.nodes.get(network);
+    if (!records) this.nodes.set(network, (records = new Map()));
+    return records;
+  }
+
+  /** Forgets pods that left the pool (their LightNodes go with them) and drops their writes not yet sent. */
+  private prune(pool: PoolRef, records: Map<string, NodeRecord>, present: ReadonlySet<string>): void {
+    for (const name of records.keys()) {
+      if (present.has(name)) continue;
+      records.delete(name);
+      this.writes.cancel(nodeKey(pool, name));
     }
   }
 
-  private async ensureLightNode(pool: PoolRef, podName: string): Promise<void> {
-    const key = `${pool.namespace}/${podName}`;
-    if (this.existing.has(key)) return;
-    const uid = this.options.fleet.podUid(pool.network, podName);
+  private forget(network: string): void {
+    this.nodes.delete(network);
+    this.poolConditions.delete(network);
+  }
+
+  private async ensureLightNode(
+    pool: PoolRef,
+    podName: string,
+    uid: string,
+    record: NodeRecord,
+  ): Promise<void> {
+    if (record.createdFor === uid) return;
     try {
       await this.api.createNamespacedCustomObject({
         group: GROUP,
@@ -147,7 +241,7 @@ export class StatusWriter {
     } catch (error) {
       if (!(error instanceof ApiException && error.code === 409)) throw error;
     }
-    this.existing.add(key);
+    record.createdFor = uid;
   }
 
   private async patchStatus(namespace: string, plural: string, name: string, status: object): Promise<void> {
@@ -156,6 +250,10 @@ export class StatusWriter {
       setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
     );
   }
+}
+
+function nodeKey(pool: PoolRef, name: string): string {
+  return `${pool.namespace}/lightnodes/${name}`;
 }
 
 /** A stable offset in [0, intervalMs) from the object's key. */
