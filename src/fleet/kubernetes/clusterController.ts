@@ -21,6 +21,8 @@ import { StatusWriter, type PoolRef } from "./statusWriter.js";
 
 /** A pod or pool cache older than this fails /healthz, so the kubelet restarts a controller whose watches are stuck. */
 const STALE_CACHE_MS = 10 * 60_000;
+/** On shutdown, status writes still under way get this long, while the Lease is still held, to go out. */
+const SHUTDOWN_WRITES_MS = 5_000;
 
 export interface ClusterControllerOptions {
   config: Config;
@@ -118,7 +120,8 @@ export function startClusterController(options: ClusterControllerOptions): Clust
     onRound: async (network, output) => {
       const pool = refs.get(network);
       if (pool) await scaling.round(pool, output);
-      await writer.onRound(network, output);
+      // The round does not wait for its status writes: they go out in the background, in order per object.
+      void writer.onRound(network, output);
     },
   });
 
@@ -235,9 +238,17 @@ export function startClusterController(options: ClusterControllerOptions): Clust
       stopScaling();
       await applying;
       await controller.stop();
+      await settledWithin(writer.settled(), SHUTDOWN_WRITES_MS);
       await elector.stop();
       fleet.stop();
       await scaling.stop();
     },
   };
+}
+
+/** Waits for `settled`, or `ms` at most. */
+async function settledWithin(settled: Promise<void>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([settled, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+  clearTimeout(timer);
 }
