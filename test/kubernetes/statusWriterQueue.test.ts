@@ -204,13 +204,14 @@ describe("status writes with bounded concurrency", () => {
     expect(api.calls.filter((c) => c.method === "POST")).toHaveLength(12);
   });
 
-  it("forgets pods that leave the pool, so pod churn does not grow its memory", async () => {
+  it("forgets pods that leave the pool and pools that are deleted, so churn does not grow its memory", async () => {
     const api = await apiServer();
     cleanup.push(() => api.close());
     const pods = new Map<string, string>();
     let now = T0;
+    const pools = new Map([["mainnet", pool]]);
     const writer = new StatusWriter(api.kubeConfig, {
-      pools: () => new Map([["mainnet", pool]]),
+      pools: () => pools,
       fleet: podFleet(pods),
       logger: silentLogger(),
       clock: () => now,
@@ -224,6 +225,10 @@ describe("status writes with bounded concurrency", () => {
       expect(writer.remembered("mainnet").sort()).toEqual([...pods.keys()].sort());
     }
     expect(api.calls.filter((c) => c.method === "POST")).toHaveLength(150);
+    // The pool deleted: the next round of any pool forgets its pods.
+    pools.delete("mainnet");
+    await writer.onRound("holesky", output([]));
+    expect(writer.remembered("mainnet")).toEqual([]);
   });
 
   it("creates the LightNode again for a new pod of the same name, and after its LightNode went missing", async () => {

@@ -75,11 +75,11 @@ export class StatusWriter {
    * logged, never thrown: the next round writes again.
    */
   onRound(network: string, output: EngineOutput): Promise<void> {
-    const pool = this.options.pools().get(network);
-    if (!pool) {
-      this.forget(network);
-      return Promise.resolve();
-    }
+    const pools = this.options.pools();
+    // Pools deleted while the controller runs are forgotten with their pods.
+    for (const known of this.nodes.keys()) if (!pools.has(known)) this.forget(known);
+    const pool = pools.get(network);
+    if (!pool) return Promise.resolve();
     const now = this.clock();
     const members = new Map(this.options.fleet.members(network).map((m) => [m.name, m]));
     const records = this.recordsOf(network);
