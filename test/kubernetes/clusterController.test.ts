@@ -7,6 +7,7 @@ import { startClusterController } from "../../src/fleet/kubernetes/clusterContro
 import type { LightNodePool } from "../../src/fleet/kubernetes/crds.js";
 import { createLogger, silentLogger } from "../../src/log/logger.js";
 import { createRegistry } from "../../src/metrics/registry.js";
+import { crdValidators, loadCrds, validateObject } from "../chart/validateObject.js";
 import { startPodNodes, startTestDevnet } from "../support/devnet.js";
 import { startFakeApiServer, type FakeApiServer, type KubeObject } from "../support/fakeApiServer.js";
 import { waitFor } from "../support/waitFor.js";
@@ -245,6 +246,12 @@ describe("the controller in a cluster (API simulated on loopback, real nodes)", 
     )!;
     expect(scaleCall).toMatchObject({ method: "PATCH", contentType: "application/merge-patch+json" });
     expect(running.scaling.status("devnet")?.condition.reason).toBe("Scaling");
+
+    // Everything the controller wrote is what the CRDs accept (the API server would refuse or prune the rest).
+    await waitFor(() => api.get(NODES, "eth", "light-0")?.status, { what: "light-0's LightNode status" });
+    const validators = crdValidators(await loadCrds());
+    const written = [...api.list(POOLS), ...api.list(NODES)];
+    expect(written.flatMap((o) => validateObject(o as never, validators))).toEqual([]);
   });
 
   it("leaves a pool alone while an HPA targets its workload, and says so in the pool status", async () => {
