@@ -112,6 +112,21 @@ describe("KeyedWrites", () => {
     expect(queue.inFlight).toBe(0);
   });
 
+  it("cancelAll drops every write not yet started and lets the one in flight finish", async () => {
+    const writes = heldWrites();
+    const queue = new KeyedWrites(1);
+    void queue.submit("node-0", writes.write("node-0"));
+    const dropped = [
+      queue.submit("node-1", writes.write("node-1")),
+      queue.submit("node-2", writes.write("node-2")),
+    ];
+    queue.cancelAll();
+    await Promise.all(dropped);
+    await writes.finish("node-0");
+    await queue.idle();
+    expect(writes.started).toEqual(["node-0"]);
+  });
+
   it("refuses a concurrency below one", () => {
     expect(() => new KeyedWrites(0)).toThrow(/positive integer/);
   });

@@ -231,6 +231,42 @@ describe("status writes with bounded concurrency", () => {
     expect(writer.remembered("mainnet")).toEqual([]);
   });
 
+  it("on losing leadership drops writes not yet sent and writes every status afresh in a later term", async () => {
+    const api = await apiServer();
+    cleanup.push(() => api.close());
+    const names = ["light-0", "light-1", "light-2"];
+    const pods = new Map(names.map((n) => [n, `uid-${n}`]));
+    const writer = new StatusWriter(api.kubeConfig, {
+      pools: () => new Map([["mainnet", pool]]),
+      fleet: podFleet(pods),
+      logger: silentLogger(),
+      clock: () => T0,
+      concurrency: 1,
+    });
+    const patched = () =>
+      api.calls.filter((c) => c.method === "PATCH" && c.name?.startsWith("light-")).length;
+    api.state.hold = true;
+    const round = writer.onRound("mainnet", output(names.map((n) => node(n, "Healthy"))));
+    await waitFor(() => api.held.length === 1, { what: "the first write held" });
+    writer.abandon();
+    await waitFor(
+      () => {
+        api.release();
+        return api.held.length === 0;
+      },
+      { what: "the write in flight finished" },
+    );
+    await round;
+    // Only the write already in flight went out (light-0's creation and status); nothing of the others.
+    expect(new Set(api.calls.map((c) => c.name))).toEqual(new Set(["light-0"]));
+    const before = patched();
+    expect(writer.remembered("mainnet")).toEqual([]);
+    // Leading again, at the same time and states: every status is written, none is thought current.
+    api.state.hold = false;
+    await writer.onRound("mainnet", output(names.map((n) => node(n, "Healthy"))));
+    expect(patched() - before).toBe(3);
+  });
+
   it("creates the LightNode again for a new pod of the same name, and after its LightNode went missing", async () => {
     const api = await apiServer();
     cleanup.push(() => api.close());

@@ -82,9 +82,12 @@ export function startClusterController(options: ClusterControllerOptions): Clust
     logger,
     metrics: createLeaderMetrics(registry),
     clock,
-    // A replica that stops leading drops its scaling numbers, so only the leader's are exported.
+    // A replica that stops leading drops its scaling numbers (only the leader's are exported) and its status writes
+    // not yet sent (the new leader writes its own).
     onChange: (leading) => {
-      if (!leading) scaling.forget();
+      if (leading) return;
+      scaling.forget();
+      writer.abandon();
     },
     ...options.lease,
   });

@@ -39,6 +39,11 @@ export class KeyedWrites {
     this.pump();
   }
 
+  /** Drops every write that has not started yet; those in flight run on. */
+  cancelAll(): void {
+    for (const key of [...this.waiting.keys()]) this.cancel(key);
+  }
+
   /** True while a write of `key` is waiting or in flight. */
   busy(key: string): boolean {
     return this.running.has(key) || this.waiting.has(key);

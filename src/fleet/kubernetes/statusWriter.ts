@@ -151,6 +151,16 @@ export class StatusWriter {
     return this.writes.idle();
   }
 
+  /**
+   * For a controller that stops leading: writes not yet sent are dropped (the new leader writes its own), and what was
+   * written is forgotten, so a later term writes every status afresh from the cluster as it is then.
+   */
+  abandon(): void {
+    this.writes.cancelAll();
+    this.nodes.clear();
+    this.poolConditions.clear();
+  }
+
   /** Pods the writer remembers in a pool, for tests of pruning. */
   remembered(network: string): string[] {
     return [...(this.nodes.get(network)?.keys() ?? [])];
