@@ -204,9 +204,16 @@ describe("the chart's RBAC against the calls the code makes", () => {
     expect(controllerCalls.size).toBeGreaterThan(10);
   });
 
-  it("gives the gateway no Role when it reaches the pools through their Services' addresses", async () => {
+  it("gives the gateway no Role and no token when it reaches the pools through their Services' addresses", async () => {
+    const account = (objects: Array<Record<string, unknown>>) =>
+      objects.find(
+        (o) => o.kind === "ServiceAccount" && (o.metadata as { name: string }).name.endsWith("-gateway"),
+      )!;
     const { objects } = await renderChart({ set: ["gateway.upstreamDiscovery=service"] });
     expect(roleOf(objects, "gateway")).toBeUndefined();
     expect(roleOf(objects, "controller")).toBeDefined();
+    // Nor an API token.
+    expect(account(objects).automountServiceAccountToken).toBe(false);
+    expect(account((await renderChart()).objects).automountServiceAccountToken).toBeUndefined();
   });
 });
