@@ -128,6 +128,7 @@ describe("the chart's RBAC against the calls the code makes", () => {
       await waitFor(() => fleet.members("mainnet").length === 1);
       await fleet.setRouted("mainnet", "light-0", true);
       await fleet.restart("mainnet", "light-0", "stall");
+      await fleet.replicas("mainnet");
       await fleet.scale("mainnet", 3);
       const writer = new StatusWriter(kubeConfig, {
         pools: () =>

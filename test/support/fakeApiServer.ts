@@ -166,6 +166,16 @@ export async function startFakeApiServer() {
         const items = [...map.values()].filter((o) => matches(o, namespace, query.labelSelector));
         return reply(200, { metadata: { resourceVersion: String(version) }, items });
       }
+      if (req.method === "GET" && sub === "scale") {
+        const replicas = scales.get(`${resource}/${namespace}/${name}`);
+        if (replicas === undefined) return status(404, "NotFound");
+        return reply(200, {
+          kind: "Scale",
+          metadata: { name, namespace },
+          spec: { replicas },
+          status: { replicas },
+        });
+      }
       if (req.method === "GET" && name) {
         const found = map.get(`${namespace ?? ""}/${name}`);
         return found ? reply(200, found) : status(404, "NotFound");
@@ -234,6 +244,9 @@ export async function startFakeApiServer() {
     /** Replicas last set through the scale subresource, e.g. scale("statefulsets", "eth", "light"). */
     scale: (resource: string, namespace: string, name: string) =>
       scales.get(`${resource}/${namespace}/${name}`),
+    /** A workload's size, as its scale subresource answers it (workloads without one answer 404). */
+    setScale: (resource: string, namespace: string, name: string, replicas: number) =>
+      void scales.set(`${resource}/${namespace}/${name}`, replicas),
     /** Open watches of a collection. */
     watching: (collection: string) => [...watchers].filter((w) => w.collection === collection).length,
     /** Ends every open watch with 410 Gone and forgets the history, as after a compaction. */

@@ -11,7 +11,7 @@
   verbs: [create]
 - apiGroups: [apps]
   resources: [statefulsets/scale, deployments/scale]
-  verbs: [patch]
+  verbs: [get, patch]
 - apiGroups: [autoscaling]
   resources: [horizontalpodautoscalers]
   verbs: [list]

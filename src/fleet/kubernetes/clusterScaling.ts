@@ -82,6 +82,7 @@ export function clusterScaling(deps: {
   const scaler = new Scaler({
     networks: [],
     fleet,
+    currentReplicas: (network) => fleet.replicas(network),
     source: createRateSources({
       clock,
       ...(gateways

@@ -229,6 +229,22 @@ export class KubernetesFleet implements Fleet {
     return { outcome: "restarted" };
   }
 
+  /**
+   * The size the workload is asked to have (`spec.replicas` of its scale subresource): the autoscaler's current size.
+   * Pods lag behind it while they are created or end, and a step computed from them would undo a scale-up under way.
+   */
+  async replicas(network: string): Promise<number> {
+    const entry = this.watchers.get(network);
+    if (!entry) throw new Error(`no pool for network ${network}`);
+    const { kind, name } = entry.pool.workload;
+    const request = { name, namespace: entry.pool.namespace };
+    const scale =
+      kind === "StatefulSet"
+        ? await this.apps.readNamespacedStatefulSetScale(request)
+        : await this.apps.readNamespacedDeploymentScale(request);
+    return scale.spec?.replicas ?? 0;
+  }
+
   async scale(network: string, replicas: number): Promise<void> {
     const entry = this.watchers.get(network);
     if (!entry) throw new Error(`no pool for network ${network}`);
