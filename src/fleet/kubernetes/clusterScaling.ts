@@ -99,6 +99,7 @@ export function clusterScaling(deps: {
     metrics: createScalingMetrics(deps.registry),
   });
   const inFlight = new Set<Promise<unknown>>();
+  const failures = new Map<string, string>();
   return {
     setPools(next) {
       pools = new Map(next.map((p) => [p.ref.network, p]));
@@ -125,8 +126,16 @@ export function clusterScaling(deps: {
             action: "Scale",
             note: event.note.slice(0, 1024),
           });
+        failures.delete(pool.network);
       } catch (error) {
-        logger.error({ network: pool.network, err: String(error) }, "autoscaler round failed");
+        // Comes back every round (a missing workload, an API outage): logged when it changes, not every 2 s.
+        const message = String(error);
+        if (failures.get(pool.network) !== message)
+          logger.error(
+            { network: pool.network, err: message },
+            "autoscaler round failed; retried every round",
+          );
+        failures.set(pool.network, message);
       } finally {
         inFlight.delete(round);
       }
