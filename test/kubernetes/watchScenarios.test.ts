@@ -92,6 +92,19 @@ describe("pod watch scenarios against a simulated API server", () => {
     expect(await restarts("unanswered")).toBeGreaterThanOrEqual(1);
   });
 
+  it("lists again when a list (after a 410) is never answered", async () => {
+    const { api, names, restarts } = await setup(300);
+    api.setListsUnanswered(true);
+    api.expireWatches();
+    await waitFor(() => api.unansweredWatches() >= 1, { what: "a hanging list" });
+    api.put(PODS, pod("light-1"));
+    api.setListsUnanswered(false);
+    await waitFor(() => names() === "light-0,light-1" && api.watching(PODS) === 1, {
+      what: "a list and a watch once the hanging list was given up",
+    });
+    expect(await restarts("unanswered")).toBeGreaterThanOrEqual(1);
+  });
+
   it("re-makes a watch cut mid-stream and relists after 410 Gone", async () => {
     const { api, names, restarts } = await setup();
     api.dropWatches();

@@ -53,6 +53,7 @@ export async function startFakeApiServer() {
   let compacted = 0;
   let silent = false;
   let unanswered = false;
+  let listsUnanswered = false;
   const held = new Set<ServerResponse>();
   let refuseEvictions = false;
   let uid = 0;
@@ -160,6 +161,11 @@ export async function startFakeApiServer() {
               send(watcher, e.type, e.object);
           watchers.add(watcher);
           res.on("close", () => watchers.delete(watcher));
+          return;
+        }
+        if (listsUnanswered) {
+          held.add(res);
+          res.on("close", () => held.delete(res));
           return;
         }
         if (collection === "apis/keda.sh/v1alpha1/scaledobjects") return status(404, "NotFound");
@@ -272,7 +278,11 @@ export async function startFakeApiServer() {
     setUnanswered(value: boolean) {
       unanswered = value;
     },
-    /** Watch requests left unanswered so far and still open. */
+    /** While set, list requests get no answer at all. */
+    setListsUnanswered(value: boolean) {
+      listsUnanswered = value;
+    },
+    /** Watch (and list) requests left unanswered so far and still open. */
     unansweredWatches: () => held.size,
     /** Evictions answered 429, as when a PodDisruptionBudget allows no disruption. */
     setRefuseEvictions(value: boolean) {

@@ -44,6 +44,7 @@ export class ListWatch<T extends Named> {
   /** Each watch request's number: callbacks of a superseded request are ignored. */
   private generation = 0;
   private connecting = false;
+  private listing = false;
   /** Why the watch being torn down ends, when this side ends it (the watchdog). */
   private ending: WatchRestartReason | undefined;
   private untrack: (() => void) | undefined;
@@ -92,6 +93,10 @@ export class ListWatch<T extends Named> {
           );
           this.ending = "silent";
           this.abort.abort();
+        } else if (this.listing) {
+          this.options.logger.warn(this.context(), `${this.options.what} list unanswered: listing again`);
+          this.restarted("unanswered");
+          void this.relist();
         } else if (this.connecting) {
           // client-node 1.4 puts no timeout on the watch request: one the server never answers is abandoned (and
           // aborted if it ever returns) for a new one.
@@ -125,9 +130,15 @@ export class ListWatch<T extends Named> {
 
   private async relist(): Promise<void> {
     if (this.stopped) return;
+    const generation = ++this.generation;
+    this.listing = true;
+    this.abort = undefined;
+    this.lastEventAt = this.clock();
     try {
       const list = await this.options.list();
-      if (this.stopped) return;
+      // Superseded (stopped, or abandoned by the watchdog) while the list was under way.
+      if (generation !== this.generation) return;
+      this.listing = false;
       this.objects.clear();
       for (const object of list.items)
         if (object.metadata?.name) this.objects.set(object.metadata.name, object);
@@ -135,10 +146,13 @@ export class ListWatch<T extends Named> {
       this.syncedAt = this.clock();
       this.attempt = 0;
       this.options.onChange();
-      await this.watch();
     } catch (error) {
+      if (generation !== this.generation) return;
+      this.listing = false;
       this.retry("list failed", error, () => void this.relist());
+      return;
     }
+    await this.watch();
   }
 
   private async watch(): Promise<void> {
@@ -149,49 +163,59 @@ export class ListWatch<T extends Named> {
     this.lastEventAt = this.clock();
     let gone = false;
     let ended = false;
-    const abort = await new Watch(this.options.kubeConfig).watch(
-      this.options.path,
-      {
-        ...(this.options.labelSelector ? { labelSelector: this.options.labelSelector } : {}),
-        resourceVersion: this.resourceVersion,
-        allowWatchBookmarks: true,
-      },
-      (phase: string, object: T & { code?: number }) => {
-        if (generation !== this.generation) return;
-        this.lastEventAt = this.clock();
-        if (phase === "ERROR") {
-          gone = object.code === 410;
-          return;
-        }
-        if (object.metadata?.resourceVersion) this.resourceVersion = object.metadata.resourceVersion;
-        // A bookmark also proves the cache current: a quiet collection must not look stale.
-        this.syncedAt = this.clock();
-        if (phase === "BOOKMARK") return;
-        const name = object.metadata?.name;
-        if (!name) return;
-        if (phase === "DELETED") this.objects.delete(name);
-        else this.objects.set(name, object);
-        this.options.onChange();
-      },
-      (error: unknown) => {
-        if (generation !== this.generation) return;
-        ended = true;
-        this.connecting = false;
-        this.abort = undefined;
-        if (this.stopped) return;
-        const expired = gone || (error as { statusCode?: number } | null)?.statusCode === 410;
-        this.restarted(this.ending ?? (expired ? "expired" : error ? "failed" : "closed"));
-        this.ending = undefined;
-        if (expired) {
-          this.options.logger.info(
-            this.context(),
-            `${this.options.what} watch expired (410 Gone): relisting`,
-          );
-          void this.relist();
-        } else if (error) this.retry("watch failed", error, () => void this.watch());
-        else void this.watch(); // the server closed a healthy watch: resume from the last resource version
-      },
-    );
+    let abort: AbortController;
+    try {
+      abort = await new Watch(this.options.kubeConfig).watch(
+        this.options.path,
+        {
+          ...(this.options.labelSelector ? { labelSelector: this.options.labelSelector } : {}),
+          resourceVersion: this.resourceVersion,
+          allowWatchBookmarks: true,
+        },
+        (phase: string, object: T & { code?: number }) => {
+          if (generation !== this.generation) return;
+          this.lastEventAt = this.clock();
+          if (phase === "ERROR") {
+            gone = object.code === 410;
+            return;
+          }
+          if (object.metadata?.resourceVersion) this.resourceVersion = object.metadata.resourceVersion;
+          // A bookmark also proves the cache current: a quiet collection must not look stale.
+          this.syncedAt = this.clock();
+          if (phase === "BOOKMARK") return;
+          const name = object.metadata?.name;
+          if (!name) return;
+          if (phase === "DELETED") this.objects.delete(name);
+          else this.objects.set(name, object);
+          this.options.onChange();
+        },
+        (error: unknown) => {
+          if (generation !== this.generation) return;
+          ended = true;
+          this.connecting = false;
+          this.abort = undefined;
+          if (this.stopped) return;
+          const expired = gone || (error as { statusCode?: number } | null)?.statusCode === 410;
+          this.restarted(this.ending ?? (expired ? "expired" : error ? "failed" : "closed"));
+          this.ending = undefined;
+          if (expired) {
+            this.options.logger.info(
+              this.context(),
+              `${this.options.what} watch expired (410 Gone): relisting`,
+            );
+            void this.relist();
+          } else if (error) this.retry("watch failed", error, () => void this.watch());
+          else void this.watch(); // the server closed a healthy watch: resume from the last resource version
+        },
+      );
+    } catch (error) {
+      // Failed before any request (credentials from an exec plugin or a token file, say): retried like a failed watch.
+      if (generation !== this.generation) return;
+      this.connecting = false;
+      this.restarted("failed");
+      this.retry("watch failed", error, () => void this.watch());
+      return;
+    }
     // Superseded (stopped, or abandoned by the watchdog) while the request was under way.
     if (generation !== this.generation) {
       abort.abort();
