@@ -15,7 +15,8 @@ export interface HealthCheck {
 export interface AdminServerOptions {
   host: string;
   port: number;
-  registry: Registry;
+  /** What `/metrics` serves: a registry, or the sum over gateway workers. */
+  registry: Pick<Registry, "metrics" | "contentType">;
   logger: Logger;
   liveness?: HealthCheck[];
   readiness?: HealthCheck[];

@@ -107,12 +107,16 @@ export function createGatewayMetrics(registry: Registry): GatewayMetrics {
       help: "1 while no routed node is reachable and the gateway serves from any node that answers.",
       labelNames: ["network"],
       registers,
+      // Over gateway workers (the rest sum): 1 when any worker is in panic mode.
+      aggregator: "max",
     }),
     servedHead: new Gauge({
       name: "lightfleet_gateway_served_head_block",
       help: "The head the gateway serves (eth_blockNumber, latest).",
       labelNames: ["network"],
       registers,
+      // Over gateway workers: the one furthest behind.
+      aggregator: "min",
     }),
     wsConnections: new Gauge({
       name: "lightfleet_gateway_ws_connections",

@@ -20,6 +20,8 @@ export function createKubeCacheMetrics(registry: Registry, clock: () => number =
     help: "Seconds since the API server last confirmed a list + watch cache (list, event, bookmark or accepted watch); absent before the first list.",
     labelNames: ["resource", "scope"],
     registers: [registry],
+    // Gateway workers each keep a cache: the stalest one counts.
+    aggregator: "max",
     collect() {
       this.reset();
       for (const { resource, scope, lastSync } of tracked.values()) {

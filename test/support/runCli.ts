@@ -46,6 +46,8 @@ export interface SpawnedGateway {
   child: ChildProcessWithoutNullStreams;
   url: string;
   admin: string;
+  /** Everything it has written to stdout so far. */
+  stdout(): string;
 }
 
 /** Starts `lightfleet gateway --config FILE` on ephemeral ports (JSON logs) and waits for its "gateway serving" line. */
@@ -66,7 +68,7 @@ export async function spawnGateway(config: string, env: NodeJS.ProcessEnv = {}):
           .map((line) => JSON.parse(line) as { url: string; admin: string })[0],
       { what: "the gateway's serving line", timeoutMs: 30_000 },
     );
-    return { child, ...serving };
+    return { child, ...serving, stdout: () => stdout };
   } catch (error) {
     child.kill("SIGKILL");
     throw error;

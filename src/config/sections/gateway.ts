@@ -7,6 +7,11 @@ import { httpUrl, wsUrl } from "../urls.js";
 export const gatewaySchema = z.strictObject({
   host: z.string().default("0.0.0.0"),
   port: z.number().int().min(0).max(65_535).default(8545),
+  /**
+   * `lightfleet gateway` only: processes serving the port (node:cluster). 1 serves in-process; more fork that many
+   * workers, each with its own upstream connections, behind a primary that serves the admin port.
+   */
+  workers: z.number().int().min(1).max(256).default(1),
   /** Largest HTTP request body, in bytes (HTTP 413 beyond). */
   maxBodyBytes: z.number().int().min(1).default(1_048_576),
   /** Most calls in one JSON-RPC batch. */
@@ -31,9 +36,15 @@ export const gatewaySchema = z.strictObject({
   drainTimeout: duration.default(10_000),
   /** Behind a proxy (an ingress): a client's address is the last X-Forwarded-For entry, not the connection's peer. */
   trustForwardedFor: z.boolean().default(false),
-  /** WebSocket connections one client address may hold open (unlimited when absent); HTTP 429 on the upgrade beyond. */
+  /**
+   * WebSocket connections one client address may hold open (unlimited when absent); HTTP 429 on the upgrade beyond.
+   * Counted per worker process: with N workers an address may hold up to N times this many.
+   */
   maxWsConnectionsPerAddress: z.number().int().min(1).optional(),
-  /** Per-client-address rate limit, each batch item counting as one call (off when absent). */
+  /**
+   * Per-client-address rate limit, each batch item counting as one call (off when absent). With N workers each takes
+   * 1/N of the rate and burst (at least 1), so the limit is approximate: exact only while connections spread evenly.
+   */
   rateLimit: z
     .strictObject({
       /** Calls per second one address may make, sustained. */

@@ -1,0 +1,180 @@
+import cluster from "node:cluster";
+import type { Worker } from "node:cluster";
+import { startAdminServer } from "../../admin/adminServer.js";
+import type { Config } from "../../config/schema.js";
+import type { Logger } from "../../log/logger.js";
+import { createRegistry } from "../../metrics/registry.js";
+import { networksWithoutHead, openGateway, slicesFresh, untilSignal } from "../gatewayProcess.js";
+import type { GatewayFlags } from "../runGateway.js";
+import { answerMetricsRequests, ClusterMetrics } from "./clusterMetrics.js";
+import { isStopWorker, isWorkerStatus } from "./messages.js";
+import type { StopWorker, WorkerStatus } from "./messages.js";
+import { workerConfig } from "./workerConfig.js";
+
+/** How often a worker reports its served heads (the primary's /readyz). */
+const REPORT_MS = 500;
+/** A worker that dies before serving is replaced after this long, so a worker that cannot start does not spin. */
+const RESTART_BACKOFF_MS = 1_000;
+
+/**
+ * The cluster primary: forks `gateway.workers` workers sharing the public port, serves the admin port (metrics summed
+ * over the workers, ready when every worker serves a head), replaces a worker that dies and drains them all on SIGINT
+ * or SIGTERM.
+ */
+export async function runPrimary(config: Config, logger: Logger, flags: GatewayFlags): Promise<void> {
+  const count = config.gateway.workers;
+  // Round robin by the primary spreads connections evenly; NODE_CLUSTER_SCHED_POLICY=none leaves it to the kernel.
+  if (process.env.NODE_CLUSTER_SCHED_POLICY === undefined) cluster.schedulingPolicy = cluster.SCHED_RR;
+  const statuses = new Map<number, WorkerStatus>();
+  let stopping = false;
+  let onReport: (() => void) | undefined;
+  const metrics = new ClusterMetrics(() =>
+    Object.values(cluster.workers ?? {}).filter(
+      (w): w is Worker => w !== undefined && w.isConnected() && statuses.has(w.id),
+    ),
+  );
+
+  const fork = (): Worker => {
+    const worker = cluster.fork();
+    worker.on("message", (message: unknown) => {
+      if (metrics.receive(message)) return;
+      if (!isWorkerStatus(message) || worker.isDead()) return;
+      statuses.set(worker.id, message);
+      onReport?.();
+    });
+    return worker;
+  };
+
+  // Every worker listening before the primary says it serves; one that exits while starting fails the command.
+  const started = new Promise<void>((resolve, reject) => {
+    const onExit = (worker: Worker, code: number | null, signal: string | null) => {
+      onReport = undefined;
+      reject(
+        new Error(
+          `gateway worker ${worker.process.pid} exited while starting (code ${code}, signal ${signal})`,
+        ),
+      );
+    };
+    onReport = () => {
+      if (statuses.size < count) return;
+      onReport = undefined;
+      cluster.off("exit", onExit);
+      resolve();
+    };
+    cluster.once("exit", onExit);
+  });
+  for (let i = 0; i < count; i++) fork();
+  try {
+    await started;
+  } catch (error) {
+    stopping = true;
+    for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill("SIGKILL");
+    throw error;
+  }
+
+  cluster.on("exit", (worker, code, signal) => {
+    const served = statuses.delete(worker.id);
+    if (stopping) return;
+    logger.error(
+      { workerPid: worker.process.pid, code, signal },
+      "gateway worker exited; starting a replacement",
+    );
+    if (served) fork();
+    else setTimeout(() => stopping || fork(), RESTART_BACKOFF_MS);
+  });
+
+  const admin = await startAdminServer({
+    host: config.admin.host,
+    port: flags.adminPort ?? config.admin.port,
+    registry: metrics,
+    logger,
+  });
+  if (config.networks.some((n) => n.gateway.service))
+    admin.addLiveness({
+      name: "endpointslices",
+      check: () => {
+        const synced = [...statuses.values()].map((s) => s.slicesSynced ?? undefined);
+        const oldest = synced.includes(undefined) ? undefined : Math.min(...(synced as number[]));
+        return slicesFresh(oldest);
+      },
+    });
+  admin.addReadiness({
+    name: "gateway",
+    check: () => {
+      if (statuses.size < count)
+        return { ok: false, message: `${statuses.size} of ${count} workers serving` };
+      const missing = networksWithoutHead(config, (n) =>
+        [...statuses.values()].some((s) => s.heads[n] == null) ? undefined : 0,
+      );
+      return missing.length === 0
+        ? { ok: true }
+        : { ok: false, message: `no head yet for ${missing.join(", ")} in every worker` };
+    },
+  });
+  const url = [...statuses.values()][0]!.url;
+  logger.info({ url, admin: admin.url, workers: count }, "gateway serving");
+
+  await untilSignal();
+  stopping = true;
+  logger.info("gateway stopping: draining every worker's requests, closing WebSockets");
+  await stopWorkers(config.gateway.drainTimeout + 5_000, logger);
+  await admin.close();
+}
+
+/** Asks every worker to drain and waits for them to exit; the ones still running after `timeoutMs` are killed. */
+async function stopWorkers(timeoutMs: number, logger: Logger): Promise<void> {
+  const workers = Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined);
+  const exited = workers.map(
+    (worker) =>
+      new Promise<void>((resolve) => {
+        if (worker.isDead()) return resolve();
+        worker.once("exit", () => resolve());
+        if (worker.isConnected()) worker.send({ kind: "lightfleet-gateway-stop" } satisfies StopWorker);
+      }),
+  );
+  const timer = setTimeout(() => {
+    for (const worker of workers)
+      if (!worker.isDead()) {
+        logger.error({ workerPid: worker.process.pid }, "gateway worker did not drain in time; killing it");
+        worker.process.kill("SIGKILL");
+      }
+  }, timeoutMs);
+  await Promise.all(exited);
+  clearTimeout(timer);
+}
+
+/** A worker: the gateway on the shared port, its metrics answered to the primary, until told to stop. */
+export async function runWorker(config: Config, parentLogger: Logger, flags: GatewayFlags): Promise<void> {
+  const logger = parentLogger.child({ worker: cluster.worker?.id });
+  const registry = createRegistry();
+  answerMetricsRequests(registry);
+  const { gateway, source, slices } = await openGateway(
+    workerConfig(config, config.gateway.workers),
+    logger,
+    registry,
+    flags.port,
+  );
+  const report = () => {
+    if (!process.connected) return;
+    const status: WorkerStatus = {
+      kind: "lightfleet-gateway-status",
+      url: gateway.url,
+      heads: Object.fromEntries(config.networks.map((n) => [n.name, gateway.servedHead(n.name) ?? null])),
+      ...(slices ? { slicesSynced: slices.oldestSync() ?? null } : {}),
+    };
+    process.send?.(status);
+  };
+  report();
+  const timer = setInterval(report, REPORT_MS);
+  logger.info({ url: gateway.url }, "gateway worker listening");
+  await new Promise<void>((resolve) => {
+    void untilSignal().then(resolve);
+    process.on("message", (message: unknown) => isStopWorker(message) && resolve());
+    // The primary is gone (killed): a worker left alone would hold the port.
+    process.once("disconnect", resolve);
+  });
+  clearInterval(timer);
+  await gateway.stop();
+  await source.close?.();
+  if (process.connected) process.disconnect();
+}

@@ -1,0 +1,156 @@
+import type { ChildProcessWithoutNullStreams } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { request } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import WebSocket from "ws";
+import type { AnvilNode } from "../../src/devnet/anvil.js";
+import { startAnvil } from "../../src/devnet/anvil.js";
+import { HttpRpcClient } from "../../src/rpc/httpRpcClient.js";
+import { sumRequestsByNetwork } from "../../src/scaling/sources/gatewayScrapeSource.js";
+import { spawnGateway } from "../support/runCli.js";
+import type { SpawnedGateway } from "../support/runCli.js";
+import { waitFor } from "../support/waitFor.js";
+
+/** eth_blockNumber on a connection of its own, so the cluster hands each call to the next worker. */
+function blockNumberOnNewConnection(url: string): Promise<string> {
+  const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_blockNumber", params: [] });
+  return new Promise((resolve, reject) => {
+    const req = request(
+      `${url}/`,
+      { method: "POST", agent: false, headers: { "content-type": "application/json" } },
+      (res) => {
+        let text = "";
+        res.on("data", (chunk: Buffer) => (text += chunk.toString()));
+        res.on("end", () => resolve((JSON.parse(text) as { result: string }).result));
+        res.on("error", reject);
+      },
+    );
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+async function requestsServed(gateway: SpawnedGateway): Promise<number> {
+  const response = await fetch(`${gateway.admin}/metrics`);
+  return sumRequestsByNetwork(await response.text()).get("devnet") ?? 0;
+}
+
+/** Pids of the workers that have said they listen, in order. */
+function workerPids(gateway: SpawnedGateway): number[] {
+  return gateway
+    .stdout()
+    .split("\n")
+    .filter((line) => line.includes("gateway worker listening"))
+    .map((line) => (JSON.parse(line) as { pid: number }).pid);
+}
+
+describe("lightfleet gateway with workers: 2", () => {
+  let node: AnvilNode;
+  let dir: string;
+  let file: string;
+  const children: ChildProcessWithoutNullStreams[] = [];
+
+  beforeAll(async () => {
+    node = await startAnvil({ name: "upstream", chainId: 31_337, noMining: true });
+    await new HttpRpcClient(node.httpUrl, 10_000).call("anvil_mine", ["0x3"]);
+    dir = mkdtempSync(join(tmpdir(), "lightfleet-gateway-workers-"));
+    file = join(dir, "gateway.yaml");
+    writeFileSync(
+      file,
+      [
+        "log: { format: json }",
+        "admin: { host: 127.0.0.1 }",
+        "gateway: { host: 127.0.0.1, headPollInterval: 100ms, workers: 2 }",
+        "networks:",
+        "  - name: devnet",
+        "    chainId: 31337",
+        `    reservedPeers: [{ name: upstream, http: "${node.httpUrl}" }]`,
+        "    gateway:",
+        "      default: true",
+        `      upstreams: [{ name: upstream, http: "${node.httpUrl}", ws: "${node.wsUrl}" }]`,
+      ].join("\n"),
+    );
+  });
+
+  afterAll(async () => {
+    for (const child of children) if (child.exitCode === null) child.kill("SIGKILL");
+    await node?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  async function start(): Promise<SpawnedGateway> {
+    // Round robin (the default, named so the spread below does not depend on it): fresh connections alternate.
+    const gateway = await spawnGateway(file, { NODE_CLUSTER_SCHED_POLICY: "rr" });
+    children.push(gateway.child);
+    await waitFor(async () => (await fetch(`${gateway.admin}/readyz`)).status === 200, {
+      what: "every worker ready",
+      timeoutMs: 20_000,
+    });
+    return gateway;
+  }
+
+  it("sums the workers' request counts on /metrics and replaces a worker that dies", async () => {
+    const gateway = await start();
+    const [first, second] = workerPids(gateway);
+    expect(first).toBeDefined();
+    expect(second).toBeDefined();
+    expect(first).not.toBe(second);
+    expect(first).not.toBe(gateway.child.pid);
+
+    const calls = 20;
+    for (let i = 0; i < calls; i++) expect(await blockNumberOnNewConnection(gateway.url)).toBe("0x3");
+    expect(await requestsServed(gateway)).toBe(calls);
+
+    process.kill(first!, "SIGKILL");
+    const replacement = await waitFor(() => workerPids(gateway)[2], { what: "a replacement worker" });
+    expect([first, second]).not.toContain(replacement);
+    await waitFor(async () => (await fetch(`${gateway.admin}/readyz`)).status === 200, {
+      what: "ready again",
+    });
+    // The dead worker's counts went with it: what is left is the survivor's share, so both had served some.
+    const left = await requestsServed(gateway);
+    expect(left).toBeGreaterThan(0);
+    expect(left).toBeLessThan(calls);
+    for (let i = 0; i < 10; i++) expect(await blockNumberOnNewConnection(gateway.url)).toBe("0x3");
+    expect(await requestsServed(gateway)).toBe(left + 10);
+    expect(gateway.stdout()).toMatch(/gateway worker exited; starting a replacement/);
+
+    const exited = new Promise<number | null>((resolve) => gateway.child.once("exit", resolve));
+    gateway.child.kill("SIGTERM");
+    expect(await exited).toBe(0);
+  });
+
+  it("serves newHeads over WebSocket and on SIGTERM closes it with 1001 and exits 0", async () => {
+    const gateway = await start();
+    expect(gateway.stdout().match(/"msg":"gateway serving"/g)).toHaveLength(1);
+    const ws = new WebSocket(`${gateway.url.replace("http", "ws")}/ws`);
+    await new Promise((resolve, reject) => ws.once("open", resolve).once("error", reject));
+    const messages: Array<{ id?: number; result?: string; params?: { result: { number: string } } }> = [];
+    ws.on("message", (data: Buffer) => messages.push(JSON.parse(data.toString()) as (typeof messages)[0]));
+    ws.send(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_subscribe", params: ["newHeads"] }));
+    await waitFor(() => messages.find((m) => m.id === 1)?.result, { what: "a subscription id" });
+    await new HttpRpcClient(node.httpUrl, 10_000).call("anvil_mine", ["0x1"]);
+    const head = await waitFor(() => messages.find((m) => m.params)?.params?.result.number, {
+      what: "a newHeads notification",
+    });
+    expect(Number(head)).toBeGreaterThan(3);
+
+    const closed = new Promise<number>((resolve) => ws.once("close", resolve));
+    const exited = new Promise<number | null>((resolve) => gateway.child.once("exit", resolve));
+    gateway.child.kill("SIGTERM");
+    expect(await closed).toBe(1001);
+    expect(await exited).toBe(0);
+    expect(workerPids(gateway).every((pid) => !isRunning(pid))).toBe(true);
+  });
+});
+
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
