@@ -54,7 +54,7 @@ describe("the chart's lightfleet config", () => {
     expect(config).toMatchObject({
       dataDir: "/data",
       admin: { port: 9464 },
-      gateway: { port: 8545, maxBatchLength: 50 },
+      gateway: { port: 8545, workers: 1, maxBatchLength: 50 },
       keys: { port: 8080 },
       log: { level: "debug", format: "json" },
       controller: { namespace: "" },
@@ -63,6 +63,8 @@ describe("the chart's lightfleet config", () => {
     expect(JSON.stringify(config.networks)).not.toMatch(/workload|enode|"pool"/);
     const namespaced = parse(configFile((await renderChart()).objects));
     expect(namespaced.controller.namespace).toBe("lightfleet");
+    const workers = parse(configFile((await renderChart({ set: ["gateway.workers=4"] })).objects));
+    expect(workers.gateway.workers).toBe(4);
   });
 
   it("a config the chart renders from bad values is refused by config check, by path", async () => {

@@ -115,7 +115,7 @@ its EndpointSlices (each pod an upstream), or by its one address. */}}
 {{- $base := dict
   "dataDir" "/data"
   "admin" (dict "host" "0.0.0.0" "port" (int .Values.adminPort))
-  "gateway" (dict "host" "0.0.0.0" "port" (int .Values.gateway.port))
+  "gateway" (dict "host" "0.0.0.0" "port" (int .Values.gateway.port) "workers" (int .Values.gateway.workers))
   "keys" (dict "host" "0.0.0.0" "port" (int .Values.keys.port))
   "controller" (dict "namespace" (include "lightfleet.watchNamespace" .))
 }}
