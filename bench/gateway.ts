@@ -2,9 +2,10 @@
  * The gateway against the same anvil light node, in one run:
  *
  * - HTTP: requests/s and p50/p99 latency of eth_blockNumber (answered from the served head) and eth_getBlockByNumber
- *   (forwarded), called directly, through nginx as a plain reverse proxy (when Debian's nginx is installed), and
- *   through the gateway; ratios gateway/direct and gateway/nginx.
- * - WebSocket fan-out: N clients (in a child process) subscribed to newHeads through the gateway; the time from the
+ *   (forwarded), called directly, through nginx as a plain reverse proxy (when Debian's nginx is installed), through
+ *   the gateway in this process, and through `lightfleet gateway` with 2 workers (node:cluster, as a process of its
+ *   own) under each of node:cluster's scheduling policies; ratios to direct, to nginx and to the one-process gateway.
+ * - WebSocket fan-out: N clients (in a child process) subscribed to newHeads through each gateway; the time from the
  *   node announcing a block (a direct subscription to the node, in that same child process) to each client receiving
  *   it, p50/p99, at 1,000 and 5,000 subscribers.
  *
@@ -25,11 +26,13 @@ import { startGateway } from "../src/gateway/gateway.js";
 import { StaticUpstreamSource } from "../src/gateway/upstreams/staticSource.js";
 import { silentLogger } from "../src/log/logger.js";
 import { freePort } from "../src/process/freePort.js";
+import { spawnGatewayProcess } from "./gatewayProcess.js";
 
 const SECONDS = Number(process.argv[2] ?? 5);
 const CONNECTIONS = Number(process.argv[3] ?? 16);
 const FAN_OUT_SIZES = [1_000, 5_000];
 const FAN_OUT_BLOCKS = 5;
+const WORKERS = 2;
 
 const devnet = await startDevnet({
   networks: [{ name: "bench", chainId: 31_337, lightNodes: 1 }],
@@ -58,6 +61,13 @@ const gateway = await startGateway({
   registry: new Registry(),
 });
 while (gateway.servedHead("bench") === undefined) await new Promise((r) => setTimeout(r, 50));
+const clustered = [
+  { name: `x${WORKERS} rr`, ...(await spawnGatewayProcess({ workers: WORKERS, policy: "rr", ...light })) },
+  {
+    name: `x${WORKERS} none`,
+    ...(await spawnGatewayProcess({ workers: WORKERS, policy: "none", ...light })),
+  },
+];
 
 interface Run {
   rps: number;
@@ -141,6 +151,7 @@ function percentile(sorted: number[], p: number): number {
  * the node's own announcement over a direct subscription (epoch ms, sub-millisecond).
  */
 async function fanOut(
+  gatewayUrl: string,
   size: number,
 ): Promise<{ p50: number; p99: number; delivered: number; expected: number }> {
   const child = spawn(
@@ -149,7 +160,7 @@ async function fanOut(
       "--import",
       "tsx",
       join(import.meta.dirname, "gatewayFanOutClients.ts"),
-      `${gateway.url.replace("http", "ws")}/ws`,
+      `${gatewayUrl.replace("http", "ws")}/ws`,
       String(size),
       light.wsUrl,
     ],
@@ -198,6 +209,10 @@ const calls = {
   eth_getBlockByNumber: { jsonrpc: "2.0", id: 1, method: "eth_getBlockByNumber", params: ["0x3", false] },
 };
 const nginx = await startNginx(light.httpUrl);
+const ratios = (r: Run, direct: Run, nginx: Run | undefined) =>
+  `/direct ${(r.rps / direct.rps).toFixed(2)}x` +
+  (nginx ? `, /nginx ${(r.rps / nginx.rps).toFixed(2)}x` : "") +
+  (r.errors > 0 ? `, ${r.errors} errors` : "");
 const fmt = (r: Run) =>
   `${r.rps.toFixed(0).padStart(6)} req/s p50 ${String(r.p50).padStart(3)} ms p99 ${String(r.p99).padStart(3)} ms`;
 try {
@@ -208,29 +223,31 @@ try {
     const proxied = nginx ? await run(nginx.url, body) : undefined;
     const through = await run(`${gateway.url}/`, body);
     console.log(`  ${name}`);
-    console.log(`    direct  ${fmt(direct)}`);
-    if (proxied) console.log(`    nginx   ${fmt(proxied)}`);
-    console.log(`    gateway ${fmt(through)}`);
-    console.log(
-      `    ratio gateway/direct ${(through.rps / direct.rps).toFixed(2)}x` +
-        (proxied ? `, gateway/nginx ${(through.rps / proxied.rps).toFixed(2)}x` : "") +
-        (direct.errors + through.errors + (proxied?.errors ?? 0) > 0
-          ? ` | errors direct ${direct.errors} nginx ${proxied?.errors ?? 0} gateway ${through.errors}`
-          : ""),
-    );
+    console.log(`    direct          ${fmt(direct)}`);
+    if (proxied) console.log(`    nginx           ${fmt(proxied)}`);
+    console.log(`    gateway x1      ${fmt(through)} | ${ratios(through, direct, proxied)}`);
+    for (const c of clustered) {
+      const r = await run(`${c.url}/`, body);
+      console.log(
+        `    gateway ${c.name.padEnd(7)} ${fmt(r)} | ${ratios(r, direct, proxied)}, /x1 ${(r.rps / through.rps).toFixed(2)}x`,
+      );
+    }
   }
   console.log(
     `WebSocket newHeads fan-out (${FAN_OUT_BLOCKS} blocks each, from the node's own announcement):`,
   );
   for (const size of FAN_OUT_SIZES) {
-    const r = await fanOut(size);
-    console.log(
-      `  ${String(size).padStart(5)} subscribers: p50 ${r.p50.toFixed(1)} ms p99 ${r.p99.toFixed(1)} ms ` +
-        `(${r.delivered}/${r.expected} delivered)`,
-    );
+    for (const g of [{ name: "x1", url: gateway.url }, ...clustered]) {
+      const r = await fanOut(g.url, size);
+      console.log(
+        `  ${String(size).padStart(5)} subscribers, gateway ${g.name.padEnd(7)}: ` +
+          `p50 ${r.p50.toFixed(1)} ms p99 ${r.p99.toFixed(1)} ms (${r.delivered}/${r.expected} delivered)`,
+      );
+    }
   }
 } finally {
   nginx?.stop();
+  for (const c of clustered) await c.stop();
   await gateway.stop();
   await devnet.stop();
 }

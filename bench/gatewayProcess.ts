@@ -1,0 +1,93 @@
+import { spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+export interface GatewayProcess {
+  url: string;
+  stop(): Promise<void>;
+}
+
+const ROOT = join(import.meta.dirname, "..");
+
+/**
+ * `lightfleet gateway` with `gateway.workers: workers` as a process of its own (node:cluster needs one), in front of
+ * one node, on ephemeral ports; resolves once every worker serves a head. `policy` is node:cluster's
+ * NODE_CLUSTER_SCHED_POLICY: rr (the primary hands out connections) or none (the kernel does).
+ */
+export async function spawnGatewayProcess(options: {
+  workers: number;
+  policy: "rr" | "none";
+  httpUrl: string;
+  wsUrl: string;
+}): Promise<GatewayProcess> {
+  const dir = mkdtempSync(join(tmpdir(), "bench-gateway-"));
+  const file = join(dir, "gateway.yaml");
+  writeFileSync(
+    file,
+    JSON.stringify({
+      log: { format: "json", level: "info" },
+      admin: { host: "127.0.0.1" },
+      gateway: { host: "127.0.0.1", headPollInterval: "100ms", workers: options.workers },
+      networks: [
+        {
+          name: "bench",
+          chainId: 31_337,
+          blockTime: "12s",
+          reservedPeers: [{ name: "light", http: options.httpUrl }],
+          gateway: {
+            default: true,
+            upstreams: [{ name: "light", http: options.httpUrl, ws: options.wsUrl }],
+          },
+        },
+      ],
+    }),
+  );
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [
+      "--import",
+      "tsx",
+      join(ROOT, "src/cli.ts"),
+      "gateway",
+      "--config",
+      file,
+      "--port",
+      "0",
+      "--admin-port",
+      "0",
+    ],
+    {
+      cwd: ROOT,
+      env: { ...process.env, NODE_CLUSTER_SCHED_POLICY: options.policy },
+      stdio: ["ignore", "pipe", "inherit"],
+    },
+  );
+  let stdout = "";
+  child.stdout!.on("data", (chunk: Buffer) => (stdout += String(chunk)));
+  const stop = async () => {
+    if (child.exitCode === null) {
+      const exited = new Promise((resolve) => child.once("exit", resolve));
+      child.kill("SIGTERM");
+      await exited;
+    }
+    rmSync(dir, { recursive: true, force: true });
+  };
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const line = stdout.split("\n").find((l) => l.includes('"gateway serving"'));
+    if (line) {
+      const { url, admin } = JSON.parse(line) as { url: string; admin: string };
+      const ready = await fetch(`${admin}/readyz`)
+        .then((r) => r.ok)
+        .catch(() => false);
+      if (ready) return { url, stop };
+    }
+    if (Date.now() > deadline || child.exitCode !== null) {
+      await stop();
+      throw new Error(`the gateway with ${options.workers} workers did not get ready`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
