@@ -99,6 +99,7 @@ describe("lightfleet gateway with workers: 2", () => {
     expect(first).not.toBe(second);
     expect(first).not.toBe(gateway.child.pid);
 
+    expect((await fetch(`${gateway.admin}/healthz`)).status).toBe(200);
     const calls = 20;
     for (let i = 0; i < calls; i++) expect(await blockNumberOnNewConnection(gateway.url)).toBe("0x3");
     expect(await requestsServed(gateway)).toBe(calls);

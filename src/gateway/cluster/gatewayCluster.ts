@@ -93,9 +93,11 @@ export async function runPrimary(config: Config, logger: Logger, flags: GatewayF
     admin.addLiveness({
       name: "endpointslices",
       check: () => {
-        const synced = [...statuses.values()].map((s) => s.slicesSynced ?? undefined);
-        const oldest = synced.includes(undefined) ? undefined : Math.min(...(synced as number[]));
-        return slicesFresh(oldest);
+        // Like one process: a cache not listed yet does not fail liveness, the stalest listed one may.
+        const synced = [...statuses.values()].flatMap((s) =>
+          s.slicesSynced == null ? [] : [s.slicesSynced],
+        );
+        return slicesFresh(synced.length > 0 ? Math.min(...synced) : undefined);
       },
     });
   admin.addReadiness({
