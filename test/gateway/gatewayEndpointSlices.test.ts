@@ -66,18 +66,7 @@ describe("lightfleet gateway in a cluster: upstreams from the pool Service's End
 
   it("balances over the ready pods only, and follows the slices as pods turn unready and ready", async () => {
     api.put(SLICES, slice(port, [true, true]));
-    const kubeconfig = join(dir, "kubeconfig");
-    writeFileSync(
-      kubeconfig,
-      [
-        "apiVersion: v1",
-        "kind: Config",
-        `clusters: [{ name: fake, cluster: { server: "${api.url}", insecure-skip-tls-verify: true } }]`,
-        "users: [{ name: fake, user: { token: t0ken } }]",
-        "contexts: [{ name: fake, context: { cluster: fake, user: fake, namespace: eth } }]",
-        "current-context: fake",
-      ].join("\n"),
-    );
+    const kubeconfig = api.writeKubeconfig(join(dir, "kubeconfig"));
     const config = join(dir, "gateway.yaml");
     writeFileSync(
       config,

@@ -21,18 +21,7 @@ describe("lightfleet controller", () => {
     cleanup.push(() => api.close());
     const dir = mkdtempSync(join(tmpdir(), "lightfleet-controller-"));
     cleanup.push(() => rmSync(dir, { recursive: true, force: true }));
-    const kubeconfig = join(dir, "kubeconfig");
-    writeFileSync(
-      kubeconfig,
-      [
-        "apiVersion: v1",
-        "kind: Config",
-        `clusters: [{ name: fake, cluster: { server: "${api.url}", insecure-skip-tls-verify: true } }]`,
-        "users: [{ name: fake, user: { token: t0ken } }]",
-        "contexts: [{ name: fake, context: { cluster: fake, user: fake, namespace: eth } }]",
-        "current-context: fake",
-      ].join("\n"),
-    );
+    const kubeconfig = api.writeKubeconfig(join(dir, "kubeconfig"));
     const config = join(dir, "controller.yaml");
     writeFileSync(
       config,

@@ -1,3 +1,4 @@
+import { writeFileSync } from "node:fs";
 import { createServer, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { KubeConfig } from "@kubernetes/client-node";
@@ -240,6 +241,21 @@ export async function startFakeApiServer() {
         currentContext: "fake",
       });
       return kc;
+    },
+    /** Writes a kubeconfig file pointing at this server (for processes under test: KUBECONFIG=path); returns path. */
+    writeKubeconfig(path: string): string {
+      writeFileSync(
+        path,
+        [
+          "apiVersion: v1",
+          "kind: Config",
+          `clusters: [{ name: fake, cluster: { server: "${url}", insecure-skip-tls-verify: true } }]`,
+          "users: [{ name: fake, user: { token: t0ken } }]",
+          "contexts: [{ name: fake, context: { cluster: fake, user: fake, namespace: eth } }]",
+          "current-context: fake",
+        ].join("\n"),
+      );
+      return path;
     },
     put,
     remove,
