@@ -270,7 +270,7 @@ describe("status writing at the wire", () => {
     expect(new Set([...refreshedAt.values()].map((t) => t[0])).size).toBeGreaterThanOrEqual(5);
   });
 
-  it("reports pods without the readiness gate and a systemic failure in the pool conditions; transition times move only on flips", async () => {
+  it("reports pods without the readiness gate and a systemic failure in the pool conditions; transition times move only on flips; an unchanged pool is refreshed every 30 s", async () => {
     const writes = recordWrites();
     const gateless = { ...fleet, podsWithoutGate: () => ["manual-0"] } as typeof fleet;
     const writer = new StatusWriter(kubeConfig, {
@@ -286,6 +286,8 @@ describe("status writing at the wire", () => {
         systemic: { cause: "no-peer-reachable", message: "no reserved peer answers" },
       }),
     );
+    const poolWrites = () => writes.filter((w) => w.path.includes("/lightnodepools/"));
+    // Nothing but the reference head changed: the pool's status is refreshed only after the 30 s interval.
     now = T0 + 5_000;
     await writer.onRound(
       "mainnet",
@@ -293,9 +295,18 @@ describe("status writing at the wire", () => {
         systemic: { cause: "no-peer-reachable", message: "no reserved peer answers" },
       }),
     );
-    const pools = writes
-      .filter((w) => w.path.includes("/lightnodepools/"))
-      .map((w) => (w.body.status as { conditions: Array<Record<string, string>> }).conditions);
+    expect(poolWrites()).toHaveLength(1);
+    now = T0 + 31_000;
+    await writer.onRound(
+      "mainnet",
+      output([node("light-0", "Healthy")], {
+        systemic: { cause: "no-peer-reachable", message: "no reserved peer answers" },
+      }),
+    );
+    expect(poolWrites()).toHaveLength(2);
+    const pools = poolWrites().map(
+      (w) => (w.body.status as { conditions: Array<Record<string, string>> }).conditions,
+    );
     const degraded = pools.map((c) => c.find((x) => x.type === "Degraded")!);
     expect(degraded[1]).toMatchObject({
       status: "True",

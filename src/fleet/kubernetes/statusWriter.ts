@@ -38,6 +38,8 @@ export class StatusWriter {
   /** Per network, per pod: pruned when the pod leaves the pool, so pod churn does not grow it. */
   private readonly nodes = new Map<string, Map<string, NodeRecord>>();
   private readonly poolConditions = new Map<string, Condition[]>();
+  /** Per pool: what its last status write said (the reference head and rate aside) and when. */
+  private readonly poolSent = new Map<string, { key: string; at: number }>();
   private readonly writes: KeyedWrites;
   private readonly clock: () => number;
   private events = 0;
@@ -131,11 +133,22 @@ export class StatusWriter {
     });
     // Kept at once, so the next round's transition times follow this one even while its write is under way.
     this.poolConditions.set(network, status.conditions ?? []);
+    // The reference head moves with every block and the rate with every round: alone they refresh the pool's status
+    // at most every interval, so its writes follow changes, not the block rate.
+    const { referenceHead: _head, requestRate: _rate, ...rest } = status;
+    const key = JSON.stringify(rest);
+    const last = this.poolSent.get(network);
+    if (last?.key === key && now - last.at < (this.options.minIntervalMs ?? 30_000))
+      return Promise.all(round).then(() => undefined);
+    const sent = { key, at: now };
+    this.poolSent.set(network, sent);
     round.push(
       this.writes.submit(`${pool.namespace}/lightnodepools/${pool.name}`, async () => {
         try {
           await this.patchStatus(pool.namespace, POOL_PLURAL, pool.name, status);
         } catch (error) {
+          // Written again next round.
+          if (this.poolSent.get(network) === sent) this.poolSent.delete(network);
           this.options.logger.warn(
             { err: String(error), pool: pool.name },
             "could not write LightNodePool status",
@@ -159,6 +172,7 @@ export class StatusWriter {
     this.writes.cancelAll();
     this.nodes.clear();
     this.poolConditions.clear();
+    this.poolSent.clear();
   }
 
   /** Pods the writer remembers in a pool, for tests of pruning. */
@@ -215,6 +229,7 @@ export class StatusWriter {
   private forget(network: string): void {
     this.nodes.delete(network);
     this.poolConditions.delete(network);
+    this.poolSent.delete(network);
   }
 
   private async ensureLightNode(
