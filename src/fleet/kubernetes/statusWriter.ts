@@ -133,10 +133,13 @@ export class StatusWriter {
     });
     // Kept at once, so the next round's transition times follow this one even while its write is under way.
     this.poolConditions.set(network, status.conditions ?? []);
-    // The reference head moves with every block and the rate with every round: alone they refresh the pool's status
-    // at most every interval, so its writes follow changes, not the block rate.
-    const { referenceHead: _head, requestRate: _rate, ...rest } = status;
-    const key = JSON.stringify(rest);
+    // The reference head moves with every block, the rate (and the texts quoting it) with every round: alone they
+    // refresh the pool's status at most every interval, so its writes follow changes of state, not the block rate.
+    const { referenceHead: _head, requestRate: _rate, scalingReason: _why, conditions, ...rest } = status;
+    const key = JSON.stringify({
+      ...rest,
+      conditions: conditions?.map((c) => [c.type, c.status, c.reason]),
+    });
     const last = this.poolSent.get(network);
     if (last?.key === key && now - last.at < (this.options.minIntervalMs ?? 30_000))
       return Promise.all(round).then(() => undefined);
