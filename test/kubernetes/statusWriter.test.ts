@@ -321,6 +321,51 @@ describe("status writing at the wire", () => {
     expect(writes.problems).toEqual([]);
   });
 
+  it("rewrites the pool status for a new desired size at once, not for a new rate alone", async () => {
+    const writes = recordWrites();
+    let scaling = {
+      desiredReplicas: 2,
+      requestRate: 10.5,
+      scalingReason: "10.5 req/s needs 2 at 5/node",
+      condition: {
+        type: "ScalingActive" as const,
+        status: "True" as const,
+        reason: "Scaling" as const,
+        message: "10.5 req/s needs 2 at 5/node",
+      },
+    };
+    const writer = new StatusWriter(kubeConfig, {
+      pools: () => new Map([["mainnet", pool]]),
+      fleet,
+      logger: silentLogger(),
+      clock: () => now,
+      scaling: () => scaling,
+    });
+    const poolWrites = () =>
+      writes
+        .filter((w) => w.path.includes("/lightnodepools/"))
+        .map((w) => w.body.status as { desiredReplicas: number; requestRate: number });
+    now = T0;
+    await writer.onRound("mainnet", output([node("light-0", "Healthy")]));
+    scaling = { ...scaling, requestRate: 11.2, scalingReason: "11.2 req/s needs 2 at 5/node" };
+    now = T0 + 2_000;
+    await writer.onRound("mainnet", output([node("light-0", "Healthy")]));
+    expect(poolWrites()).toHaveLength(1);
+    scaling = {
+      ...scaling,
+      desiredReplicas: 3,
+      requestRate: 14.9,
+      scalingReason: "14.9 req/s needs 3 at 5/node",
+    };
+    now = T0 + 4_000;
+    await writer.onRound("mainnet", output([node("light-0", "Healthy")]));
+    expect(poolWrites().map((w) => [w.desiredReplicas, w.requestRate])).toEqual([
+      [2, 10.5],
+      [3, 14.9],
+    ]);
+    expect(writes.problems).toEqual([]);
+  });
+
   it("records events.k8s.io/v1 Events on transitions and restarts, at most one per pod and reason a minute", async () => {
     recordWrites();
     const events: Array<Record<string, unknown>> = [];
