@@ -57,6 +57,8 @@ export class Scaler {
   private readonly memory = new Map<string, ScalingMemory>();
   private readonly statuses = new Map<string, ScalingStatus>();
   private readonly logged = new Map<string, string>();
+  /** Rounds started by roundBeside and not yet finished, per network. */
+  private readonly running = new Map<string, Promise<ScalingStatus | undefined>>();
 
   constructor(private readonly options: ScalerOptions) {
     this.setNetworks(options.networks);
@@ -159,6 +161,32 @@ export class Scaler {
     this.statuses.set(network, status);
     this.log(status, rate);
     return status;
+  }
+
+  /**
+   * A round started beside the health rounds, which do not wait for it (a rate read or a resize may take seconds):
+   * at most one per network at a time; while one is under way, undefined and nothing starts. It never rejects: a
+   * failure goes to `onError`.
+   */
+  roundBeside(
+    network: string,
+    engine: Pick<EngineOutput, "nodes" | "systemic">,
+    onError: (error: unknown) => void,
+  ): Promise<ScalingStatus | undefined> | undefined {
+    if (this.running.has(network)) return undefined;
+    const round = this.round(network, engine)
+      .catch((error: unknown) => {
+        onError(error);
+        return undefined;
+      })
+      .finally(() => this.running.delete(network));
+    this.running.set(network, round);
+    return round;
+  }
+
+  /** Resolves once every round started by roundBeside has finished (for a clean stop). */
+  async settled(): Promise<void> {
+    await Promise.all(this.running.values());
   }
 
   /**

@@ -24,17 +24,12 @@ export const scalingComponent: UpComponent = {
       logger: logger.child({ component: "autoscaler" }),
       metrics: createScalingMetrics(registry),
     });
-    const scaling = new Map<string, Promise<unknown>>();
     const scaled = new Set(networks.map((n) => n.name));
     const unsubscribe = controller.onRound((network, output) => {
-      if (!scaled.has(network) || scaling.has(network)) return;
-      const round = scaler
-        .round(network, output)
-        .catch((error: unknown) =>
-          logger.error({ network, err: (error as Error).message }, "autoscaler round failed"),
-        )
-        .finally(() => scaling.delete(network));
-      scaling.set(network, round);
+      if (!scaled.has(network)) return;
+      void scaler.roundBeside(network, output, (error) =>
+        logger.error({ network, err: (error as Error).message }, "autoscaler round failed"),
+      );
     });
     const stopFloors = scaler.scheduleCronFloors(() => void controller.runRound());
     context.scaler = scaler;
@@ -42,7 +37,7 @@ export const scalingComponent: UpComponent = {
       async stop() {
         unsubscribe();
         stopFloors();
-        await Promise.all(scaling.values());
+        await scaler.settled();
       },
     };
   },

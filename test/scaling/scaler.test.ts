@@ -25,7 +25,12 @@ function engine(
 
 /** A pool of `replicas` nodes whose size follows every scale call, unless `refuse` is set. */
 function setup(
-  options: { scaling?: Record<string, unknown>; conflicts?: () => Promise<ScalingConflict[]> } = {},
+  options: {
+    scaling?: Record<string, unknown>;
+    conflicts?: () => Promise<ScalingConflict[]>;
+    /** The pool's size as the backend reports it; by default the size last set. */
+    current?: () => Promise<number>;
+  } = {},
 ) {
   const totals = new Map<string, number>();
   let now = 1_000_000;
@@ -48,7 +53,7 @@ function setup(
         replicas = n;
       },
     },
-    currentReplicas: () => replicas,
+    currentReplicas: options.current ?? (() => replicas),
     source: createRateSources({ clock: () => now, gateway: { requestTotals: () => totals } }),
     ...(options.conflicts ? { conflicts: options.conflicts } : {}),
     clock: () => now,
@@ -275,5 +280,30 @@ describe("Scaler", () => {
     } finally {
       stop();
     }
+  });
+
+  it("runs rounds beside the health rounds: one per network at a time, failures reported, settled on stop", async () => {
+    let open!: (replicas: number) => void;
+    let gate = new Promise<number>((resolve) => (open = resolve));
+    const t = setup({ current: () => gate });
+    const errors: unknown[] = [];
+    const first = t.scaler.roundBeside("mainnet", engine(["Healthy"]), (e) => errors.push(e));
+    expect(first).toBeDefined();
+    // The pool's previous round is still under way (reading its size hangs): nothing else starts.
+    expect(t.scaler.roundBeside("mainnet", engine(["Healthy"]), (e) => errors.push(e))).toBeUndefined();
+    let settled = false;
+    const stopping = t.scaler.settled().then(() => (settled = true));
+    await Promise.resolve();
+    expect(settled).toBe(false);
+    open(1);
+    expect(await first).toMatchObject({ network: "mainnet" });
+    await stopping;
+    // A failing round never rejects: the error goes to the callback, and the next round may start.
+    gate = Promise.reject(new Error("API down"));
+    t.advance(2_000);
+    const failing = t.scaler.roundBeside("mainnet", engine(["Healthy"]), (e) => errors.push(e));
+    expect(await failing).toBeUndefined();
+    expect(errors.map(String)).toEqual(["Error: API down"]);
+    expect(t.scaler.roundBeside("mainnet", engine(["Healthy"]), (e) => errors.push(e))).toBeDefined();
   });
 });

@@ -120,10 +120,10 @@ export function startClusterController(options: ClusterControllerOptions): Clust
     metrics: createControllerMetrics(registry),
     probeMetrics: createProbeMetrics(registry),
     isLeader: () => elector.isLeader(),
-    onRound: async (network, output) => {
+    onRound: (network, output) => {
       const pool = refs.get(network);
-      if (pool) await scaling.round(pool, output);
-      // The round does not wait for its status writes: they go out in the background, in order per object.
+      // Neither holds the round up: scaling reads rates and resizes, the writes go out in order per object.
+      if (pool) scaling.round(pool, output);
       void writer.onRound(network, output);
     },
   });

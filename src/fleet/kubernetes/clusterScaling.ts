@@ -22,8 +22,11 @@ const AUTOSCALER_LIST_TTL_MS = 30_000;
 
 export interface ClusterScaling {
   setPools(pools: readonly PoolNetwork[]): void;
-  /** One scaling round of a pool after its health round (leader only: the controller calls it only then). */
-  round(pool: PoolRef, output: EngineOutput): Promise<void>;
+  /**
+   * Starts a scaling round of a pool after its health round (leader only: the controller calls it only then), beside
+   * the health rounds, which do not wait for it; skipped while the pool's previous one is under way.
+   */
+  round(pool: PoolRef, output: EngineOutput): void;
   /** The pool-status fields of the last round, for the StatusWriter. */
   status(network: string): PoolScalingStatus | undefined;
   /** Drops numbers and memory when this replica stops leading, so only the leader exports them. */
@@ -98,20 +101,25 @@ export function clusterScaling(deps: {
     logger: logger.child({ component: "autoscaler" }),
     metrics: createScalingMetrics(deps.registry),
   });
-  const inFlight = new Set<Promise<unknown>>();
   const failures = new Map<string, string>();
+  // Comes back every round (a missing workload, an API outage): logged when it changes, not every round.
+  const failed = (network: string, error: unknown) => {
+    const message = String(error);
+    if (failures.get(network) !== message)
+      logger.error({ network, err: message }, "autoscaler round failed; retried every round");
+    failures.set(network, message);
+  };
   return {
     setPools(next) {
       pools = new Map(next.map((p) => [p.ref.network, p]));
       scaler.setNetworks(next.map((p) => ({ name: p.ref.network, scaling: p.network.scaling })));
     },
-    async round(pool, output) {
+    round(pool, output) {
       const previous = scaler.status(pool.network);
-      const round = scaler.round(pool.network, output);
-      inFlight.add(round);
-      try {
-        const current = await round;
+      const round = scaler.roundBeside(pool.network, output, (error) => failed(pool.network, error));
+      void round?.then(async (current) => {
         if (!current) return;
+        failures.delete(pool.network);
         const event = scalingEvent(previous, current);
         if (event)
           await events.record({
@@ -126,19 +134,7 @@ export function clusterScaling(deps: {
             action: "Scale",
             note: event.note.slice(0, 1024),
           });
-        failures.delete(pool.network);
-      } catch (error) {
-        // Comes back every round (a missing workload, an API outage): logged when it changes, not every 2 s.
-        const message = String(error);
-        if (failures.get(pool.network) !== message)
-          logger.error(
-            { network: pool.network, err: message },
-            "autoscaler round failed; retried every round",
-          );
-        failures.set(pool.network, message);
-      } finally {
-        inFlight.delete(round);
-      }
+      });
     },
     status(network) {
       const status = scaler.status(network);
@@ -147,7 +143,7 @@ export function clusterScaling(deps: {
     forget: () => scaler.forget(),
     start: (onFloorChange) => scaler.scheduleCronFloors(onFloorChange),
     async stop() {
-      await Promise.allSettled(inFlight);
+      await scaler.settled();
       await gateways?.close();
     },
   };
