@@ -48,6 +48,26 @@ export function statusDue(
   return now - previous.writtenAt >= minIntervalMs;
 }
 
+/**
+ * What of a pool's status makes a write due at once. The reference head moves with every block, the rate (and the
+ * texts quoting it) with every round: alone they only refresh the status every interval, so its writes follow changes
+ * of state (generation, counts, desired size, a condition's status or reason), not the block rate.
+ */
+export function poolStatusKey(status: LightNodePoolStatus): string {
+  const { referenceHead: _head, requestRate: _rate, scalingReason: _why, conditions, ...rest } = status;
+  return JSON.stringify({ ...rest, conditions: conditions?.map((c) => [c.type, c.status, c.reason]) });
+}
+
+/** Whether a pool status is due: at once when its key changed, otherwise at most every `minIntervalMs`. */
+export function poolStatusDue(
+  previous: { key: string; writtenAt: number } | undefined,
+  key: string,
+  now: number,
+  minIntervalMs = 30_000,
+): boolean {
+  return previous?.key !== key || now - previous.writtenAt >= minIntervalMs;
+}
+
 function condition(
   type: PoolConditionType,
   status: Condition["status"],

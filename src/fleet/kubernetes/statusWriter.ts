@@ -9,7 +9,13 @@ import type { Condition } from "./crds.js";
 import type { EventRecorder } from "./eventRecorder.js";
 import { eventsOfRound } from "./eventRecorder.js";
 import { KeyedWrites } from "./keyedWrites.js";
-import { lightNodeStatus, poolHealthStatus, statusDue } from "./statusObjects.js";
+import {
+  lightNodeStatus,
+  poolHealthStatus,
+  poolStatusDue,
+  poolStatusKey,
+  statusDue,
+} from "./statusObjects.js";
 
 export interface PoolRef {
   network: string;
@@ -39,7 +45,7 @@ export class StatusWriter {
   private readonly nodes = new Map<string, Map<string, NodeRecord>>();
   private readonly poolConditions = new Map<string, Condition[]>();
   /** Per pool: what its last status write said (the reference head and rate aside) and when. */
-  private readonly poolSent = new Map<string, { key: string; at: number }>();
+  private readonly poolSent = new Map<string, { key: string; writtenAt: number }>();
   private readonly writes: KeyedWrites;
   private readonly clock: () => number;
   private events = 0;
@@ -123,27 +129,21 @@ export class StatusWriter {
       );
     }
     if (this.options.events) round.push(...this.submitEvents(pool, network, output, this.options.events));
+    const scaling = this.options.scaling?.(network);
     const status = poolHealthStatus({
       generation: pool.generation,
       output,
       podsWithoutGate: this.options.fleet.podsWithoutGate(network),
       previousConditions: this.poolConditions.get(network) ?? [],
       now,
-      ...(this.options.scaling?.(network) ? { scaling: this.options.scaling(network)! } : {}),
+      ...(scaling ? { scaling } : {}),
     });
     // Kept at once, so the next round's transition times follow this one even while its write is under way.
     this.poolConditions.set(network, status.conditions ?? []);
-    // The reference head moves with every block, the rate (and the texts quoting it) with every round: alone they
-    // refresh the pool's status at most every interval, so its writes follow changes of state, not the block rate.
-    const { referenceHead: _head, requestRate: _rate, scalingReason: _why, conditions, ...rest } = status;
-    const key = JSON.stringify({
-      ...rest,
-      conditions: conditions?.map((c) => [c.type, c.status, c.reason]),
-    });
-    const last = this.poolSent.get(network);
-    if (last?.key === key && now - last.at < (this.options.minIntervalMs ?? 30_000))
+    const key = poolStatusKey(status);
+    if (!poolStatusDue(this.poolSent.get(network), key, now, this.options.minIntervalMs))
       return Promise.all(round).then(() => undefined);
-    const sent = { key, at: now };
+    const sent = { key, writtenAt: now };
     this.poolSent.set(network, sent);
     round.push(
       this.writes.submit(`${pool.namespace}/lightnodepools/${pool.name}`, async () => {
