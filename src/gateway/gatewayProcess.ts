@@ -1,6 +1,7 @@
 import type { Registry } from "prom-client";
 import type { Config } from "../config/schema.js";
 import type { EndpointSliceSource } from "../fleet/kubernetes/endpointSliceSource.js";
+import { staleCache } from "../fleet/kubernetes/cacheFreshness.js";
 import type { Logger } from "../log/logger.js";
 import { createKubeCacheMetrics } from "../metrics/kubeCacheMetrics.js";
 import { startGateway } from "./gateway.js";
@@ -8,9 +9,6 @@ import type { Gateway } from "./gateway.js";
 import { CombinedUpstreamSource } from "./upstreams/combinedSource.js";
 import { StaticUpstreamSource } from "./upstreams/staticSource.js";
 import type { UpstreamSource } from "./upstreams/upstreamSource.js";
-
-/** A Service's EndpointSlices this old (no list, event or accepted watch since) fail /healthz. */
-export const STALE_CACHE_MS = 10 * 60_000;
 
 export interface GatewayProcess {
   gateway: Gateway;
@@ -61,10 +59,8 @@ export function networksWithoutHead(
 
 /** The /healthz verdict on an EndpointSlice cache last confirmed at `synced`. */
 export function slicesFresh(synced: number | undefined): { ok: boolean; message?: string } {
-  const age = synced === undefined ? 0 : Date.now() - synced;
-  return age < STALE_CACHE_MS
-    ? { ok: true }
-    : { ok: false, message: `EndpointSlice cache not refreshed for ${Math.round(age / 1000)} s` };
+  const stale = staleCache("EndpointSlice", synced, Date.now());
+  return stale ? { ok: false, message: stale } : { ok: true };
 }
 
 /** Resolves on the first SIGINT or SIGTERM. */

@@ -11,6 +11,7 @@ import { createProbeMetrics } from "../../metrics/probeMetrics.js";
 import type { Registry } from "prom-client";
 import { API_VERSION, GROUP, POOL_PLURAL, VERSION } from "./crds.js";
 import type { LightNodePool } from "./crds.js";
+import { staleCache } from "./cacheFreshness.js";
 import { EventRecorder } from "./eventRecorder.js";
 import { KubernetesFleet } from "./kubernetesFleet.js";
 import { LeaderElector } from "./leaderElector.js";
@@ -19,8 +20,6 @@ import { resolvePools, type PoolNetwork } from "./poolNetworks.js";
 import { clusterScaling, type ClusterScaling } from "./clusterScaling.js";
 import { StatusWriter, type PoolRef } from "./statusWriter.js";
 
-/** A pod or pool cache older than this fails /healthz, so the kubelet restarts a controller whose watches are stuck. */
-const STALE_CACHE_MS = 10 * 60_000;
 /** On shutdown, status writes still under way get this long, while the Lease is still held, to go out. */
 const SHUTDOWN_WRITES_MS = 5_000;
 
@@ -209,11 +208,6 @@ export function startClusterController(options: ClusterControllerOptions): Clust
   poolCache.start();
   const stopScaling = scaling.start(() => void controller.runRound());
 
-  const staleness = (what: string, synced: number | undefined) => {
-    if (synced === undefined) return undefined;
-    const age = clock() - synced;
-    return age < STALE_CACHE_MS ? undefined : `${what} cache not refreshed for ${Math.round(age / 1000)} s`;
-  };
   return {
     controller,
     fleet,
@@ -225,7 +219,8 @@ export function startClusterController(options: ClusterControllerOptions): Clust
       name: "caches",
       check: () => {
         const problem =
-          staleness("LightNodePool", poolCache.lastSync()) ?? staleness("pod", fleet.oldestSync());
+          staleCache("LightNodePool", poolCache.lastSync(), clock()) ??
+          staleCache("pod", fleet.oldestSync(), clock());
         return problem ? { ok: false, message: problem } : { ok: true };
       },
     },
