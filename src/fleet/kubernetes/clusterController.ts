@@ -155,15 +155,14 @@ export function startClusterController(options: ClusterControllerOptions): Clust
         });
       }
     }
-    const before = running.map((p) => `${p.ref.namespace}/${p.ref.name}`).join(",");
+    const names = (list: PoolNetwork[]) => list.map((p) => `${p.ref.namespace}/${p.ref.name}`);
+    const changed = names(pools).join() !== names(running).join();
     running = pools;
     refs = new Map(pools.map((p) => [p.ref.network, p.ref]));
     await fleet.setPools(pools.map((p) => p.binding));
     scaling.setPools(pools);
     await controller.setNetworks(pools.map((p) => p.network));
-    const after = pools.map((p) => `${p.ref.namespace}/${p.ref.name}`).join(",");
-    if (after !== before)
-      logger.info({ pools: pools.map((p) => `${p.ref.namespace}/${p.ref.name}`) }, "pools");
+    if (changed) logger.info({ pools: names(pools) }, "pools");
   };
   const schedule = () => {
     if (dirty) return;
