@@ -110,21 +110,17 @@ describe("the chart's RBAC against the calls the code makes", () => {
     );
     await running.stop();
     for (const kind of ["StatefulSet", "Deployment"] as const) {
-      const fleet = new KubernetesFleet({
-        kubeConfig,
-        pools: [
-          {
-            network: "mainnet",
-            namespace: "eth",
-            labelSelector: "app=light",
-            rpcPort: 8545,
-            workload: { kind, name: "light" },
-          },
-        ],
-        logger: silentLogger(),
-      });
-      await fleet.loadRestartHistory();
+      const fleet = new KubernetesFleet({ kubeConfig, pools: [], logger: silentLogger() });
       fleet.start();
+      await fleet.setPools([
+        {
+          network: "mainnet",
+          namespace: "eth",
+          labelSelector: "app=light",
+          rpcPort: 8545,
+          workload: { kind, name: "light" },
+        },
+      ]);
       await waitFor(() => fleet.members("mainnet").length === 1);
       await fleet.setRouted("mainnet", "light-0", true);
       await fleet.restart("mainnet", "light-0", "stall");

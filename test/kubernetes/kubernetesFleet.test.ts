@@ -279,10 +279,11 @@ describe("Kubernetes fleet backend at the wire", () => {
         ],
       });
     listThenHold([pod("light-0", "10.0.0.10"), pod("light-1", "10.0.0.11")]);
-    const fleet = new KubernetesFleet({ kubeConfig, pools: [pool], logger: silentLogger() });
+    const fleet = new KubernetesFleet({ kubeConfig, pools: [], logger: silentLogger() });
     fleets.push(fleet);
-    await fleet.loadRestartHistory();
     fleet.start();
+    // A pool taken up reads its history back before its pods are listed.
+    await fleet.setPools([pool]);
     await waitFor(() => fleet.members("mainnet").length === 2);
     expect(fleet.members("mainnet").map((m) => m.restarts)).toEqual([
       [

@@ -115,14 +115,10 @@ export class KubernetesFleet implements Fleet {
   }
 
   /**
-   * Reads each pool's restart history back from its LightNodes (written by an earlier controller), so restart
-   * budgets, backoff and crash-loop detection survive a controller restart. A failure is logged: history starts
-   * empty then, which only makes the controller more willing to restart.
+   * Reads a pool's restart history back from its LightNodes (written by an earlier controller), so restart budgets,
+   * backoff and crash-loop detection survive a controller restart. A failure is logged: history starts empty then,
+   * which only makes the controller more willing to restart.
    */
-  async loadRestartHistory(): Promise<void> {
-    await Promise.all([...this.watchers.values()].map(({ pool }) => this.loadHistoryOf(pool)));
-  }
-
   private async loadHistoryOf(pool: PoolBinding): Promise<void> {
     const api = this.options.kubeConfig.makeApiClient(CustomObjectsApi);
     try {
