@@ -247,8 +247,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         req.destroy();
         return;
       }
-      let first: Buffer | undefined;
-      let more: Buffer[] | undefined;
+      const chunks: Buffer[] = [];
       let size = 0;
       req.on("data", (chunk: Buffer) => {
         size += chunk.length;
@@ -257,13 +256,14 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
           req.destroy();
           return;
         }
-        if (!first) first = chunk;
-        else (more ??= [first]).push(chunk);
+        chunks.push(chunk);
       });
       req.on("error", () => {});
       req.on("end", () => {
         if (size > settings.maxBodyBytes) return;
-        const text = more ? Buffer.concat(more).toString("utf8") : (first?.toString("utf8") ?? "");
+        // A body that came in one chunk is decoded without a copy.
+        const text =
+          chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks).toString("utf8");
         let answer: Answer | Promise<Answer>;
         try {
           answer = answerBody(runtimes.get(route.network)!, text, req);

@@ -34,8 +34,6 @@ type Subscription = { type: "newHeads" } | { type: "logs"; filter: LogFilter };
  */
 export class WsSession {
   private readonly subscriptions = new Map<string, Subscription>();
-  /** How many of them are `logs` subscriptions (heads-only sessions take the fast path). */
-  private logsSubscriptions = 0;
   private readonly unlisten: () => void;
   /** Notifications are sent in block order, each after the previous block's logs. */
   private outbox: Promise<void> = Promise.resolve();
@@ -96,7 +94,6 @@ export class WsSession {
     for (const sub of this.subscriptions.values())
       this.metrics.wsSubscriptions.dec({ network, type: sub.type });
     this.subscriptions.clear();
-    this.logsSubscriptions = 0;
   }
 
   private send(message: JsonRpcResponse | JsonRpcResponse[]): void {
@@ -211,7 +208,6 @@ export class WsSession {
     }
     const subscriptionId = newSubscriptionId();
     this.subscriptions.set(subscriptionId, subscription);
-    if (subscription.type === "logs") this.logsSubscriptions++;
     this.metrics.wsSubscriptions.inc({ network, type: subscription.type });
     return { jsonrpc: "2.0", id, result: subscriptionId };
   }
@@ -228,7 +224,6 @@ export class WsSession {
     const subscription = this.subscriptions.get(subscriptionId);
     if (subscription) {
       this.subscriptions.delete(subscriptionId);
-      if (subscription.type === "logs") this.logsSubscriptions--;
       this.metrics.wsSubscriptions.dec({ network: this.handler.network, type: subscription.type });
     }
     return { jsonrpc: "2.0", id: request.id ?? null, result: subscription !== undefined };
@@ -243,9 +238,15 @@ export class WsSession {
   private onBlock(block: FeedBlock, logs: () => Promise<Log[]>): void {
     if (this.subscriptions.size === 0) return;
     // Heads only and nothing queued: send now, which keeps fan-out to thousands of subscribers to one pass.
-    if (this.logsSubscriptions === 0 && this.queued === 0) return this.deliver(block, []);
-    const wantsLogs = this.logsSubscriptions > 0;
+    const wantsLogs = this.wantsLogs();
+    if (!wantsLogs && this.queued === 0) return this.deliver(block, []);
     this.enqueue(async () => this.deliver(block, wantsLogs ? await logs() : []));
+  }
+
+  /** Whether any subscription is a `logs` one (heads-only sessions take the fast path); no allocation per block. */
+  private wantsLogs(): boolean {
+    for (const sub of this.subscriptions.values()) if (sub.type === "logs") return true;
+    return false;
   }
 
   private deliver(block: FeedBlock, blockLogs: Log[]): void {
