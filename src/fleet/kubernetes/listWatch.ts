@@ -41,10 +41,10 @@ export class ListWatch<T extends Named> {
   private lastEventAt = 0;
   private syncedAt: number | undefined;
   private retryTimer: NodeJS.Timeout | undefined;
-  /** Each watch request's number: callbacks of a superseded request are ignored. */
+  /** Each list or watch request's number: answers and callbacks of a superseded request are ignored. */
   private generation = 0;
-  private connecting = false;
-  private listing = false;
+  /** What the cache waits for now; the watchdog acts on a request that hangs in any phase but `waiting`. */
+  private phase: "listing" | "connecting" | "watching" | "waiting" = "waiting";
   /** Why the watch being torn down ends, when this side ends it (the watchdog). */
   private ending: WatchRestartReason | undefined;
   private untrack: (() => void) | undefined;
@@ -86,26 +86,22 @@ export class ListWatch<T extends Named> {
     this.watchdog = setInterval(
       () => {
         if (this.stopped || this.clock() - this.lastEventAt <= this.silenceMs) return;
-        if (this.abort) {
+        if (this.phase === "watching") {
           this.options.logger.warn(
             this.context(),
             `${this.options.what} watch silent for too long: restarting it`,
           );
           this.ending = "silent";
-          this.abort.abort();
-        } else if (this.listing) {
-          this.options.logger.warn(this.context(), `${this.options.what} list unanswered: listing again`);
-          this.restarted("unanswered");
-          void this.relist();
-        } else if (this.connecting) {
-          // client-node 1.4 puts no timeout on the watch request: one the server never answers is abandoned (and
-          // aborted if it ever returns) for a new one.
+          this.abort?.abort();
+        } else if (this.phase !== "waiting") {
+          // client-node 1.4 puts no timeout on list and watch requests: one the server never answers is abandoned
+          // (its answer ignored, a watch aborted if it ever comes) for a new one.
           this.options.logger.warn(
             this.context(),
-            `${this.options.what} watch request unanswered: making another`,
+            `${this.options.what} ${this.phase} unanswered: asking again`,
           );
           this.restarted("unanswered");
-          void this.watch();
+          void (this.phase === "listing" ? this.relist() : this.watch());
         }
       },
       Math.min(this.silenceMs, 30_000),
@@ -130,15 +126,11 @@ export class ListWatch<T extends Named> {
 
   private async relist(): Promise<void> {
     if (this.stopped) return;
-    const generation = ++this.generation;
-    this.listing = true;
-    this.abort = undefined;
-    this.lastEventAt = this.clock();
+    const generation = this.begin("listing");
     try {
       const list = await this.options.list();
       // Superseded (stopped, or abandoned by the watchdog) while the list was under way.
       if (generation !== this.generation) return;
-      this.listing = false;
       this.objects.clear();
       for (const object of list.items)
         if (object.metadata?.name) this.objects.set(object.metadata.name, object);
@@ -148,7 +140,6 @@ export class ListWatch<T extends Named> {
       this.options.onChange();
     } catch (error) {
       if (generation !== this.generation) return;
-      this.listing = false;
       this.retry("list failed", error, () => void this.relist());
       return;
     }
@@ -157,10 +148,7 @@ export class ListWatch<T extends Named> {
 
   private async watch(): Promise<void> {
     if (this.stopped) return;
-    const generation = ++this.generation;
-    this.connecting = true;
-    this.abort = undefined;
-    this.lastEventAt = this.clock();
+    const generation = this.begin("connecting");
     let gone = false;
     let ended = false;
     let abort: AbortController;
@@ -192,7 +180,7 @@ export class ListWatch<T extends Named> {
         (error: unknown) => {
           if (generation !== this.generation) return;
           ended = true;
-          this.connecting = false;
+          this.phase = "waiting";
           this.abort = undefined;
           if (this.stopped) return;
           const expired = gone || (error as { statusCode?: number } | null)?.statusCode === 410;
@@ -211,7 +199,6 @@ export class ListWatch<T extends Named> {
     } catch (error) {
       // Failed before any request (credentials from an exec plugin or a token file, say): retried like a failed watch.
       if (generation !== this.generation) return;
-      this.connecting = false;
       this.restarted("failed");
       this.retry("watch failed", error, () => void this.watch());
       return;
@@ -221,12 +208,20 @@ export class ListWatch<T extends Named> {
       abort.abort();
       return;
     }
-    this.connecting = false;
     // A watch refused at once has already ended (and its retry is scheduled): keep no handle to it.
     if (ended) return;
+    this.phase = "watching";
     this.abort = abort;
     // The server took the watch from our resource version: nothing was missed up to now.
     this.syncedAt = this.clock();
+  }
+
+  /** Starts a list or watch request: a new generation, and the watchdog's clock starts over. */
+  private begin(phase: "listing" | "connecting"): number {
+    this.phase = phase;
+    this.abort = undefined;
+    this.lastEventAt = this.clock();
+    return ++this.generation;
   }
 
   private restarted(reason: WatchRestartReason): void {
@@ -235,6 +230,7 @@ export class ListWatch<T extends Named> {
 
   private retry(what: string, error: unknown, again: () => void): void {
     if (this.stopped) return;
+    this.phase = "waiting";
     const delay = backoffDelay(this.attempt++, 500, 30_000);
     this.options.logger.warn(
       { err: String(error), ...this.context(), retryInMs: delay },
