@@ -10,6 +10,7 @@ import { startAnvil } from "../../src/devnet/anvil.js";
 import { HttpRpcClient } from "../../src/rpc/httpRpcClient.js";
 import { runCli, spawnGateway } from "../support/runCli.js";
 import { waitFor } from "../support/waitFor.js";
+import { writeGatewayConfig } from "./support.js";
 
 describe("lightfleet gateway", () => {
   let node: AnvilNode;
@@ -29,22 +30,10 @@ describe("lightfleet gateway", () => {
   });
 
   it("serves the configured upstreams on --port with admin endpoints on --admin-port, and drains on SIGTERM", async () => {
-    const file = join(dir, "gateway.yaml");
-    writeFileSync(
-      file,
-      [
-        "log: { format: json }",
-        "admin: { host: 127.0.0.1 }",
-        "gateway: { host: 127.0.0.1, headPollInterval: 100ms }",
-        "networks:",
-        "  - name: devnet",
-        "    chainId: 31337",
-        `    reservedPeers: [{ name: upstream, http: "${node.httpUrl}" }]`,
-        "    gateway:",
-        "      default: true",
-        `      upstreams: [{ name: upstream, http: "${node.httpUrl}", ws: "${node.wsUrl}" }]`,
-      ].join("\n"),
-    );
+    const file = writeGatewayConfig(join(dir, "gateway.yaml"), {
+      peer: node.httpUrl,
+      network: { upstreams: [{ name: "upstream", http: node.httpUrl, ws: node.wsUrl }] },
+    });
     const serving = await spawnGateway(file);
     const child = serving.child;
     children.push(child);

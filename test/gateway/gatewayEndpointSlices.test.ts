@@ -1,5 +1,5 @@
 import type { ChildProcessWithoutNullStreams } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -10,6 +10,7 @@ import { HttpRpcClient } from "../../src/rpc/httpRpcClient.js";
 import { startFakeApiServer, type FakeApiServer } from "../support/fakeApiServer.js";
 import { spawnGateway } from "../support/runCli.js";
 import { waitFor } from "../support/waitFor.js";
+import { post, writeGatewayConfig } from "./support.js";
 
 const SLICES = "apis/discovery.k8s.io/v1/endpointslices";
 
@@ -67,37 +68,21 @@ describe("lightfleet gateway in a cluster: upstreams from the pool Service's End
   it("balances over the ready pods only, and follows the slices as pods turn unready and ready", async () => {
     api.put(SLICES, slice(port, [true, true]));
     const kubeconfig = api.writeKubeconfig(join(dir, "kubeconfig"));
-    const config = join(dir, "gateway.yaml");
-    writeFileSync(
-      config,
-      [
-        "log: { format: json }",
-        "admin: { host: 127.0.0.1 }",
-        "gateway: { host: 127.0.0.1, headPollInterval: 100ms }",
-        "networks:",
-        "  - name: devnet",
-        "    chainId: 31337",
-        `    reservedPeers: [{ name: full, http: "${nodes[0]!.httpUrl}" }]`,
-        "    gateway: { default: true, service: { name: light-devnet, namespace: eth } }",
-      ].join("\n"),
-    );
+    const config = writeGatewayConfig(join(dir, "gateway.yaml"), {
+      peer: nodes[0]!.httpUrl,
+      network: { service: { name: "light-devnet", namespace: "eth" } },
+    });
     const serving = await spawnGateway(config, { KUBECONFIG: kubeconfig });
     const child = serving.child;
     children.push(child);
 
-    const call = async () => {
-      const response = await fetch(`${serving.url}/`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({
-          jsonrpc: "2.0",
-          id: 1,
-          method: "eth_getBalance",
-          params: ["0x" + "00".repeat(20), "latest"],
-        }),
-      });
-      return ((await response.json()) as { result?: string }).result;
+    const balance = {
+      jsonrpc: "2.0",
+      id: 1,
+      method: "eth_getBalance",
+      params: ["0x" + "00".repeat(20), "latest"],
     };
+    const call = async () => ((await post(`${serving.url}/`, balance)).body as { result?: string }).result;
     const served = async (pod: string) => {
       const text = await (await fetch(`${serving.admin}/metrics`)).text();
       const line = text

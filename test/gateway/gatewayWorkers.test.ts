@@ -1,5 +1,5 @@
 import type { ChildProcessWithoutNullStreams } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -12,6 +12,7 @@ import { sumRequestsByNetwork } from "../../src/scaling/sources/gatewayScrapeSou
 import { spawnGateway } from "../support/runCli.js";
 import type { SpawnedGateway } from "../support/runCli.js";
 import { waitFor } from "../support/waitFor.js";
+import { writeGatewayConfig } from "./support.js";
 
 /** eth_blockNumber on a connection of its own, so the cluster hands each call to the next worker. */
 function blockNumberOnNewConnection(url: string): Promise<string> {
@@ -56,22 +57,11 @@ describe("lightfleet gateway with workers: 2", () => {
     node = await startAnvil({ name: "upstream", chainId: 31_337, noMining: true });
     await new HttpRpcClient(node.httpUrl, 10_000).call("anvil_mine", ["0x3"]);
     dir = mkdtempSync(join(tmpdir(), "lightfleet-gateway-workers-"));
-    file = join(dir, "gateway.yaml");
-    writeFileSync(
-      file,
-      [
-        "log: { format: json }",
-        "admin: { host: 127.0.0.1 }",
-        "gateway: { host: 127.0.0.1, headPollInterval: 100ms, workers: 2 }",
-        "networks:",
-        "  - name: devnet",
-        "    chainId: 31337",
-        `    reservedPeers: [{ name: upstream, http: "${node.httpUrl}" }]`,
-        "    gateway:",
-        "      default: true",
-        `      upstreams: [{ name: upstream, http: "${node.httpUrl}", ws: "${node.wsUrl}" }]`,
-      ].join("\n"),
-    );
+    file = writeGatewayConfig(join(dir, "gateway.yaml"), {
+      peer: node.httpUrl,
+      network: { upstreams: [{ name: "upstream", http: node.httpUrl, ws: node.wsUrl }] },
+      workers: 2,
+    });
   });
 
   afterAll(async () => {

@@ -1,3 +1,4 @@
+import { writeFileSync } from "node:fs";
 import { Registry } from "prom-client";
 import WebSocket from "ws";
 import { parseConfig } from "../../src/config/loadConfig.js";
@@ -90,4 +91,34 @@ export async function rawWs(url: string): Promise<{
     },
     close: () => socket.close(),
   };
+}
+
+/**
+ * Writes a config for `lightfleet gateway` serving the network "devnet" (chain 31337) at `/`, JSON logs, everything
+ * on 127.0.0.1, head polling every 100 ms; `network` is the network's `gateway:` section (its upstreams or Service).
+ */
+export function writeGatewayConfig(
+  file: string,
+  options: { peer: string; network: Record<string, unknown>; workers?: number },
+): string {
+  const gateway = {
+    host: "127.0.0.1",
+    headPollInterval: "100ms",
+    ...(options.workers ? { workers: options.workers } : {}),
+  };
+  // YAML takes JSON as flow mappings.
+  writeFileSync(
+    file,
+    [
+      "log: { format: json }",
+      "admin: { host: 127.0.0.1 }",
+      `gateway: ${JSON.stringify(gateway)}`,
+      "networks:",
+      "  - name: devnet",
+      "    chainId: 31337",
+      `    reservedPeers: [{ name: peer, http: ${JSON.stringify(options.peer)} }]`,
+      `    gateway: ${JSON.stringify({ default: true, ...options.network })}`,
+    ].join("\n"),
+  );
+  return file;
 }
