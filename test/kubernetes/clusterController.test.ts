@@ -8,7 +8,7 @@ import type { LightNodePool } from "../../src/fleet/kubernetes/crds.js";
 import { createLogger, silentLogger } from "../../src/log/logger.js";
 import { createRegistry } from "../../src/metrics/registry.js";
 import { crdValidators, loadCrds, validateObject } from "../chart/validateObject.js";
-import { startPodNodes, startTestDevnet } from "../support/devnet.js";
+import { podNodeObject, startPodNodes, startTestDevnet } from "../support/devnet.js";
 import { startFakeApiServer, type FakeApiServer, type KubeObject } from "../support/fakeApiServer.js";
 import { waitFor } from "../support/waitFor.js";
 
@@ -33,25 +33,8 @@ async function cluster(lights: number) {
 
   const api = await startFakeApiServer();
   cleanup.push(() => api.close());
-  for (let i = 0; i < lights; i++) api.put(PODS, podObject(i));
+  for (let i = 0; i < lights; i++) api.put(PODS, podNodeObject(i));
   return { devnet, api, port };
-}
-
-function podObject(i: number): KubeObject {
-  return {
-    apiVersion: "v1",
-    kind: "Pod",
-    metadata: { name: `light-${i}`, namespace: "eth", labels: { app: "light" } },
-    spec: {
-      containers: [{ name: "node", image: "anvil" }],
-      readinessGates: [{ conditionType: "lightfleet.io/in-sync" }],
-    },
-    status: {
-      podIP: `127.0.0.${i + 2}`,
-      startTime: new Date(Date.now() - 60_000).toISOString(),
-      conditions: [],
-    },
-  };
 }
 
 const HEALTH = {

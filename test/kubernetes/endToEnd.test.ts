@@ -7,7 +7,7 @@ import { KubernetesFleet } from "../../src/fleet/kubernetes/kubernetesFleet.js";
 import { poolNetwork } from "../../src/fleet/kubernetes/poolNetworks.js";
 import { StatusWriter } from "../../src/fleet/kubernetes/statusWriter.js";
 import { silentLogger } from "../../src/log/logger.js";
-import { startPodNodes, startTestDevnet } from "../support/devnet.js";
+import { podNodeObject, startPodNodes, startTestDevnet } from "../support/devnet.js";
 import { waitFor } from "../support/waitFor.js";
 
 const SERVER = "https://k8s.test:6443";
@@ -55,25 +55,13 @@ describe("controller end to end: API simulated at the wire, real nodes", () => {
     const { network, binding, ref } = poolNetwork(pool);
     expect(binding.labelSelector).toBe("app=light");
 
-    const podObject = (i: number) => ({
-      metadata: { name: `light-${i}`, namespace: "eth", uid: `uid-${i}`, resourceVersion: "1" },
-      spec: {
-        containers: [{ name: "node", image: "anvil" }],
-        readinessGates: [{ conditionType: "lightfleet.io/in-sync" }],
-      },
-      status: {
-        podIP: `127.0.0.${i + 2}`,
-        startTime: new Date(Date.now() - 60_000).toISOString(),
-        conditions: [],
-      },
-    });
     const readiness: Array<{ pod: string; status: string }> = [];
     const evictions: string[] = [];
     const lightNodes = new Map<string, Record<string, unknown>>();
     nock(SERVER)
       .get(PODS)
       .query({ labelSelector: "app=light" })
-      .reply(200, { metadata: { resourceVersion: "10" }, items: [0, 1, 2].map(podObject) })
+      .reply(200, { metadata: { resourceVersion: "10" }, items: [0, 1, 2].map(podNodeObject) })
       .get(PODS)
       .query(true)
       .delay(120_000)
@@ -88,7 +76,7 @@ describe("controller end to end: API simulated at the wire, real nodes", () => {
         const pod = /light-(\d)/.exec(path)!;
         readiness.push({ pod: pod[0], status: b.status.conditions[0]!.status });
         // The API server answers with the patched pod.
-        const updated = podObject(Number(pod[1]));
+        const updated = podNodeObject(Number(pod[1]));
         return { ...updated, status: { ...updated.status, conditions: b.status.conditions } };
       })
       .post(/\/api\/v1\/namespaces\/eth\/pods\/light-\d\/eviction/)

@@ -146,3 +146,27 @@ export async function startPodNodes(
   });
   return { port, nodes };
 }
+
+/** The Pod object of startPodNodes' node `light-i` (label app=light, the readiness gate, its 127.0.0.x address). */
+export function podNodeObject(i: number) {
+  return {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: {
+      name: `light-${i}`,
+      namespace: "eth",
+      uid: `uid-${i}`,
+      resourceVersion: "1",
+      labels: { app: "light" },
+    },
+    spec: {
+      containers: [{ name: "node", image: "anvil" }],
+      readinessGates: [{ conditionType: "lightfleet.io/in-sync" }],
+    },
+    status: {
+      podIP: `127.0.0.${i + 2}`,
+      startTime: new Date(Date.now() - 60_000).toISOString(),
+      conditions: [],
+    },
+  };
+}
