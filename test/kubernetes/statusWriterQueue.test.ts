@@ -143,6 +143,22 @@ function podFleet(pods: Map<string, string>) {
   };
 }
 
+/** A StatusWriter for the pool "mainnet" (unless `pools` says otherwise) over `pods`, against the test's server. */
+function writerFor(
+  api: { kubeConfig: KubeConfig },
+  pods: Map<string, string>,
+  clock: () => number,
+  options: { pools?: Map<string, PoolRef>; concurrency?: number } = {},
+): StatusWriter {
+  return new StatusWriter(api.kubeConfig, {
+    pools: () => options.pools ?? new Map([["mainnet", pool]]),
+    fleet: podFleet(pods),
+    logger: silentLogger(),
+    clock,
+    ...(options.concurrency ? { concurrency: options.concurrency } : {}),
+  });
+}
+
 describe("status writes with bounded concurrency", () => {
   const cleanup: Array<() => Promise<void>> = [];
   afterEach(async () => {
@@ -155,13 +171,7 @@ describe("status writes with bounded concurrency", () => {
     const names = Array.from({ length: 12 }, (_, i) => `light-${i}`);
     const pods = new Map(names.map((n) => [n, `uid-${n}`]));
     let now = T0;
-    const writer = new StatusWriter(api.kubeConfig, {
-      pools: () => new Map([["mainnet", pool]]),
-      fleet: podFleet(pods),
-      logger: silentLogger(),
-      clock: () => now,
-      concurrency: 3,
-    });
+    const writer = writerFor(api, pods, () => now, { concurrency: 3 });
     api.state.hold = true;
     const first = writer.onRound("mainnet", output(names.map((n) => node(n, "Healthy"))));
     await waitFor(() => api.held.length === 3, { what: "three status patches held" });
@@ -210,12 +220,7 @@ describe("status writes with bounded concurrency", () => {
     const pods = new Map<string, string>();
     let now = T0;
     const pools = new Map([["mainnet", pool]]);
-    const writer = new StatusWriter(api.kubeConfig, {
-      pools: () => pools,
-      fleet: podFleet(pods),
-      logger: silentLogger(),
-      clock: () => now,
-    });
+    const writer = writerFor(api, pods, () => now, { pools });
     // 30 rounds, each replacing the pool's five pods with five new ones (a Deployment rolled over and over).
     for (let round = 0; round < 30; round++) {
       pods.clear();
@@ -236,13 +241,7 @@ describe("status writes with bounded concurrency", () => {
     cleanup.push(() => api.close());
     const names = ["light-0", "light-1", "light-2"];
     const pods = new Map(names.map((n) => [n, `uid-${n}`]));
-    const writer = new StatusWriter(api.kubeConfig, {
-      pools: () => new Map([["mainnet", pool]]),
-      fleet: podFleet(pods),
-      logger: silentLogger(),
-      clock: () => T0,
-      concurrency: 1,
-    });
+    const writer = writerFor(api, pods, () => T0, { concurrency: 1 });
     const patched = () =>
       api.calls.filter((c) => c.method === "PATCH" && c.name?.startsWith("light-")).length;
     api.state.hold = true;
@@ -272,12 +271,7 @@ describe("status writes with bounded concurrency", () => {
     cleanup.push(() => api.close());
     const pods = new Map([["light-0", "uid-a"]]);
     let now = T0;
-    const writer = new StatusWriter(api.kubeConfig, {
-      pools: () => new Map([["mainnet", pool]]),
-      fleet: podFleet(pods),
-      logger: silentLogger(),
-      clock: () => now,
-    });
+    const writer = writerFor(api, pods, () => now);
     const round = async (state: NodeState) => {
       now += 2_000;
       await writer.onRound("mainnet", output([node("light-0", state)]));

@@ -7,7 +7,7 @@ import { devnetComponent } from "../../src/up/devnetComponent.js";
 import { fleetComponent } from "../../src/up/fleetComponent.js";
 import { startUp, type RunningUp } from "../../src/up/runUp.js";
 import { scalingComponent } from "../../src/up/scalingComponent.js";
-import { writeUpConfig } from "../support/upConfig.js";
+import { fastScaling, writeUpConfig } from "../support/upConfig.js";
 import { waitFor } from "../support/waitFor.js";
 
 /**
@@ -43,13 +43,7 @@ describe("autoscaling in lightfleet up", () => {
     const config = writeUpConfig({
       fullNodes: 1,
       replicas: 1,
-      scaling: {
-        minReplicas: 1,
-        maxReplicas: 3,
-        targetRequestsPerNode: 20,
-        rateWindow: "2s",
-        scaleDownStabilization: "3s",
-      },
+      scaling: fastScaling(20),
     });
     const gateway = countingGateway();
     const log = new PassThrough();

@@ -3,7 +3,7 @@ import { createInterface } from "node:readline";
 import { PassThrough } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
 import { startUp, type RunningUp } from "../../src/up/runUp.js";
-import { writeUpConfig } from "../support/upConfig.js";
+import { fastScaling, writeUpConfig } from "../support/upConfig.js";
 import { waitFor } from "../support/waitFor.js";
 
 // A read the gateway forwards to a light node (eth_blockNumber it answers from its served head).
@@ -78,13 +78,7 @@ describe("autoscaling in lightfleet up under load through the gateway", () => {
     const config = writeUpConfig({
       fullNodes: 1,
       replicas: 1,
-      scaling: {
-        minReplicas: 1,
-        maxReplicas: 3,
-        targetRequestsPerNode: 80,
-        rateWindow: "2s",
-        scaleDownStabilization: "3s",
-      },
+      scaling: fastScaling(80),
     });
     const log = new PassThrough();
     const lines: Array<Record<string, unknown>> = [];

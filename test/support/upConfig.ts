@@ -3,6 +3,17 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { onTestFinished } from "vitest";
 
+/** Scaling that reacts within a test's seconds: 1 to 3 nodes, a 2 s rate window, scale-down after 3 s. */
+export function fastScaling(targetRequestsPerNode: number): Record<string, unknown> {
+  return {
+    minReplicas: 1,
+    maxReplicas: 3,
+    targetRequestsPerNode,
+    rateWindow: "2s",
+    scaleDownStabilization: "3s",
+  };
+}
+
 export interface UpConfigOptions {
   /** Full nodes of the devnet network `alpha` (default 2). */
   fullNodes?: number;
