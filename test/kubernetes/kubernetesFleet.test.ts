@@ -203,6 +203,41 @@ describe("Kubernetes fleet backend at the wire", () => {
     expect(await fleet.restart("mainnet", "nope", "lag")).toEqual({ outcome: "gone" });
   });
 
+  it("reads the workload's size from its scale subresource at most every 15 s, and knows a size it set", async () => {
+    listThenHold([]);
+    const reads = nock(SERVER)
+      .get("/apis/apps/v1/namespaces/eth/statefulsets/light-mainnet/scale")
+      .times(2)
+      .reply(200, {
+        apiVersion: "autoscaling/v1",
+        kind: "Scale",
+        spec: { replicas: 2 },
+        status: { replicas: 1 },
+      });
+    nock(SERVER)
+      .patch("/apis/apps/v1/namespaces/eth/statefulsets/light-mainnet/scale")
+      .reply(200, { apiVersion: "autoscaling/v1", kind: "Scale", spec: { replicas: 4 } });
+    let now = Date.UTC(2026, 10, 22, 12);
+    const fleet = new KubernetesFleet({
+      kubeConfig,
+      pools: [pool],
+      logger: silentLogger(),
+      clock: () => now,
+    });
+    fleets.push(fleet);
+    fleet.start();
+    // The size asked of the workload (2), not the pods seen (none yet).
+    expect(await fleet.replicas("mainnet")).toBe(2);
+    now += 10_000;
+    expect(await fleet.replicas("mainnet")).toBe(2);
+    expect(reads.pendingMocks()).toHaveLength(1); // one read so far
+    await fleet.scale("mainnet", 4);
+    expect(await fleet.replicas("mainnet")).toBe(4);
+    now += 15_000;
+    expect(await fleet.replicas("mainnet")).toBe(2); // read again: someone else set it back
+    expect(reads.isDone()).toBe(true);
+  });
+
   it("scales through the workload's scale subresource with a merge patch", async () => {
     listThenHold([]);
     const api = nock(SERVER)

@@ -18,6 +18,9 @@ import { ListWatch } from "./listWatch.js";
 import { memberOf, readinessPatch } from "./podRules.js";
 import type { PoolBinding } from "./podRules.js";
 
+/** How long a workload size read from the API is used before it is read again. */
+const REPLICAS_TTL_MS = 15_000;
+
 export interface KubernetesFleetOptions {
   kubeConfig: KubeConfig;
   pools: PoolBinding[];
@@ -42,6 +45,8 @@ export class KubernetesFleet implements Fleet {
   private readonly clock: () => number;
 
   private started = false;
+  /** Workload sizes per pool as last read or set (see replicas()). */
+  private readonly sizes = new Map<string, { replicas: number; at: number }>();
   private updating: Promise<void> = Promise.resolve();
 
   constructor(private readonly options: KubernetesFleetOptions) {
@@ -78,11 +83,13 @@ export class KubernetesFleet implements Fleet {
         next.labelSelector === entry.pool.labelSelector
       ) {
         entry.pool = next;
+        this.sizes.delete(network); // the workload may be another one now
         wanted.delete(network);
         continue;
       }
       entry.watcher.stop();
       this.watchers.delete(network);
+      this.sizes.delete(network);
       this.changed(network);
     }
     await Promise.all(
@@ -228,17 +235,23 @@ export class KubernetesFleet implements Fleet {
   /**
    * The size the workload is asked to have (`spec.replicas` of its scale subresource): the autoscaler's current size.
    * Pods lag behind it while they are created or end, and a step computed from them would undo a scale-up under way.
+   * Read at most every REPLICAS_TTL_MS per pool (as an HPA syncs every 15 s), not on every round; a size this fleet
+   * sets is known at once.
    */
   async replicas(network: string): Promise<number> {
     const entry = this.watchers.get(network);
     if (!entry) throw new Error(`no pool for network ${network}`);
+    const known = this.sizes.get(network);
+    if (known && this.clock() - known.at < REPLICAS_TTL_MS) return known.replicas;
     const { kind, name } = entry.pool.workload;
     const request = { name, namespace: entry.pool.namespace };
     const scale =
       kind === "StatefulSet"
         ? await this.apps.readNamespacedStatefulSetScale(request)
         : await this.apps.readNamespacedDeploymentScale(request);
-    return scale.spec?.replicas ?? 0;
+    const replicas = scale.spec?.replicas ?? 0;
+    this.sizes.set(network, { replicas, at: this.clock() });
+    return replicas;
   }
 
   async scale(network: string, replicas: number): Promise<void> {
@@ -249,6 +262,7 @@ export class KubernetesFleet implements Fleet {
     const options = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
     if (kind === "StatefulSet") await this.apps.patchNamespacedStatefulSetScale(request, options);
     else await this.apps.patchNamespacedDeploymentScale(request, options);
+    this.sizes.set(network, { replicas, at: this.clock() });
   }
 
   onChange(listener: (network: string) => void): () => void {
