@@ -40,10 +40,12 @@ describe("lightfleet up on a terminal", () => {
       terminal.kill("SIGKILL");
     });
 
-    const admin = await waitFor(() => /admin\s+(http:\/\/127\.0\.0\.1:\d+)/.exec(screen)?.[1], {
-      what: "the banner",
+    // The terminal delivers the banner in pieces: wait for its last line before reading it.
+    await waitFor(() => screen.includes("Ctrl-C stops everything."), {
+      what: "the whole banner",
       timeoutMs: 30_000,
     });
+    const admin = /admin\s+(http:\/\/127\.0\.0\.1:\d+)/.exec(screen)![1]!;
     expect(screen).toMatch(/lightfleet up: alpha \(chain 31337\)/);
     expect(screen).toMatch(/alpha-full-0\s+http:\/\/127\.0\.0\.1:\d+\s+\(full node, a block every 500 ms\)/);
     expect(screen).toMatch(/alpha-light-1\s+http:\/\/127\.0\.0\.1:\d+\s+\(light node\)/);
