@@ -5,9 +5,13 @@
  *   (forwarded), called directly, through nginx as a plain reverse proxy (when Debian's nginx is installed), through
  *   the gateway in this process, and through `lightfleet gateway` with 2 workers (node:cluster, as a process of its
  *   own) under each of node:cluster's scheduling policies; ratios to direct, to nginx and to the one-process gateway.
+ *   For eth_blockNumber also a bare node:http server answering a constant (bench/bareHttp.ts, a process of its own):
+ *   the most any node:http server does here, with the gateway's ratio to it.
  * - WebSocket fan-out: N clients (in a child process) subscribed to newHeads through each gateway; the time from the
  *   node announcing a block (a direct subscription to the node, in that same child process) to each client receiving
- *   it, p50/p99, at 1,000 and 5,000 subscribers.
+ *   it, p50/p99, at 1,000 and 5,000 subscribers. Also through a bare `ws` server forwarding the node's notifications
+ *   (bench/bareWsFanOut.ts, a process of its own): the least any Node fan-out takes here, with the gateway's p99 ratio
+ *   to it.
  *
  * Bounded: a few seconds per HTTP run, a few blocks per fan-out size.
  *
@@ -26,7 +30,7 @@ import { startGateway } from "../src/gateway/gateway.js";
 import { StaticUpstreamSource } from "../src/gateway/upstreams/staticSource.js";
 import { silentLogger } from "../src/log/logger.js";
 import { freePort } from "../src/process/freePort.js";
-import { spawnGatewayProcess } from "./gatewayProcess.js";
+import { spawnGatewayProcess, spawnListening } from "./gatewayProcess.js";
 
 const SECONDS = Number(process.argv[2] ?? 5);
 const CONNECTIONS = Number(process.argv[3] ?? 16);
@@ -68,6 +72,9 @@ const clustered = [
     ...(await spawnGatewayProcess({ workers: WORKERS, policy: "none", ...light })),
   },
 ];
+// The ceilings: what Node itself does here with no gateway code at all.
+const bareHttp = await spawnListening("bareHttp.ts");
+const bareWs = await spawnListening("bareWsFanOut.ts", [light.wsUrl]);
 
 interface Run {
   rps: number;
@@ -147,7 +154,7 @@ function percentile(sorted: number[], p: number): number {
 }
 
 /**
- * Delivery latency of newHeads to `size` gateway subscribers (in a child process), from the moment that process gets
+ * Delivery latency of newHeads to `size` gateway (or bare ws server) subscribers (in a child process), from the moment that process gets
  * the node's own announcement over a direct subscription (epoch ms, sub-millisecond).
  */
 async function fanOut(
@@ -209,9 +216,10 @@ const calls = {
   eth_getBlockByNumber: { jsonrpc: "2.0", id: 1, method: "eth_getBlockByNumber", params: ["0x3", false] },
 };
 const nginx = await startNginx(light.httpUrl);
-const ratios = (r: Run, direct: Run, nginx: Run | undefined) =>
+const ratios = (r: Run, direct: Run, nginx: Run | undefined, bare: Run | undefined) =>
   `/direct ${(r.rps / direct.rps).toFixed(2)}x` +
   (nginx ? `, /nginx ${(r.rps / nginx.rps).toFixed(2)}x` : "") +
+  (bare ? `, /bare ${(r.rps / bare.rps).toFixed(2)}x` : "") +
   (r.errors > 0 ? `, ${r.errors} errors` : "");
 const fmt = (r: Run) =>
   `${r.rps.toFixed(0).padStart(6)} req/s p50 ${String(r.p50).padStart(3)} ms p99 ${String(r.p99).padStart(3)} ms`;
@@ -221,15 +229,18 @@ try {
   for (const [name, body] of Object.entries(calls)) {
     const direct = await run(light.httpUrl, body);
     const proxied = nginx ? await run(nginx.url, body) : undefined;
+    // The bare server answers a constant, so it is a ceiling only for the call answered from the served head.
+    const bare = name === "eth_blockNumber" ? await run(bareHttp.url, body) : undefined;
     const through = await run(`${gateway.url}/`, body);
     console.log(`  ${name}`);
     console.log(`    direct          ${fmt(direct)}`);
     if (proxied) console.log(`    nginx           ${fmt(proxied)}`);
-    console.log(`    gateway x1      ${fmt(through)} | ${ratios(through, direct, proxied)}`);
+    if (bare) console.log(`    bare node:http  ${fmt(bare)} | ${ratios(bare, direct, proxied, undefined)}`);
+    console.log(`    gateway x1      ${fmt(through)} | ${ratios(through, direct, proxied, bare)}`);
     for (const c of clustered) {
       const r = await run(`${c.url}/`, body);
       console.log(
-        `    gateway ${c.name.padEnd(7)} ${fmt(r)} | ${ratios(r, direct, proxied)}, /x1 ${(r.rps / through.rps).toFixed(2)}x`,
+        `    gateway ${c.name.padEnd(7)} ${fmt(r)} | ${ratios(r, direct, proxied, bare)}, /x1 ${(r.rps / through.rps).toFixed(2)}x`,
       );
     }
   }
@@ -237,16 +248,20 @@ try {
     `WebSocket newHeads fan-out (${FAN_OUT_BLOCKS} blocks each, from the node's own announcement):`,
   );
   for (const size of FAN_OUT_SIZES) {
+    const row = (name: string, r: Awaited<ReturnType<typeof fanOut>>) =>
+      `  ${String(size).padStart(5)} subscribers, ${name.padEnd(15)}: ` +
+      `p50 ${r.p50.toFixed(1)} ms p99 ${r.p99.toFixed(1)} ms (${r.delivered}/${r.expected} delivered)`;
+    const bare = await fanOut(bareWs.url, size);
+    console.log(row("bare ws", bare));
     for (const g of [{ name: "x1", url: gateway.url }, ...clustered]) {
       const r = await fanOut(g.url, size);
-      console.log(
-        `  ${String(size).padStart(5)} subscribers, gateway ${g.name.padEnd(7)}: ` +
-          `p50 ${r.p50.toFixed(1)} ms p99 ${r.p99.toFixed(1)} ms (${r.delivered}/${r.expected} delivered)`,
-      );
+      console.log(`${row(`gateway ${g.name}`, r)} | /bare p99 ${(r.p99 / bare.p99).toFixed(2)}x`);
     }
   }
 } finally {
   nginx?.stop();
+  await bareHttp.stop();
+  await bareWs.stop();
   for (const c of clustered) await c.stop();
   await gateway.stop();
   await devnet.stop();

@@ -4,7 +4,8 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-export interface GatewayProcess {
+/** A server the benchmark runs as a process of its own. */
+export interface ChildServer {
   url: string;
   stop(): Promise<void>;
 }
@@ -21,7 +22,7 @@ export async function spawnGatewayProcess(options: {
   policy: "rr" | "none";
   httpUrl: string;
   wsUrl: string;
-}): Promise<GatewayProcess> {
+}): Promise<ChildServer> {
   const dir = mkdtempSync(join(tmpdir(), "bench-gateway-"));
   const file = join(dir, "gateway.yaml");
   writeFileSync(
@@ -67,11 +68,7 @@ export async function spawnGatewayProcess(options: {
   let stdout = "";
   child.stdout!.on("data", (chunk: Buffer) => (stdout += String(chunk)));
   const stop = async () => {
-    if (child.exitCode === null) {
-      const exited = new Promise((resolve) => child.once("exit", resolve));
-      child.kill("SIGTERM");
-      await exited;
-    }
+    await stopChild(child);
     rmSync(dir, { recursive: true, force: true });
   };
   const deadline = Date.now() + 60_000;
@@ -90,4 +87,44 @@ export async function spawnGatewayProcess(options: {
     }
     await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+/**
+ * A bench/ script run as a process of its own (so it does not share the benchmark's event loop), once it prints
+ * "listening <url>".
+ */
+export async function spawnListening(script: string, args: string[] = []): Promise<ChildServer> {
+  const child = spawn(process.execPath, ["--import", "tsx", join(ROOT, "bench", script), ...args], {
+    cwd: ROOT,
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  let stdout = "";
+  try {
+    const url = await new Promise<string>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`${script} did not start listening`)), 60_000);
+      child.stdout!.on("data", (chunk: Buffer) => {
+        stdout += String(chunk);
+        const line = /^listening (\S+)$/m.exec(stdout);
+        if (line) {
+          clearTimeout(timer);
+          resolve(line[1]!);
+        }
+      });
+      child.once("exit", (code) => {
+        clearTimeout(timer);
+        reject(new Error(`${script} exited (${code}) before listening`));
+      });
+    });
+    return { url, stop: () => stopChild(child) };
+  } catch (error) {
+    await stopChild(child);
+    throw error;
+  }
+}
+
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.once("exit", resolve));
+  child.kill("SIGTERM");
+  await exited;
 }
