@@ -1,8 +1,8 @@
 import { Pool, errors } from "undici";
 import type { Dispatcher } from "undici";
-import type { JsonRpcId, JsonRpcRequest, JsonRpcResponse } from "../../rpc/jsonRpc.js";
-import { RpcTransportError, isJsonRpcResponse } from "../../rpc/jsonRpc.js";
-import { RawResult } from "../rpc/serialize.js";
+import type { JsonRpcRequest, JsonRpcResponse } from "../../rpc/jsonRpc.js";
+import { RpcTransportError } from "../../rpc/jsonRpc.js";
+import { readNodeAnswer } from "./nodeAnswer.js";
 
 /**
  * One connection pool per node (undici: kept-alive connections, far less overhead per call than node:http's client,
@@ -48,9 +48,6 @@ function targetOf(url: string): { origin: string; path: string } {
   return target;
 }
 
-/** How geth, anvil and reth begin a successful answer to a call sent with id 1. */
-const RESULT_PREFIX = '{"jsonrpc":"2.0","id":1,"result":';
-
 const HEADERS = { "content-type": "application/json" };
 
 /**
@@ -86,7 +83,7 @@ export function forward(
         try {
           const text =
             chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks).toString("utf8");
-          resolve(readAnswer(text, statusCode, request.id ?? null, raw));
+          resolve(readNodeAnswer(text, request.id ?? null, raw, (cause) => malformed(statusCode, cause)));
         } catch (error) {
           reject(error);
         }
@@ -112,23 +109,6 @@ export function forward(
   });
 }
 
-function readAnswer(text: string, statusCode: number, id: JsonRpcId, raw: boolean): JsonRpcResponse {
-  if (raw && text.startsWith(RESULT_PREFIX)) {
-    const end = text.lastIndexOf("}");
-    if (end > RESULT_PREFIX.length)
-      return { jsonrpc: "2.0", id, result: new RawResult(text.slice(RESULT_PREFIX.length, end)) };
-  }
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch (error) {
-    throw malformed(statusCode, error);
-  }
-  if (!isJsonRpcResponse(body))
-    throw new RpcTransportError(`HTTP ${statusCode}: not a JSON-RPC answer`, "malformed");
-  return { ...body, id };
-}
-
 function transportError(error: unknown, timeoutMs: number): RpcTransportError {
   const timeout = error instanceof errors.HeadersTimeoutError || error instanceof errors.BodyTimeoutError;
   return new RpcTransportError(
@@ -140,7 +120,7 @@ function transportError(error: unknown, timeoutMs: number): RpcTransportError {
 
 function malformed(statusCode: number, cause: unknown): RpcTransportError {
   return new RpcTransportError(
-    `HTTP ${statusCode} without a JSON body`,
+    `HTTP ${statusCode} without a JSON-RPC answer`,
     statusCode < 400 ? "malformed" : "http-status",
     { cause },
   );
