@@ -6,6 +6,7 @@ import type { Devnet } from "../../src/devnet/devnet.js";
 import type { Gateway } from "../../src/gateway/gateway.js";
 import { startGateway } from "../../src/gateway/gateway.js";
 import { StaticUpstreamSource } from "../../src/gateway/upstreams/staticSource.js";
+import type { Upstream } from "../../src/gateway/upstreams/upstreamSource.js";
 import { silentLogger } from "../../src/log/logger.js";
 import { waitFor } from "../support/waitFor.js";
 
@@ -16,11 +17,15 @@ export type Json = any;
 export const NETWORK = "devnet";
 export const CHAIN_ID = 31_337;
 
-/** A gateway on an ephemeral port in front of the devnet's light nodes, all routed. */
+/**
+ * A gateway on an ephemeral port in front of the devnet's light nodes, all routed; `upstream` may change how each
+ * node is reached.
+ */
 export async function startTestGateway(
   devnet: Devnet,
   gateway: Record<string, unknown> = {},
   network: Record<string, unknown> = {},
+  upstream: (u: Upstream) => Upstream = (u) => u,
 ): Promise<{ gateway: Gateway; source: StaticUpstreamSource; registry: Registry; wsUrl: string }> {
   const nodes = devnet.nodes(NETWORK);
   const config = parseConfig({
@@ -38,7 +43,9 @@ export async function startTestGateway(
   const source = new StaticUpstreamSource(
     nodes
       .filter((n) => n.role === "light")
-      .map((n) => ({ name: n.name, network: NETWORK, httpUrl: n.httpUrl, wsUrl: n.wsUrl, routed: true })),
+      .map((n) =>
+        upstream({ name: n.name, network: NETWORK, httpUrl: n.httpUrl, wsUrl: n.wsUrl, routed: true }),
+      ),
   );
   const registry = new Registry();
   const started = await startGateway({ config, source, logger: silentLogger(), registry });

@@ -54,6 +54,43 @@ describe("WsRpcClient against anvil", () => {
     expect(heads.slice(0, 3)).toEqual([first, first + 1, first + 2]);
   });
 
+  it("gives answers as the node's text, matched to many calls sent in one turn, errors included", async () => {
+    const node = await anvilNode();
+    await new HttpRpcClient(node.httpUrl, 5_000).call("anvil_mine", ["0x5"]);
+    const client = new WsRpcClient({ url: node.wsUrl, timeoutMs: 5_000 });
+    cleanup.push(() => client.close());
+    client.connect();
+    await waitFor(() => client.connected, { what: "connection" });
+    const texts = await Promise.all(
+      [5, 3, 0, 4, 1, 2].map((n) => client.callText("eth_getBlockByNumber", [`0x${n}`, false])),
+    );
+    expect(texts.map((t) => (JSON.parse(t) as { result: { number: string } }).result.number)).toEqual([
+      "0x5",
+      "0x3",
+      "0x0",
+      "0x4",
+      "0x1",
+      "0x2",
+    ]);
+    const refused = JSON.parse(await client.callText("eth_getBalance", ["0x12"])) as {
+      error: { code: number };
+    };
+    expect(refused.error.code).toBe(-32602);
+  });
+
+  it("closes when idle only after the calls in flight are answered, and takes no new ones", async () => {
+    const node = await anvilNode();
+    const client = new WsRpcClient({ url: node.wsUrl, timeoutMs: 5_000, reconnectBaseMs: 10 });
+    cleanup.push(() => client.close());
+    client.connect();
+    await waitFor(() => client.connected, { what: "connection" });
+    const inFlight = client.callText("eth_chainId", []);
+    client.closeWhenIdle();
+    await expect(client.callText("eth_chainId", [])).rejects.toMatchObject({ reason: "connection" });
+    expect(JSON.parse(await inFlight)).toMatchObject({ result: "0x7a69" });
+    await waitFor(() => !client.connected, { what: "the socket closed" });
+  });
+
   it("rejects calls while disconnected and times out unanswered calls", async () => {
     const client = new WsRpcClient({ url: "ws://127.0.0.1:1", timeoutMs: 500 });
     cleanup.push(() => client.close());

@@ -5,7 +5,6 @@ import { toQuantity } from "../../rpc/blocks.js";
 import type { JsonRpcRequest, JsonRpcResponse } from "../../rpc/jsonRpc.js";
 import { RPC_ERROR, RpcTransportError } from "../../rpc/jsonRpc.js";
 import { pickCandidate, rankCandidates } from "../upstreams/balancer.js";
-import { forward } from "../upstreams/forward.js";
 import type { NetworkUpstreams } from "../upstreams/networkUpstreams.js";
 import { blockParamIndex, readBlockParam } from "./blockParams.js";
 import { checkGetLogs } from "./getLogsRule.js";
@@ -210,14 +209,15 @@ export class CallHandler {
         minBlock,
         this.turn++,
       );
-      const url = choice && upstreams.url(choice.name);
-      if (!choice || !url) break;
+      if (!choice) break;
+      const answer = upstreams.call(choice.name, request, this.options.upstreamTimeoutMs, raw);
+      if (!answer) break;
       tried.add(choice.name);
       if (attempt > 0) metrics.retries.inc({ network: this.network });
       const release = upstreams.acquire(choice.name);
       this.inFlight.n++;
       try {
-        const response = await forward(url, request, this.options.upstreamTimeoutMs, raw);
+        const response = await answer;
         const outcome = "error" in response ? "rpc_error" : "ok";
         this.upstreamCount(choice.name, outcome).n++;
         return { response, outcome };

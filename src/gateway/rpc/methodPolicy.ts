@@ -85,3 +85,8 @@ const KNOWN_METHODS = new Set([
 export function methodLabel(method: string): string {
   return KNOWN_METHODS.has(method) ? method : "other";
 }
+
+/** A standard public method, answered alike by every node software. */
+export function isKnownMethod(method: string): boolean {
+  return KNOWN_METHODS.has(method);
+}

@@ -2,15 +2,42 @@ import { EventEmitter } from "node:events";
 import type { BlockRef } from "../../health/types.js";
 import type { Logger } from "../../log/logger.js";
 import { PeerFollower } from "../../probe/peerFollower.js";
+import type { JsonRpcRequest, JsonRpcResponse } from "../../rpc/jsonRpc.js";
+import { RpcTransportError } from "../../rpc/jsonRpc.js";
+import { isKnownMethod } from "../rpc/methodPolicy.js";
+import { WsRpcClient } from "../../rpc/wsRpcClient.js";
 import type { Candidate } from "./balancer.js";
 import { inPanic, nextServedHead } from "./balancer.js";
+import { forward } from "./forward.js";
+import { readNodeAnswer } from "./nodeAnswer.js";
 import type { Upstream, UpstreamSource } from "./upstreamSource.js";
+
+const CALLS_PING_MS = 15_000;
+
+const wsMalformed = (cause: unknown) =>
+  new RpcTransportError("the node's answer over WebSocket is not JSON-RPC", "malformed", { cause });
 
 interface Member {
   upstream: Upstream;
   follower: PeerFollower;
+  /** The WebSocket calls are sent over, when the node has a ws URL. */
+  calls: WsRpcClient | undefined;
   outstanding: number;
 }
+
+/**
+ * Calls go over HTTP while a node's socket is backed up this far (a node that stopped reading), so one slow node
+ * cannot make the gateway buffer without bound.
+ */
+const MAX_CALL_BACKLOG_BYTES = 4 * 1024 * 1024;
+
+/**
+ * Which calls go over a node's WebSocket: the standard methods, except those whose answers can run to megabytes (one
+ * of them would hold up every other call sharing the socket). Anything else goes over HTTP, where node software
+ * answers an unknown method in the standard way (anvil's WebSocket says -32602, not -32601).
+ */
+const overWebSocket = (method: string) =>
+  isKnownMethod(method) && method !== "eth_getLogs" && method !== "eth_getBlockReceipts";
 
 export interface NetworkUpstreamsOptions {
   network: string;
@@ -26,6 +53,10 @@ export interface NetworkUpstreamsOptions {
  * The upstreams of one network as the gateway uses them: each followed by newHeads (HTTP polling as fallback, chain
  * id checked), with its outstanding request count. Emits `head` (upstream name, BlockRef, the node's header) for heads
  * of nodes that may serve (routed, or any in panic), and `change` when the set or the served head moves.
+ *
+ * Calls to a node go over one WebSocket kept open for them when the node has a ws URL: many calls share a socket, so
+ * under load one read or write carries several, about twice the calls per CPU second of an HTTP request each
+ * (`npm run bench:gateway`). While it is not open (connecting, or reconnecting after a failure), calls use HTTP.
  */
 export class NetworkUpstreams extends EventEmitter {
   private readonly members = new Map<string, Member>();
@@ -49,8 +80,10 @@ export class NetworkUpstreams extends EventEmitter {
     const current = new Map(this.options.source.upstreams(this.options.network).map((u) => [u.name, u]));
     for (const [name, member] of this.members) {
       const next = current.get(name);
-      if (!next || next.httpUrl !== member.upstream.httpUrl) {
+      if (!next || next.httpUrl !== member.upstream.httpUrl || next.wsUrl !== member.upstream.wsUrl) {
         member.follower.stop();
+        // Calls in flight are answered first: one that changes state (a transaction) must not be cut off.
+        member.calls?.closeWhenIdle();
         this.members.delete(name);
       }
     }
@@ -69,7 +102,7 @@ export class NetworkUpstreams extends EventEmitter {
         logger: this.options.logger,
         historyDepth: 128,
       });
-      const added: Member = { upstream, follower, outstanding: 0 };
+      const added: Member = { upstream, follower, calls: this.callsTo(upstream), outstanding: 0 };
       follower.on("head", (head: BlockRef, header: unknown) => this.onHead(added, head, header));
       this.members.set(name, added);
       follower.start();
@@ -103,6 +136,26 @@ export class NetworkUpstreams extends EventEmitter {
     return this.members.get(name)?.upstream.httpUrl;
   }
 
+  /**
+   * Sends one call to a node (see `forward` for `raw` and the errors): over its WebSocket when that is open, else over
+   * HTTP. Undefined when the node has left the set.
+   */
+  call(
+    name: string,
+    request: JsonRpcRequest,
+    timeoutMs: number,
+    raw: boolean,
+  ): Promise<JsonRpcResponse> | undefined {
+    const member = this.members.get(name);
+    if (!member) return undefined;
+    const ws = member.calls;
+    if (!ws?.connected || ws.backlog > MAX_CALL_BACKLOG_BYTES || !overWebSocket(request.method))
+      return forward(member.upstream.httpUrl, request, timeoutMs, raw);
+    return ws
+      .callText(request.method, request.params, timeoutMs)
+      .then((text) => readNodeAnswer(text, request.id ?? null, raw, wsMalformed));
+  }
+
   /** Counts a request in flight on a node (for least-outstanding balancing); call the returned function when done. */
   acquire(name: string): () => void {
     const member = this.members.get(name);
@@ -115,8 +168,29 @@ export class NetworkUpstreams extends EventEmitter {
 
   async close(): Promise<void> {
     this.unsubscribe();
-    for (const member of this.members.values()) member.follower.stop();
+    for (const member of this.members.values()) {
+      member.follower.stop();
+      member.calls?.close();
+    }
     this.members.clear();
+  }
+
+  private callsTo(upstream: Upstream): WsRpcClient | undefined {
+    if (!upstream.wsUrl) return undefined;
+    const calls = new WsRpcClient({
+      url: upstream.wsUrl,
+      timeoutMs: this.options.timeoutMs,
+      // A connection the node no longer answers is dropped and made again, so its calls fail over quickly.
+      pingIntervalMs: CALLS_PING_MS,
+    });
+    const log = this.options.logger.child({ network: this.options.network, upstream: upstream.name });
+    calls.on("open", () => log.debug("gateway: calls over WebSocket"));
+    calls.on("close", (reason: string) =>
+      log.debug({ reason }, "gateway: calls over HTTP until the WebSocket is back"),
+    );
+    calls.on("error", (error: Error) => log.debug({ err: error.message }, "gateway: calls WebSocket failed"));
+    calls.connect();
+    return calls;
   }
 
   private onHead(member: Member, head: BlockRef, header: unknown): void {
