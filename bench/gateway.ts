@@ -3,8 +3,8 @@
  *
  * - HTTP: requests/s and p50/p99 latency of eth_blockNumber (answered from the served head) and eth_getBlockByNumber
  *   (forwarded), called directly, through nginx as a plain reverse proxy (when Debian's nginx is installed), through
- *   the gateway in this process, and through `lightfleet gateway` with 2 workers (node:cluster, as a process of its
- *   own) under each of node:cluster's scheduling policies; ratios to direct, to nginx and to the one-process gateway.
+ *   `lightfleet gateway` as a process of its own, with one process and with 2 workers (node:cluster) under each of
+ *   node:cluster's scheduling policies; ratios to direct, to nginx and to the one-process gateway.
  *   For eth_blockNumber also a bare node:http server answering a constant (bench/bareHttp.ts, a process of its own):
  *   the most any node:http server does here, with the gateway's ratio to it.
  * - WebSocket fan-out: N clients (in a child process) subscribed to newHeads through each gateway; the time from the
@@ -23,12 +23,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import autocannon from "autocannon";
-import { Registry } from "prom-client";
-import { parseConfig } from "../src/config/loadConfig.js";
 import { startDevnet } from "../src/devnet/devnet.js";
-import { startGateway } from "../src/gateway/gateway.js";
-import { StaticUpstreamSource } from "../src/gateway/upstreams/staticSource.js";
-import { silentLogger } from "../src/log/logger.js";
 import { freePort } from "../src/process/freePort.js";
 import { spawnGatewayProcess, spawnListening } from "./gatewayProcess.js";
 
@@ -44,28 +39,10 @@ const devnet = await startDevnet({
 });
 for (let i = 0; i < 5; i++) await devnet.mine("bench");
 const light = devnet.nodes("bench").find((n) => n.role === "light")!;
-const config = parseConfig({
-  gateway: { host: "127.0.0.1", port: 0, headPollInterval: "100ms" },
-  networks: [
-    {
-      name: "bench",
-      chainId: 31_337,
-      blockTime: "12s",
-      reservedPeers: [{ name: "light", http: light.httpUrl }],
-      gateway: { default: true },
-    },
-  ],
-});
-const gateway = await startGateway({
-  config,
-  source: new StaticUpstreamSource([
-    { name: light.name, network: "bench", httpUrl: light.httpUrl, wsUrl: light.wsUrl, routed: true },
-  ]),
-  logger: silentLogger(),
-  registry: new Registry(),
-});
-while (gateway.servedHead("bench") === undefined) await new Promise((r) => setTimeout(r, 50));
-const clustered = [
+// Every gateway is `lightfleet gateway` as a process of its own, as it runs in production: one process, and two
+// workers under each of node:cluster's scheduling policies.
+const gateways = [
+  { name: "x1", ...(await spawnGatewayProcess({ workers: 1, policy: "none", ...light })) },
   { name: `x${WORKERS} rr`, ...(await spawnGatewayProcess({ workers: WORKERS, policy: "rr", ...light })) },
   {
     name: `x${WORKERS} none`,
@@ -231,16 +208,17 @@ try {
     const proxied = nginx ? await run(nginx.url, body) : undefined;
     // The bare server answers a constant, so it is a ceiling only for the call answered from the served head.
     const bare = name === "eth_blockNumber" ? await run(bareHttp.url, body) : undefined;
-    const through = await run(`${gateway.url}/`, body);
     console.log(`  ${name}`);
     console.log(`    direct          ${fmt(direct)}`);
     if (proxied) console.log(`    nginx           ${fmt(proxied)}`);
     if (bare) console.log(`    bare node:http  ${fmt(bare)} | ${ratios(bare, direct, proxied, undefined)}`);
-    console.log(`    gateway x1      ${fmt(through)} | ${ratios(through, direct, proxied, bare)}`);
-    for (const c of clustered) {
-      const r = await run(`${c.url}/`, body);
+    let one: Run | undefined;
+    for (const g of gateways) {
+      const r = await run(`${g.url}/`, body);
+      one ??= r;
+      const perWorker = g === gateways[0] ? "" : `, /x1 ${(r.rps / one.rps).toFixed(2)}x`;
       console.log(
-        `    gateway ${c.name.padEnd(7)} ${fmt(r)} | ${ratios(r, direct, proxied, bare)}, /x1 ${(r.rps / through.rps).toFixed(2)}x`,
+        `    gateway ${g.name.padEnd(7)} ${fmt(r)} | ${ratios(r, direct, proxied, bare)}${perWorker}`,
       );
     }
   }
@@ -253,7 +231,7 @@ try {
       `p50 ${r.p50.toFixed(1)} ms p99 ${r.p99.toFixed(1)} ms (${r.delivered}/${r.expected} delivered)`;
     const bare = await fanOut(bareWs.url, size);
     console.log(row("bare ws", bare));
-    for (const g of [{ name: "x1", url: gateway.url }, ...clustered]) {
+    for (const g of gateways) {
       const r = await fanOut(g.url, size);
       console.log(`${row(`gateway ${g.name}`, r)} | /bare p99 ${(r.p99 / bare.p99).toFixed(2)}x`);
     }
@@ -262,7 +240,6 @@ try {
   nginx?.stop();
   await bareHttp.stop();
   await bareWs.stop();
-  for (const c of clustered) await c.stop();
-  await gateway.stop();
+  for (const g of gateways) await g.stop();
   await devnet.stop();
 }
