@@ -86,6 +86,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       timeoutMs: Math.min(settings.upstreamTimeout, 5_000),
       logger: log,
     });
+    metrics.countCallSockets(network.name, () => upstreams.openCallSockets());
     const handler = new CallHandler({
       upstreams,
       getLogsMaxRange: network.gateway.getLogsMaxRange,

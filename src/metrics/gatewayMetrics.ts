@@ -28,6 +28,9 @@ export interface GatewayMetrics {
   upstreamInFlight: Gauge<"network">;
   /** The value of `upstreamInFlight` per network, read at each scrape. */
   inFlightOf(network: string): CountCell;
+  upstreamCallSockets: Gauge<"network">;
+  /** How `upstreamCallSockets` of a network is counted at each scrape. */
+  countCallSockets(network: string, count: () => number): void;
   getLogsRefused: Counter<"network" | "reason">;
   panicMode: Gauge<"network">;
   servedHead: Gauge<"network">;
@@ -45,6 +48,7 @@ export function createGatewayMetrics(registry: Registry): GatewayMetrics {
   const pendingRequests = new PendingCounts<"network" | "method" | "outcome">();
   const pendingUpstreamRequests = new PendingCounts<"network" | "upstream" | "outcome">();
   const inFlight = new Map<string, CountCell>();
+  const callSockets = new Map<string, () => number>();
   return {
     pendingRequests,
     pendingUpstreamRequests,
@@ -88,6 +92,18 @@ export function createGatewayMetrics(registry: Registry): GatewayMetrics {
       registers,
       collect() {
         for (const [network, cell] of inFlight) this.set({ network }, cell.n);
+      },
+    }),
+    countCallSockets(network, count) {
+      callSockets.set(network, count);
+    },
+    upstreamCallSockets: new Gauge({
+      name: "lightfleet_gateway_upstream_call_sockets",
+      help: "Light nodes whose calls go over an open WebSocket (per gateway process); the others are called over HTTP.",
+      labelNames: ["network"],
+      registers,
+      collect() {
+        for (const [network, count] of callSockets) this.set({ network }, count());
       },
     }),
     retries: new Counter({

@@ -26,9 +26,17 @@ describe("calls reach a node over its WebSocket, or over HTTP while that is down
     await devnet?.stop();
   });
 
-  async function gatewayWith(closed: "httpUrl" | "wsUrl"): Promise<Gateway> {
+  async function gatewayWith(
+    closed: "httpUrl" | "wsUrl",
+  ): Promise<{ gateway: Gateway; sockets: () => Promise<number> }> {
     const nowhere = `${closed === "httpUrl" ? "http" : "ws"}://127.0.0.1:${await freePort()}`;
-    const { gateway } = await startTestGateway(devnet, {}, {}, (u) => ({ ...u, [closed]: nowhere }));
+    const { gateway, registry } = await startTestGateway(devnet, {}, {}, (u) => ({
+      ...u,
+      [closed]: nowhere,
+    }));
+    const sockets = async () =>
+      (await registry.getSingleMetric("lightfleet_gateway_upstream_call_sockets")!.get()).values[0]?.value ??
+      NaN;
     gateways.push(gateway);
     // Without HTTP the node's head is only known from its subscription, which announces new blocks.
     if (closed === "httpUrl")
@@ -36,7 +44,7 @@ describe("calls reach a node over its WebSocket, or over HTTP while that is down
         what: "a head from the node's subscription",
       });
     await waitForServedHead(gateway, devnet);
-    return gateway;
+    return { gateway, sockets };
   }
 
   const block = { jsonrpc: "2.0", id: "b", method: "eth_getBlockByNumber", params: ["0x1", false] };
@@ -49,11 +57,12 @@ describe("calls reach a node over its WebSocket, or over HTTP while that is down
   };
 
   it("answers standard calls over the WebSocket alone, with the client's ids, one by one and in a batch", async () => {
-    const gateway = await gatewayWith("httpUrl");
+    const { gateway, sockets } = await gatewayWith("httpUrl");
     // The calls' socket opens beside the head subscription's; until then calls would take the closed HTTP port.
     await waitFor(async () => ((await post(gateway.url, block)).body as Json).result !== undefined, {
       what: "the calls WebSocket",
     });
+    expect(await sockets()).toBe(1);
     const one = (await post(gateway.url, block)).body as Json;
     expect(one.id).toBe("b");
     expect(one.result.number).toBe("0x1");
@@ -74,7 +83,8 @@ describe("calls reach a node over its WebSocket, or over HTTP while that is down
   });
 
   it("answers over HTTP while the node's WebSocket cannot be reached", async () => {
-    const gateway = await gatewayWith("wsUrl");
+    const { gateway, sockets } = await gatewayWith("wsUrl");
+    expect(await sockets()).toBe(0);
     expect(((await post(gateway.url, block)).body as Json).result.number).toBe("0x1");
     expect(((await post(gateway.url, logs)).body as Json).result).toEqual([]);
   });

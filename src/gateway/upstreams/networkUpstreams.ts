@@ -136,6 +136,13 @@ export class NetworkUpstreams extends EventEmitter {
     return this.members.get(name)?.upstream.httpUrl;
   }
 
+  /** How many nodes' calls WebSockets are open. */
+  openCallSockets(): number {
+    let open = 0;
+    for (const member of this.members.values()) if (member.calls?.connected) open++;
+    return open;
+  }
+
   /**
    * Sends one call to a node (see `forward` for `raw` and the errors): over its WebSocket when that is open, else over
    * HTTP. Undefined when the node has left the set.
