@@ -52,6 +52,23 @@ describe("routing to real nodes: routed only, panic mode, reads surviving a dead
     await gateway?.stop();
   });
 
+  it("answers eth_chainId from the network's own id, asking no node", async () => {
+    const sent = () => metric(registry, "lightfleet_gateway_upstream_requests_total", {});
+    const before = await sent();
+    const chainId = { jsonrpc: "2.0", method: "eth_chainId", params: [] };
+    const answers = (
+      await post(gateway.url, [
+        { ...chainId, id: 1 },
+        { ...chainId, id: "two" },
+      ])
+    ).body as Json[];
+    expect(answers).toEqual([
+      { jsonrpc: "2.0", id: 1, result: "0x7a69" },
+      { jsonrpc: "2.0", id: "two", result: "0x7a69" },
+    ]);
+    expect(await sent()).toBe(before);
+  });
+
   it("sends nothing to a node taken out of routing while another is routed", async () => {
     source.setRouted(NETWORK, LIGHT_0, false);
     const before = await metric(registry, "lightfleet_gateway_upstream_requests_total", {

@@ -57,9 +57,11 @@ export class CallHandler {
   /** Metric series per method label, looked up once. */
   private readonly series = new Map<string, MethodSeries>();
   private readonly inFlight: CountCell;
+  private readonly chainId: string;
 
   constructor(private readonly options: CallHandlerOptions) {
     this.inFlight = options.metrics.inFlightOf(options.upstreams.network);
+    this.chainId = toQuantity(options.upstreams.chainId);
   }
 
   get network(): string {
@@ -68,7 +70,7 @@ export class CallHandler {
 
   /**
    * The answer to one call; synchronous when the gateway answers it itself (eth_blockNumber from the served head,
-   * refusals), so the hot path allocates no promise.
+   * eth_chainId, refusals), so the hot path allocates no promise.
    */
   handle(request: JsonRpcRequest): JsonRpcResponse | Promise<JsonRpcResponse> {
     const started = performance.now();
@@ -148,6 +150,10 @@ export class CallHandler {
     // The most frequent call of all, answered before anything else.
     if (request.method === "eth_blockNumber" && served !== undefined)
       return { response: { jsonrpc: "2.0", id, result: toQuantity(served) }, outcome: "ok" };
+    // Asked before almost every session (and by some clients before every call); every node the gateway uses has been
+    // checked to be on this chain, so none needs asking.
+    if (request.method === "eth_chainId")
+      return { response: { jsonrpc: "2.0", id, result: this.chainId }, outcome: "ok" };
     const policy = checkMethod(request.method);
     if (!policy.allowed)
       return { response: errorResponse(id, RPC_ERROR.METHOD_NOT_FOUND, policy.message), outcome: "refused" };

@@ -75,6 +75,11 @@ export class NetworkUpstreams extends EventEmitter {
     return this.options.network;
   }
 
+  /** The network's chain id; a node that reports another is never used. */
+  get chainId(): number {
+    return this.options.chainId;
+  }
+
   /** Re-reads the source: starts following new upstreams, stops following departed ones. */
   sync(): void {
     const current = new Map(this.options.source.upstreams(this.options.network).map((u) => [u.name, u]));
