@@ -1,6 +1,6 @@
 import { writeFileSync } from "node:fs";
 import { createServer, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, Socket } from "node:net";
 import { KubeConfig } from "@kubernetes/client-node";
 
 /** An object as the fake keeps it. */
@@ -27,6 +27,9 @@ export interface RecordedCall {
   query: Record<string, string>;
   contentType: string | undefined;
   body: unknown;
+  authorization: string | undefined;
+  /** Which TCP connection carried it: 1 for the server's first, and so on. */
+  connection: number;
 }
 
 interface Watcher {
@@ -115,6 +118,8 @@ export async function startFakeApiServer() {
   const route =
     /^\/(api\/v1|apis\/[^/]+\/[^/]+)(?:\/namespaces\/([^/]+))?\/([^/]+)(?:\/([^/]+))?(?:\/([^/]+))?$/;
 
+  const connectionIds = new WeakMap<Socket, number>();
+  let connections = 0;
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
@@ -129,6 +134,8 @@ export async function startFakeApiServer() {
         query,
         contentType: req.headers["content-type"],
         body,
+        authorization: req.headers.authorization,
+        connection: connectionIds.get(req.socket) ?? 0,
       });
       const reply = (status: number, payload: unknown) => {
         res.writeHead(status, { "content-type": "application/json" });
@@ -227,6 +234,7 @@ export async function startFakeApiServer() {
       return status(405, "MethodNotAllowed");
     });
   });
+  server.on("connection", (socket: Socket) => connectionIds.set(socket, ++connections));
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
@@ -263,6 +271,8 @@ export async function startFakeApiServer() {
       store(collection).get(`${namespace}/${name}`),
     list: (collection: string) => [...store(collection).values()],
     calls,
+    /** TCP connections accepted so far. */
+    connections: () => connections,
     /** Replicas last set through the scale subresource, e.g. scale("statefulsets", "eth", "light"). */
     scale: (resource: string, namespace: string, name: string) =>
       scales.get(`${resource}/${namespace}/${name}`),
