@@ -22,4 +22,17 @@ export default tseslint.config(
       "no-console": "off",
     },
   },
+  {
+    files: ["src/**/*.ts", "bench/**/*.ts"],
+    rules: {
+      "no-restricted-syntax": [
+        "error",
+        {
+          selector: "CallExpression[callee.type='MemberExpression'][callee.property.name='makeApiClient']",
+          message:
+            "Use makeApiClient(kubeConfig, Api) from src/fleet/kubernetes/kubeClients.ts: its calls reuse connections.",
+        },
+      ],
+    },
+  },
 );

@@ -1,4 +1,5 @@
 import { ApiException, AutoscalingV2Api, CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
+import { makeApiClient } from "../fleet/kubernetes/kubeClients.js";
 import type { HorizontalPodAutoscalerLike, ScaledObjectLike } from "./scalingConflicts.js";
 
 export interface Autoscalers {
@@ -14,9 +15,8 @@ export interface Autoscalers {
  */
 export async function listAutoscalers(kubeConfig: KubeConfig, namespace: string): Promise<Autoscalers> {
   const [hpas, scaledObjects] = await Promise.all([
-    kubeConfig.makeApiClient(AutoscalingV2Api).listNamespacedHorizontalPodAutoscaler({ namespace }),
-    kubeConfig
-      .makeApiClient(CustomObjectsApi)
+    makeApiClient(kubeConfig, AutoscalingV2Api).listNamespacedHorizontalPodAutoscaler({ namespace }),
+    makeApiClient(kubeConfig, CustomObjectsApi)
       .listNamespacedCustomObject({
         group: "keda.sh",
         version: "v1alpha1",

@@ -164,6 +164,12 @@ describe("the controller in a cluster (API simulated on loopback, real nodes)", 
     await waitFor(() => running.pools().length === 0 && api.watching(PODS) === 0, {
       what: "the pod watch closed",
     });
+
+    // Every call but the watches (long-lived, a connection each) went over a few kept-alive connections.
+    const requests = api.calls.filter((c) => c.query.watch !== "true");
+    const connections = new Set(requests.map((c) => c.connection)).size;
+    expect(requests.length).toBeGreaterThan(40);
+    expect(connections).toBeLessThan(requests.length / 4);
   });
 
   it("scales a pool on the rate scraped from the gateway pods, and reports it in the pool status and an Event", async () => {

@@ -1,5 +1,6 @@
 import { CoordinationV1Api, CustomObjectsApi } from "@kubernetes/client-node";
 import type { KubeConfig } from "@kubernetes/client-node";
+import { makeApiClient } from "./kubeClients.js";
 import type { HealthCheck } from "../../admin/adminServer.js";
 import type { Config } from "../../config/schema.js";
 import { Controller } from "../../controller/controller.js";
@@ -62,7 +63,7 @@ export function startClusterController(options: ClusterControllerOptions): Clust
   const { config, kubeConfig, registry, logger, identity } = options;
   const clock = options.clock ?? Date.now;
   const namespace = config.controller.namespace;
-  const custom = kubeConfig.makeApiClient(CustomObjectsApi);
+  const custom = makeApiClient(kubeConfig, CustomObjectsApi);
 
   const cacheMetrics = createKubeCacheMetrics(registry, clock);
   const fleet = new KubernetesFleet({
@@ -74,7 +75,7 @@ export function startClusterController(options: ClusterControllerOptions): Clust
     ...(options.watchSilenceMs !== undefined ? { watchSilenceMs: options.watchSilenceMs } : {}),
   });
   const elector = new LeaderElector({
-    api: kubeConfig.makeApiClient(CoordinationV1Api),
+    api: makeApiClient(kubeConfig, CoordinationV1Api),
     namespace: options.leaseNamespace,
     name: "lightfleet-controller",
     identity,

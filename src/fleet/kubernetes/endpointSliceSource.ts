@@ -1,5 +1,6 @@
 import { DiscoveryV1Api } from "@kubernetes/client-node";
 import type { KubeConfig, V1EndpointSlice } from "@kubernetes/client-node";
+import { makeApiClient } from "./kubeClients.js";
 import type { Upstream, UpstreamSource } from "../../gateway/upstreams/upstreamSource.js";
 import type { Logger } from "../../log/logger.js";
 import type { KubeCacheMetrics } from "../../metrics/kubeCacheMetrics.js";
@@ -59,7 +60,7 @@ export class EndpointSliceSource implements UpstreamSource {
   private readonly listeners = new Set<(network: string) => void>();
 
   constructor(options: EndpointSliceSourceOptions) {
-    const api = options.kubeConfig.makeApiClient(DiscoveryV1Api);
+    const api = makeApiClient(options.kubeConfig, DiscoveryV1Api);
     this.watchers = options.services.map((binding) => {
       const labelSelector = `kubernetes.io/service-name=${binding.service}`;
       const slices = new ListWatch<V1EndpointSlice>({

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { EventsV1Api, V1MicroTime } from "@kubernetes/client-node";
 import type { KubeConfig } from "@kubernetes/client-node";
+import { makeApiClient } from "./kubeClients.js";
 import type { Decision } from "../../health/types.js";
 import type { Logger } from "../../log/logger.js";
 
@@ -65,7 +66,7 @@ export class EventRecorder {
       minIntervalMs?: number;
     },
   ) {
-    this.api = kubeConfig.makeApiClient(EventsV1Api);
+    this.api = makeApiClient(kubeConfig, EventsV1Api);
     this.clock = options.clock ?? Date.now;
   }
 

@@ -7,6 +7,7 @@ import {
   setHeaderOptions,
 } from "@kubernetes/client-node";
 import type { KubeConfig, V1Pod } from "@kubernetes/client-node";
+import { makeApiClient } from "./kubeClients.js";
 import { RESTART_REASONS } from "../../health/types.js";
 import type { RestartReason, RestartRecord } from "../../health/types.js";
 import { GROUP, NODE_PLURAL, VERSION } from "./crds.js";
@@ -50,8 +51,8 @@ export class KubernetesFleet implements Fleet {
   private updating: Promise<void> = Promise.resolve();
 
   constructor(private readonly options: KubernetesFleetOptions) {
-    this.core = options.kubeConfig.makeApiClient(CoreV1Api);
-    this.apps = options.kubeConfig.makeApiClient(AppsV1Api);
+    this.core = makeApiClient(options.kubeConfig, CoreV1Api);
+    this.apps = makeApiClient(options.kubeConfig, AppsV1Api);
     this.clock = options.clock ?? Date.now;
     for (const pool of options.pools)
       this.watchers.set(pool.network, { pool, watcher: this.watcherFor(pool) });
@@ -127,7 +128,7 @@ export class KubernetesFleet implements Fleet {
    * which only makes the controller more willing to restart.
    */
   private async loadHistoryOf(pool: PoolBinding): Promise<void> {
-    const api = this.options.kubeConfig.makeApiClient(CustomObjectsApi);
+    const api = makeApiClient(this.options.kubeConfig, CustomObjectsApi);
     try {
       const list = (await api.listNamespacedCustomObject({
         group: GROUP,

@@ -1,5 +1,6 @@
 import { ApiException, CustomObjectsApi, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import type { KubeConfig } from "@kubernetes/client-node";
+import { makeApiClient } from "./kubeClients.js";
 import type { EngineOutput, NodeState } from "../../health/types.js";
 import type { Logger } from "../../log/logger.js";
 import type { PoolScalingStatus } from "../../scaling/poolScalingStatus.js";
@@ -69,7 +70,7 @@ export class StatusWriter {
       concurrency?: number;
     },
   ) {
-    this.api = kubeConfig.makeApiClient(CustomObjectsApi);
+    this.api = makeApiClient(kubeConfig, CustomObjectsApi);
     this.clock = options.clock ?? Date.now;
     this.writes = new KeyedWrites(options.concurrency ?? 8, (key, error) =>
       options.logger.warn({ err: String(error), object: key }, "status write failed"),
