@@ -62,16 +62,23 @@ function pod(pool: number, i: number) {
 
 /**
  * The simulated API server runs in a child process (this file again, with LIGHTFLEET_BENCH_API set), so the RSS and
- * CPU printed are the controller's alone. `GET /_writes` answers the status writes counted so far.
+ * CPU printed are the controller's alone. `GET /_counts` answers the status writes counted so far and the TCP
+ * connections that carried API calls.
  */
 if (process.env.LIGHTFLEET_BENCH_API) {
   let writes = 0;
+  let connections = 0;
+  const seen = new WeakSet<object>();
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? "/", "http://x");
     req.resume();
-    if (url.pathname === "/_writes") {
-      res.end(String(writes));
+    if (url.pathname === "/_counts") {
+      res.end(JSON.stringify({ writes, connections }));
       return;
+    }
+    if (!seen.has(req.socket)) {
+      seen.add(req.socket);
+      connections++;
     }
     if (req.method === "GET" && url.searchParams.get("watch") === "true") {
       res.writeHead(200, { "content-type": "application/json" }); // held open: no events
@@ -114,7 +121,8 @@ async function runBench(): Promise<void> {
     api.stdout.once("data", (chunk: Buffer) => resolve(Number(chunk.toString().trim())));
   });
   const apiUrl = `http://127.0.0.1:${apiPort}`;
-  const serverWrites = async () => Number(await (await fetch(`${apiUrl}/_writes`)).text());
+  const serverCounts = async () =>
+    (await (await fetch(`${apiUrl}/_counts`)).json()) as { writes: number; connections: number };
   const kubeConfig = new KubeConfig();
   kubeConfig.loadFromOptions({
     clusters: [
@@ -244,7 +252,7 @@ async function runBench(): Promise<void> {
   );
   // First round creates every LightNode and writes every status: not part of the steady state.
   for (let p = 0; p < POOLS; p++) await writer.onRound(`net-${p}`, outputOf(p, 0));
-  const writesBefore = await serverWrites();
+  const before = await serverCounts();
   const startClock = now;
   const round = await measure("controller round (loop held)", (r) => {
     const written: Array<Promise<void>> = [];
@@ -258,12 +266,17 @@ async function runBench(): Promise<void> {
       `(from the round's start; the loop does not wait for them)`,
   );
   const minutes = (now - startClock) / 60_000;
-  const writes = (await serverWrites()) - writesBefore;
+  const after = await serverCounts();
+  const writes = after.writes - before.writes;
   const rss = process.memoryUsage().rss / 2 ** 20;
   const stateChanges = POOLS * CHANGES_PER_POOL_PER_ROUND * (60_000 / ROUND_MS);
   console.log(
     `status writes per minute: ${(writes / minutes).toFixed(0)} (state changes per minute: ${stateChanges}, ` +
       `pods: ${POOLS * PODS_PER_POOL}; the 30 s refresh adds up to ${(2 * POOLS * PODS_PER_POOL).toFixed(0)})`,
+  );
+  console.log(
+    `API connections: ${after.connections - before.connections} opened during the rounds for ${writes} status writes ` +
+      `(${after.connections} since the start, lists and watches included)`,
   );
   console.log(
     `ratio to baseline: ${(median / baseline).toFixed(1)}x   goal: round < 50 ms (median ${median.toFixed(1)}, ` +
