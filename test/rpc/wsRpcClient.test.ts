@@ -1,4 +1,7 @@
-import { afterEach, describe, expect, it } from "vitest";
+import type { AddressInfo } from "node:net";
+import { Socket } from "node:net";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { WebSocketServer } from "ws";
 import type { AnvilNode } from "../../src/devnet/anvil.js";
 import { startAnvil } from "../../src/devnet/anvil.js";
 import { backoffDelay } from "../../src/rpc/backoff.js";
@@ -76,6 +79,35 @@ describe("WsRpcClient against anvil", () => {
       error: { code: number };
     };
     expect(refused.error.code).toBe(-32602);
+  });
+
+  it("sends the calls made in one turn in one write, and matches each answer to its call", async () => {
+    const server = new WebSocketServer({ host: "127.0.0.1", port: 0 });
+    cleanup.push(() => new Promise((resolve) => server.close(resolve)));
+    await new Promise((resolve) => server.once("listening", resolve));
+    const port = (server.address() as AddressInfo).port;
+    server.on("connection", (ws) =>
+      ws.on("message", (data: Buffer) => {
+        const { id } = JSON.parse(String(data)) as { id: number };
+        ws.send(`{"jsonrpc":"2.0","id":${id},"result":"0x${id.toString(16)}"}`);
+      }),
+    );
+    const client = new WsRpcClient({ url: `ws://127.0.0.1:${port}`, timeoutMs: 5_000 });
+    cleanup.push(() => client.close());
+    client.connect();
+    await waitFor(() => client.connected, { what: "connection" });
+    // What reaches the kernel: each flush of a socket's writes is one call of node:net's _writeGeneric.
+    const flushes = vi.spyOn(Socket.prototype as unknown as { _writeGeneric: () => void }, "_writeGeneric");
+    cleanup.push(() => flushes.mockRestore());
+    const answers = await Promise.all(Array.from({ length: 50 }, () => client.callText("eth_chainId", [])));
+    const toServer = flushes.mock.contexts.filter((socket) => (socket as Socket).remotePort === port);
+    expect(toServer).toHaveLength(1);
+    // Each answer is its own call's: ids are matched, not taken in order.
+    for (const answer of answers) {
+      const { id, result } = JSON.parse(answer) as { id: number; result: string };
+      expect(result).toBe(`0x${id.toString(16)}`);
+    }
+    expect(new Set(answers).size).toBe(50);
   });
 
   it("closes when idle only after the calls in flight are answered, and takes no new ones", async () => {
