@@ -10,7 +10,8 @@ import type { JsonRpcResponse } from "../rpc/jsonRpc.js";
 import { RPC_ERROR } from "../rpc/jsonRpc.js";
 import { matchRoute } from "./http/routes.js";
 import { clientAddress } from "./limits/clientAddress.js";
-import { IpRateLimiter } from "./limits/ipRateLimiter.js";
+import { configuredRateLimiter } from "./limits/ipRateLimiter.js";
+import type { RateLimiter } from "./limits/ipRateLimiter.js";
 import { callCount, callsOf, rateLimitRefusal } from "./limits/rateLimitRefusal.js";
 import type { NetworkRoute, RouteMatch } from "./http/routes.js";
 import { CallHandler } from "./rpc/callHandler.js";
@@ -31,6 +32,8 @@ export interface GatewayOptions {
   registry: Registry;
   host?: string;
   port?: number;
+  /** The per-address limit, when it is kept with others (gateway workers); by default built from the config. */
+  rateLimiter?: RateLimiter;
 }
 
 export interface Gateway {
@@ -116,14 +119,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     });
   }
 
-  const limit = settings.rateLimit;
-  const limiter =
-    limit &&
-    new IpRateLimiter({
-      ratePerSecond: limit.requestsPerSecond,
-      burst: limit.burst ?? Math.ceil(limit.requestsPerSecond),
-      now: Date.now,
-    });
+  const limiter = options.rateLimiter ?? configuredRateLimiter(settings.rateLimit);
   /** Takes the body's calls from the address's budget; the refusal when they do not fit. */
   const admit = (runtime: NetworkRuntime, parsed: ParsedBody, address: string) => {
     const verdict = limiter?.take(address, callCount(parsed));

@@ -6,6 +6,7 @@ import type { Logger } from "../log/logger.js";
 import { createKubeCacheMetrics } from "../metrics/kubeCacheMetrics.js";
 import { startGateway } from "./gateway.js";
 import type { Gateway } from "./gateway.js";
+import type { RateLimiter } from "./limits/ipRateLimiter.js";
 import { CombinedUpstreamSource } from "./upstreams/combinedSource.js";
 import { StaticUpstreamSource } from "./upstreams/staticSource.js";
 import type { UpstreamSource } from "./upstreams/upstreamSource.js";
@@ -25,6 +26,7 @@ export async function openGateway(
   logger: Logger,
   registry: Registry,
   port: number | undefined,
+  rateLimiter?: RateLimiter,
 ): Promise<GatewayProcess> {
   const fixed = new StaticUpstreamSource(
     config.networks.flatMap((network) =>
@@ -45,6 +47,7 @@ export async function openGateway(
     logger,
     registry,
     ...(port !== undefined ? { port } : {}),
+    ...(rateLimiter ? { rateLimiter } : {}),
   });
   return { gateway, source, slices };
 }

@@ -1,6 +1,6 @@
 import type { ChildProcessWithoutNullStreams } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
-import { request } from "node:http";
+import { Agent, request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -30,6 +30,31 @@ function blockNumberOnNewConnection(url: string): Promise<string> {
     );
     req.on("error", reject);
     req.end(body);
+  });
+}
+
+/** A POST on the agent's one kept-alive connection. */
+function postOn(
+  agent: Agent,
+  url: string,
+  body: unknown,
+): Promise<{
+  status: number;
+  body: Array<{ result?: string; error?: { data?: { retryAfterMs?: number } } }>;
+}> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      `${url}/`,
+      { method: "POST", agent, headers: { "content-type": "application/json" } },
+      (res) => {
+        let text = "";
+        res.on("data", (chunk: Buffer) => (text += chunk.toString()));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) as never }));
+        res.on("error", reject);
+      },
+    );
+    req.on("error", reject);
+    req.end(JSON.stringify(body));
   });
 }
 
@@ -70,9 +95,9 @@ describe("lightfleet gateway with workers: 2", () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  async function start(): Promise<SpawnedGateway> {
+  async function start(config = file): Promise<SpawnedGateway> {
     // Round robin (the default, named so the spread below does not depend on it): fresh connections alternate.
-    const gateway = await spawnGateway(file, { NODE_CLUSTER_SCHED_POLICY: "rr" });
+    const gateway = await spawnGateway(config, { NODE_CLUSTER_SCHED_POLICY: "rr" });
     children.push(gateway.child);
     await waitFor(async () => (await fetch(`${gateway.admin}/readyz`)).status === 200, {
       what: "every worker ready",
@@ -111,6 +136,43 @@ describe("lightfleet gateway with workers: 2", () => {
     const exited = new Promise<number | null>((resolve) => gateway.child.once("exit", resolve));
     gateway.child.kill("SIGTERM");
     expect(await exited).toBe(0);
+  });
+
+  it("keeps one rate limit per address over the workers: the whole burst on one connection, and shared", async () => {
+    const limited = writeGatewayConfig(join(dir, "limited.yaml"), {
+      peer: node.httpUrl,
+      network: { upstreams: [{ name: "upstream", http: node.httpUrl, ws: node.wsUrl }] },
+      workers: 2,
+      // Next to no refill: what is spent stays spent for the length of the test.
+      gateway: { rateLimit: { requestsPerSecond: 0.01, burst: 20 } },
+    });
+    const gateway = await start(limited);
+    // Four kept-alive connections: round robin puts two on each worker.
+    const agents = Array.from({ length: 4 }, () => new Agent({ keepAlive: true, maxSockets: 1 }));
+    const batch = (size: number) =>
+      Array.from({ length: size }, (_, id) => ({
+        jsonrpc: "2.0",
+        id,
+        method: "eth_blockNumber",
+        params: [],
+      }));
+
+    // One connection spends the whole burst at once (a rate split over the workers would have given it 10).
+    const spent = await postOn(agents[0]!, gateway.url, batch(20));
+    expect(spent.status).toBe(200);
+    expect(spent.body.every((r) => r.result === "0x3")).toBe(true);
+    // Every other connection, on either worker, soon finds the budget spent. A batch over the burst is refused
+    // without taking anything, and says how long until the address could send it: 0 while its budget is full.
+    for (const agent of agents.slice(1))
+      await waitFor(
+        async () =>
+          ((await postOn(agent, gateway.url, batch(21))).body[0]?.error?.data?.retryAfterMs ?? 0) > 0,
+        {
+          what: "the spending known to every worker",
+        },
+      );
+    for (const agent of agents) agent.destroy();
+    gateway.child.kill("SIGTERM");
   });
 
   it("serves newHeads over WebSocket and on SIGTERM closes it with 1001 and exits 0", async () => {

@@ -106,12 +106,18 @@ export async function rawWs(url: string): Promise<{
  */
 export function writeGatewayConfig(
   file: string,
-  options: { peer: string; network: Record<string, unknown>; workers?: number },
+  options: {
+    peer: string;
+    network: Record<string, unknown>;
+    workers?: number;
+    gateway?: Record<string, unknown>;
+  },
 ): string {
   const gateway = {
     host: "127.0.0.1",
     headPollInterval: "100ms",
     ...(options.workers ? { workers: options.workers } : {}),
+    ...options.gateway,
   };
   // YAML takes JSON as flow mappings.
   writeFileSync(

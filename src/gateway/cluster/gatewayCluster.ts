@@ -7,12 +7,18 @@ import { createRegistry } from "../../metrics/registry.js";
 import { networksWithoutHead, openGateway, slicesFresh, untilSignal } from "../gatewayProcess.js";
 import type { GatewayFlags } from "../runGateway.js";
 import { answerMetricsRequests, ClusterMetrics } from "./clusterMetrics.js";
-import { isStopWorker, isWorkerStatus } from "./messages.js";
-import type { StopWorker, WorkerStatus } from "./messages.js";
-import { workerConfig } from "./workerConfig.js";
+import { configuredRateLimiter } from "../limits/ipRateLimiter.js";
+import { isRateSpending, isStopWorker, isWorkerStatus } from "./messages.js";
+import type { RateSpending, StopWorker, WorkerStatus } from "./messages.js";
+import { SharedRateLimiter } from "./sharedRateLimit.js";
 
 /** How often a worker reports its served heads (the primary's /readyz). */
 const REPORT_MS = 500;
+/**
+ * How often a worker tells the others what its clients spent of their rate limits: how long an address spreading its
+ * calls over the workers may overspend.
+ */
+const SHARE_SPENDING_MS = 100;
 /** A worker that dies before serving is replaced after this long, so a worker that cannot start does not spin. */
 const RESTART_BACKOFF_MS = 1_000;
 
@@ -34,10 +40,17 @@ export async function runPrimary(config: Config, logger: Logger, flags: GatewayF
     ),
   );
 
+  // What one worker's clients spent is charged by every other worker (see SharedRateLimiter).
+  const shareSpending = (from: Worker, message: RateSpending) => {
+    for (const worker of Object.values(cluster.workers ?? {}))
+      if (worker && worker !== from && worker.isConnected()) worker.send(message);
+  };
+
   const fork = (): Worker => {
     const worker = cluster.fork();
     worker.on("message", (message: unknown) => {
       if (metrics.receive(message)) return;
+      if (isRateSpending(message)) return shareSpending(worker, message);
       if (!isWorkerStatus(message) || worker.isDead()) return;
       statuses.set(worker.id, message);
       onReport?.();
@@ -150,12 +163,17 @@ export async function runWorker(config: Config, parentLogger: Logger, flags: Gat
   const logger = parentLogger.child({ worker: cluster.worker?.id });
   const registry = createRegistry();
   answerMetricsRequests(registry);
-  const { gateway, source, slices } = await openGateway(
-    workerConfig(config, config.gateway.workers),
-    logger,
-    registry,
-    flags.port,
-  );
+  const local = configuredRateLimiter(config.gateway.rateLimit);
+  const limiter = local && new SharedRateLimiter(local);
+  const { gateway, source, slices } = await openGateway(config, logger, registry, flags.port, limiter);
+  if (limiter)
+    process.on("message", (message: unknown) => isRateSpending(message) && limiter.debit(message.spent));
+  const shareTimer =
+    limiter &&
+    setInterval(() => {
+      const spent = limiter.spent();
+      if (spent.length > 0 && process.connected) process.send?.({ kind: "lightfleet-gateway-spent", spent });
+    }, SHARE_SPENDING_MS);
   const report = () => {
     if (!process.connected) return;
     const status: WorkerStatus = {
@@ -176,6 +194,7 @@ export async function runWorker(config: Config, parentLogger: Logger, flags: Gat
     process.once("disconnect", resolve);
   });
   clearInterval(timer);
+  clearInterval(shareTimer);
   await gateway.stop();
   await source.close?.();
   if (process.connected) process.disconnect();

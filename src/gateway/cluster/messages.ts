@@ -41,3 +41,14 @@ export function isMetricsRequest(message: unknown): message is MetricsRequest {
 export function isMetricsReply(message: unknown): message is MetricsReply {
   return (message as MetricsReply | null)?.kind === "lightfleet-gateway-metrics-reply";
 }
+
+/** Rate-limit spending: a worker tells the primary what its clients spent; the primary passes it on to the others. */
+export interface RateSpending {
+  kind: "lightfleet-gateway-spent";
+  spent: Array<[string, number]>;
+}
+
+export function isRateSpending(message: unknown): message is RateSpending {
+  const candidate = message as RateSpending | null;
+  return candidate?.kind === "lightfleet-gateway-spent" && Array.isArray(candidate.spent);
+}

@@ -9,7 +9,14 @@ export interface IpRateLimiterOptions {
   maxTracked?: number;
 }
 
+import type { Config } from "../../config/schema.js";
+
 export type RateVerdict = { ok: true } | { ok: false; retryAfterMs: number };
+
+/** What the gateway asks of a per-address limit: take `calls` from the address's budget, or say when to come back. */
+export interface RateLimiter {
+  take(address: string, calls: number): RateVerdict;
+}
 
 interface Bucket {
   tokens: number;
@@ -20,7 +27,7 @@ interface Bucket {
  * Token buckets per client address. Each JSON-RPC call takes one token, so a batch of 50 costs 50: batching does not
  * get around the limit. A request that does not fit is refused whole and takes nothing.
  */
-export class IpRateLimiter {
+export class IpRateLimiter implements RateLimiter {
   private readonly buckets = new Map<string, Bucket>();
 
   constructor(private readonly options: IpRateLimiterOptions) {}
@@ -35,6 +42,16 @@ export class IpRateLimiter {
     }
     const missing = Math.min(calls, burst) - bucket.tokens;
     return { ok: false, retryAfterMs: Math.ceil((missing / ratePerSecond) * 1000) };
+  }
+
+  /**
+   * Charges calls the address made elsewhere (another gateway worker). The budget may go below zero, down to minus one
+   * burst, so an address that overspent across workers waits for it to refill, but never for more than two bursts'
+   * worth.
+   */
+  debit(address: string, calls: number): void {
+    const bucket = this.refilled(address, this.options.now());
+    bucket.tokens = Math.max(-this.options.burst, bucket.tokens - calls);
   }
 
   /** Addresses currently tracked (memory bound). */
@@ -73,4 +90,17 @@ export class IpRateLimiter {
       }
     }
   }
+}
+
+/** The limiter `gateway.rateLimit` asks for (burst: one second's worth unless set), or undefined when it is off. */
+export function configuredRateLimiter(
+  limit: Config["gateway"]["rateLimit"],
+  now: () => number = Date.now,
+): IpRateLimiter | undefined {
+  if (!limit) return undefined;
+  return new IpRateLimiter({
+    ratePerSecond: limit.requestsPerSecond,
+    burst: limit.burst ?? Math.ceil(limit.requestsPerSecond),
+    now,
+  });
 }
