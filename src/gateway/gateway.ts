@@ -1,3 +1,4 @@
+import type { Duplex } from "node:stream";
 import { createServer } from "node:http";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -10,6 +11,8 @@ import type { JsonRpcResponse } from "../rpc/jsonRpc.js";
 import { RPC_ERROR } from "../rpc/jsonRpc.js";
 import { matchRoute } from "./http/routes.js";
 import { clientAddress } from "./limits/clientAddress.js";
+import { ConnectionCounts } from "./limits/connectionCap.js";
+import type { ConnectionCap } from "./limits/connectionCap.js";
 import { configuredRateLimiter } from "./limits/ipRateLimiter.js";
 import type { RateLimiter } from "./limits/ipRateLimiter.js";
 import { callCount, callsOf, rateLimitRefusal } from "./limits/rateLimitRefusal.js";
@@ -34,6 +37,8 @@ export interface GatewayOptions {
   port?: number;
   /** The per-address limit, when it is kept with others (gateway workers); by default built from the config. */
   rateLimiter?: RateLimiter;
+  /** The per-address WebSocket connection cap, when counted with others (gateway workers); by default in-process. */
+  connectionCap?: ConnectionCap;
 }
 
 export interface Gateway {
@@ -131,7 +136,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   let stopping = false;
   const sessions = new Set<WsSession>();
   /** Open WebSocket connections (and handshakes under way) per client address. */
-  const wsPerAddress = new Map<string, number>();
+  const connectionCap = options.connectionCap ?? new ConnectionCounts(settings.maxWsConnectionsPerAddress);
   const wss = new WebSocketServer({ noServer: true, maxPayload: settings.maxBodyBytes });
   const corsEnabled = settings.corsOrigins.length > 0;
   const cors = (req: IncomingMessage, res: ServerResponse) => {
@@ -309,29 +314,23 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     });
   }
 
-  server.on("upgrade", (req, socket, head) => {
-    const route = routeOf(req.headers.host, req.url ?? "/");
-    if (!route || route.transport !== "ws" || stopping) {
-      socket.end("HTTP/1.1 404 Not Found\r\nconnection: close\r\ncontent-length: 0\r\n\r\n");
-      return;
-    }
-    socket.on("error", () => {});
-    const address = clientAddress(req, settings.trustForwardedFor);
-    const open = wsPerAddress.get(address) ?? 0;
-    if (settings.maxWsConnectionsPerAddress !== undefined && open >= settings.maxWsConnectionsPerAddress) {
-      metrics.wsDisconnects.inc({ network: route.network, reason: "too-many-connections" });
-      socket.end("HTTP/1.1 429 Too Many Requests\r\nconnection: close\r\ncontent-length: 0\r\n\r\n");
-      return;
-    }
-    // Counted from the upgrade on, so a burst of handshakes cannot get past the cap.
-    wsPerAddress.set(address, open + 1);
+  const refuseConnection = (socket: Duplex, network: string) => {
+    metrics.wsDisconnects.inc({ network, reason: "too-many-connections" });
+    socket.end("HTTP/1.1 429 Too Many Requests\r\nconnection: close\r\ncontent-length: 0\r\n\r\n");
+  };
+  /** Serves a WebSocket whose connection is counted for its address. */
+  const upgrade = (
+    req: IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+    route: NonNullable<RouteMatch>,
+    address: string,
+  ) => {
     let counted = true;
     const release = () => {
       if (!counted) return;
       counted = false;
-      const left = (wsPerAddress.get(address) ?? 1) - 1;
-      if (left > 0) wsPerAddress.set(address, left);
-      else wsPerAddress.delete(address);
+      connectionCap.release(address);
     };
     socket.once("close", release);
     wss.handleUpgrade(req, socket, head, (ws) => {
@@ -354,6 +353,32 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       sessions.add(session);
       ws.on("close", () => sessions.delete(session));
     });
+  };
+  server.on("upgrade", (req, socket, head) => {
+    const route = routeOf(req.headers.host, req.url ?? "/");
+    if (!route || route.transport !== "ws" || stopping) {
+      socket.end("HTTP/1.1 404 Not Found\r\nconnection: close\r\ncontent-length: 0\r\n\r\n");
+      return;
+    }
+    socket.on("error", () => {});
+    const address = clientAddress(req, settings.trustForwardedFor);
+    // Counted from the upgrade on, so a burst of handshakes cannot get past the cap.
+    const granted = connectionCap.acquire(address);
+    if (granted === true) return upgrade(req, socket, head, route, address);
+    if (granted === false) return refuseConnection(socket, route.network);
+    void granted.then(
+      (ok) => {
+        if (!ok) return refuseConnection(socket, route.network);
+        // The client may have gone while the count was asked for.
+        if (socket.destroyed || stopping) {
+          connectionCap.release(address);
+          socket.destroy();
+          return;
+        }
+        upgrade(req, socket, head, route, address);
+      },
+      () => refuseConnection(socket, route.network),
+    );
   });
   server.on("clientError", (error: NodeJS.ErrnoException, socket) => {
     if (!socket.writable) return;

@@ -5,8 +5,7 @@ import { staleCache } from "../fleet/kubernetes/cacheFreshness.js";
 import type { Logger } from "../log/logger.js";
 import { createKubeCacheMetrics } from "../metrics/kubeCacheMetrics.js";
 import { startGateway } from "./gateway.js";
-import type { Gateway } from "./gateway.js";
-import type { RateLimiter } from "./limits/ipRateLimiter.js";
+import type { Gateway, GatewayOptions } from "./gateway.js";
 import { CombinedUpstreamSource } from "./upstreams/combinedSource.js";
 import { StaticUpstreamSource } from "./upstreams/staticSource.js";
 import type { UpstreamSource } from "./upstreams/upstreamSource.js";
@@ -26,7 +25,7 @@ export async function openGateway(
   logger: Logger,
   registry: Registry,
   port: number | undefined,
-  rateLimiter?: RateLimiter,
+  shared: Pick<GatewayOptions, "rateLimiter" | "connectionCap"> = {},
 ): Promise<GatewayProcess> {
   const fixed = new StaticUpstreamSource(
     config.networks.flatMap((network) =>
@@ -47,7 +46,7 @@ export async function openGateway(
     logger,
     registry,
     ...(port !== undefined ? { port } : {}),
-    ...(rateLimiter ? { rateLimiter } : {}),
+    ...shared,
   });
   return { gateway, source, slices };
 }

@@ -175,6 +175,42 @@ describe("lightfleet gateway with workers: 2", () => {
     gateway.child.kill("SIGTERM");
   });
 
+  it("caps an address's WebSocket connections over all workers, not per worker", async () => {
+    const capped = writeGatewayConfig(join(dir, "capped.yaml"), {
+      peer: node.httpUrl,
+      network: { upstreams: [{ name: "upstream", http: node.httpUrl, ws: node.wsUrl }] },
+      workers: 2,
+      gateway: { maxWsConnectionsPerAddress: 2 },
+    });
+    const gateway = await start(capped);
+    const wsUrl = `${gateway.url.replace("http", "ws")}/ws`;
+    /** Opens a WebSocket: the socket, or the HTTP status it was refused with. */
+    const connect = () =>
+      new Promise<WebSocket | number>((resolve, reject) => {
+        const ws = new WebSocket(wsUrl);
+        ws.once("open", () => resolve(ws));
+        ws.once("unexpected-response", (_req, res) => resolve(res.statusCode ?? 0));
+        ws.once("error", reject);
+      });
+    const first = await connect();
+    const second = await connect();
+    expect(first).toBeInstanceOf(WebSocket);
+    expect(second).toBeInstanceOf(WebSocket);
+    // Round robin put the two on different workers, and a third lands on one of them: each would allow it alone.
+    expect(await connect()).toBe(429);
+    (first as WebSocket).close();
+    const again = await waitFor(
+      async () => {
+        const made = await connect();
+        return made instanceof WebSocket ? made : undefined;
+      },
+      { what: "a connection once one closed" },
+    );
+    again.close();
+    (second as WebSocket).close();
+    gateway.child.kill("SIGTERM");
+  });
+
   it("serves newHeads over WebSocket and on SIGTERM closes it with 1001 and exits 0", async () => {
     const gateway = await start();
     expect(gateway.stdout().match(/"msg":"gateway serving"/g)).toHaveLength(1);

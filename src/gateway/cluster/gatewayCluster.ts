@@ -8,8 +8,15 @@ import { networksWithoutHead, openGateway, slicesFresh, untilSignal } from "../g
 import type { GatewayFlags } from "../runGateway.js";
 import { answerMetricsRequests, ClusterMetrics } from "./clusterMetrics.js";
 import { configuredRateLimiter } from "../limits/ipRateLimiter.js";
-import { isRateSpending, isStopWorker, isWorkerStatus } from "./messages.js";
+import {
+  isConnectionAcquire,
+  isConnectionRelease,
+  isRateSpending,
+  isStopWorker,
+  isWorkerStatus,
+} from "./messages.js";
 import type { RateSpending, StopWorker, WorkerStatus } from "./messages.js";
+import { ClusterConnectionCounts, PrimaryConnectionCap } from "./sharedConnectionCap.js";
 import { SharedRateLimiter } from "./sharedRateLimit.js";
 
 /** How often a worker reports its served heads (the primary's /readyz). */
@@ -40,6 +47,8 @@ export async function runPrimary(config: Config, logger: Logger, flags: GatewayF
     ),
   );
 
+  // WebSocket connections per address, counted over all workers (the cap is per address, not per worker).
+  const connections = new ClusterConnectionCounts(config.gateway.maxWsConnectionsPerAddress);
   // What one worker's clients spent is charged by every other worker (see SharedRateLimiter).
   const shareSpending = (from: Worker, message: RateSpending) => {
     for (const worker of Object.values(cluster.workers ?? {}))
@@ -51,6 +60,13 @@ export async function runPrimary(config: Config, logger: Logger, flags: GatewayF
     worker.on("message", (message: unknown) => {
       if (metrics.receive(message)) return;
       if (isRateSpending(message)) return shareSpending(worker, message);
+      if (isConnectionAcquire(message)) {
+        const ok = connections.acquire(worker.id, message.address);
+        if (worker.isConnected()) worker.send({ kind: "lightfleet-gateway-ws-grant", id: message.id, ok });
+        else connections.release(worker.id, message.address);
+        return;
+      }
+      if (isConnectionRelease(message)) return connections.release(worker.id, message.address);
       if (!isWorkerStatus(message) || worker.isDead()) return;
       statuses.set(worker.id, message);
       onReport?.();
@@ -87,6 +103,7 @@ export async function runPrimary(config: Config, logger: Logger, flags: GatewayF
 
   cluster.on("exit", (worker, code, signal) => {
     const served = statuses.delete(worker.id);
+    connections.releaseWorker(worker.id);
     if (stopping) return;
     logger.error(
       { workerPid: worker.process.pid, code, signal },
@@ -165,9 +182,19 @@ export async function runWorker(config: Config, parentLogger: Logger, flags: Gat
   answerMetricsRequests(registry);
   const local = configuredRateLimiter(config.gateway.rateLimit);
   const limiter = local && new SharedRateLimiter(local);
-  const { gateway, source, slices } = await openGateway(config, logger, registry, flags.port, limiter);
-  if (limiter)
-    process.on("message", (message: unknown) => isRateSpending(message) && limiter.debit(message.spent));
+  // With a cap, every WebSocket connection is counted by the primary, for all workers.
+  const connectionCap =
+    config.gateway.maxWsConnectionsPerAddress === undefined
+      ? undefined
+      : new PrimaryConnectionCap((message) => process.connected && process.send?.(message));
+  const { gateway, source, slices } = await openGateway(config, logger, registry, flags.port, {
+    ...(limiter ? { rateLimiter: limiter } : {}),
+    ...(connectionCap ? { connectionCap } : {}),
+  });
+  process.on("message", (message: unknown) => {
+    if (connectionCap?.receive(message)) return;
+    if (limiter && isRateSpending(message)) limiter.debit(message.spent);
+  });
   const shareTimer =
     limiter &&
     setInterval(() => {

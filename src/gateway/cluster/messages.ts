@@ -52,3 +52,36 @@ export function isRateSpending(message: unknown): message is RateSpending {
   const candidate = message as RateSpending | null;
   return candidate?.kind === "lightfleet-gateway-spent" && Array.isArray(candidate.spent);
 }
+
+/** A worker asks the primary to count a WebSocket connection of an address against the cap of all workers. */
+export interface ConnectionAcquire {
+  kind: "lightfleet-gateway-ws-acquire";
+  id: number;
+  address: string;
+}
+
+export interface ConnectionGrant {
+  kind: "lightfleet-gateway-ws-grant";
+  id: number;
+  ok: boolean;
+}
+
+/** A counted connection closed. */
+export interface ConnectionRelease {
+  kind: "lightfleet-gateway-ws-release";
+  address: string;
+}
+
+export function isConnectionAcquire(message: unknown): message is ConnectionAcquire {
+  const candidate = message as ConnectionAcquire | null;
+  return candidate?.kind === "lightfleet-gateway-ws-acquire" && typeof candidate.address === "string";
+}
+
+export function isConnectionGrant(message: unknown): message is ConnectionGrant {
+  return (message as ConnectionGrant | null)?.kind === "lightfleet-gateway-ws-grant";
+}
+
+export function isConnectionRelease(message: unknown): message is ConnectionRelease {
+  const candidate = message as ConnectionRelease | null;
+  return candidate?.kind === "lightfleet-gateway-ws-release" && typeof candidate.address === "string";
+}
