@@ -7,15 +7,24 @@ import type { MetricsReply, MetricsRequest } from "./messages.js";
 /** A worker that has not answered within this long fails the scrape (a partial sum would look like a drop). */
 const TIMEOUT_MS = 3_000;
 
+/** Metric kinds that only grow: a dead worker's last values stay in the sums. */
+const CUMULATIVE = new Set(["counter", "histogram"]);
+
 /**
  * The primary's `/metrics`: every serving worker's registry, merged by prom-client's aggregation (counters and most
  * gauges summed; a metric's `aggregator` says otherwise). Only workers that are serving are asked, so a replacement
- * still starting does not fail the scrape.
+ * still starting does not fail the scrape. The counters and histograms of a worker that died stay in the sums at the
+ * values its last scrape gave, so a sum never goes down (which Prometheus' rate() and the autoscaler would read as a
+ * reset and count again from zero).
  */
 export class ClusterMetrics {
   readonly contentType: PrometheusContentType = Registry.PROMETHEUS_CONTENT_TYPE;
   private nextId = 0;
   private readonly pending = new Map<number, (reply: MetricsReply) => void>();
+  /** Each worker's metrics at its last scrape. */
+  private readonly last = new Map<number, unknown[]>();
+  /** The cumulative metrics of workers that died (summed into one at the next scrape). */
+  private retired: unknown[][] = [];
 
   constructor(private readonly workers: () => Worker[]) {}
 
@@ -27,8 +36,24 @@ export class ClusterMetrics {
   }
 
   async metrics(): Promise<string> {
-    const replies = await Promise.all(this.workers().map((worker) => this.ask(worker)));
-    return AggregatorRegistry.aggregate<PrometheusContentType>(replies).metrics();
+    const replies = await Promise.all(
+      this.workers().map(async (worker) => {
+        const metrics = await this.ask(worker);
+        this.last.set(worker.id, metrics);
+        return metrics;
+      }),
+    );
+    if (this.retired.length > 1)
+      this.retired = [await AggregatorRegistry.aggregate(this.retired).getMetricsAsJSON()];
+    return AggregatorRegistry.aggregate<PrometheusContentType>([...replies, ...this.retired]).metrics();
+  }
+
+  /** A worker exited: its counters and histograms are kept at their last scraped values, its gauges dropped. */
+  retire(workerId: number): void {
+    const last = this.last.get(workerId);
+    this.last.delete(workerId);
+    if (last)
+      this.retired.push(last.filter((metric) => CUMULATIVE.has((metric as { type?: string }).type ?? "")));
   }
 
   private ask(worker: Worker): Promise<unknown[]> {

@@ -104,6 +104,7 @@ export async function runPrimary(config: Config, logger: Logger, flags: GatewayF
   cluster.on("exit", (worker, code, signal) => {
     const served = statuses.delete(worker.id);
     connections.releaseWorker(worker.id);
+    metrics.retire(worker.id);
     if (stopping) return;
     logger.error(
       { workerPid: worker.process.pid, code, signal },
