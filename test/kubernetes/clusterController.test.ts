@@ -2,13 +2,11 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { parseConfig } from "../../src/config/loadConfig.js";
-import type { Devnet } from "../../src/devnet/devnet.js";
 import { startClusterController } from "../../src/fleet/kubernetes/clusterController.js";
-import type { LightNodePool } from "../../src/fleet/kubernetes/crds.js";
 import { createLogger, silentLogger } from "../../src/log/logger.js";
 import { createRegistry } from "../../src/metrics/registry.js";
 import { crdValidators, loadCrds, validateObject } from "../chart/validateObject.js";
-import { podNodeObject, startPodNodes, startTestDevnet } from "../support/devnet.js";
+import { devnetPool, podNodeObject, POOL_HEALTH, startPodNodes, startTestDevnet } from "../support/devnet.js";
 import { startFakeApiServer, type FakeApiServer, type KubeObject } from "../support/fakeApiServer.js";
 import { waitFor } from "../support/waitFor.js";
 
@@ -37,40 +35,8 @@ async function cluster(lights: number) {
   return { devnet, api, port };
 }
 
-const HEALTH = {
-  probeInterval: "200ms",
-  maxLagBlocks: 3,
-  unhealthyAfter: 2,
-  healthyAfter: 2,
-  stallAfter: "1m",
-  restartAfter: "1m",
-  startupGrace: "1s",
-  peerQuorum: 2,
-};
-
-function poolObject(
-  devnet: Devnet,
-  port: number,
-  overrides: { name?: string; generation?: number; spec?: Partial<LightNodePool["spec"]> } = {},
-): KubeObject {
-  const full = devnet.nodes("devnet").filter((n) => n.role === "full");
-  const pool: LightNodePool = {
-    apiVersion: "lightfleet.io/v1alpha1",
-    kind: "LightNodePool",
-    metadata: { name: overrides.name ?? "devnet", namespace: "eth", generation: overrides.generation ?? 1 },
-    spec: {
-      network: "devnet",
-      chainId: 31_337,
-      workloadRef: { kind: "StatefulSet", name: "light" },
-      selector: { matchLabels: { app: "light" } },
-      rpcPort: port,
-      reservedPeers: full.map((n) => ({ name: n.name, http: n.httpUrl, ws: n.wsUrl })),
-      health: HEALTH,
-      ...overrides.spec,
-    },
-  };
-  return pool as unknown as KubeObject;
-}
+/** The pool as the API server holds it. */
+const poolObject = (...args: Parameters<typeof devnetPool>) => devnetPool(...args) as unknown as KubeObject;
 
 function start(api: FakeApiServer, config: Record<string, unknown> = {}) {
   const running = startClusterController({
@@ -126,7 +92,7 @@ describe("the controller in a cluster (API simulated on loopback, real nodes)", 
       POOLS,
       poolObject(devnet, port, {
         generation: 2,
-        spec: { health: { ...HEALTH, probeInterval: "250ms" } },
+        spec: { health: { ...POOL_HEALTH, probeInterval: "250ms" } },
       }),
     );
     await waitFor(() => poolStatus(api).observedGeneration === 2, { what: "observedGeneration 2" });

@@ -2,12 +2,11 @@ import { KubeConfig } from "@kubernetes/client-node";
 import nock from "nock";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { Controller } from "../../src/controller/controller.js";
-import type { LightNodePool } from "../../src/fleet/kubernetes/crds.js";
 import { KubernetesFleet } from "../../src/fleet/kubernetes/kubernetesFleet.js";
 import { poolNetwork } from "../../src/fleet/kubernetes/poolNetworks.js";
 import { StatusWriter } from "../../src/fleet/kubernetes/statusWriter.js";
 import { silentLogger } from "../../src/log/logger.js";
-import { podNodeObject, startPodNodes, startTestDevnet } from "../support/devnet.js";
+import { devnetPool, podNodeObject, POOL_HEALTH, startPodNodes, startTestDevnet } from "../support/devnet.js";
 import { waitFor } from "../support/waitFor.js";
 
 const SERVER = "https://k8s.test:6443";
@@ -26,32 +25,11 @@ describe("controller end to end: API simulated at the wire, real nodes", () => {
   it("routes through the readiness gate, evicts a stalled node within the budget, and reports a forked node as Diverged", async () => {
     const devnet = await startTestDevnet({ networks: [{ name: "devnet", chainId: 31_337, fullNodes: 2 }] });
     const { port } = await startPodNodes(devnet, 3);
-    const full = devnet.nodes("devnet").filter((n) => n.role === "full");
-
-    const pool: LightNodePool = {
-      apiVersion: "lightfleet.io/v1alpha1",
-      kind: "LightNodePool",
-      metadata: { name: "devnet", namespace: "eth", generation: 1 },
+    const pool = devnetPool(devnet, port, {
       spec: {
-        network: "devnet",
-        chainId: 31_337,
-        workloadRef: { kind: "StatefulSet", name: "light" },
-        selector: { matchLabels: { app: "light" } },
-        rpcPort: port,
-        reservedPeers: full.map((n) => ({ name: n.name, http: n.httpUrl, ws: n.wsUrl })),
-        health: {
-          probeInterval: "200ms",
-          maxLagBlocks: 3,
-          unhealthyAfter: 2,
-          healthyAfter: 2,
-          stallAfter: "1s",
-          restartAfter: "1s",
-          startupGrace: "1s",
-          maxConcurrentRestarts: 1,
-          peerQuorum: 2,
-        },
+        health: { ...POOL_HEALTH, stallAfter: "1s", restartAfter: "1s", maxConcurrentRestarts: 1 },
       },
-    };
+    });
     const { network, binding, ref } = poolNetwork(pool);
     expect(binding.labelSelector).toBe("app=light");
 

@@ -80,13 +80,8 @@ describe("Kubernetes fleet backend at the wire", () => {
   });
   afterAll(() => nock.enableNetConnect());
 
-  function start(now = Date.UTC(2026, 10, 22, 12)): KubernetesFleet {
-    const fleet = new KubernetesFleet({
-      kubeConfig,
-      pools: [pool],
-      logger: silentLogger(),
-      clock: () => now,
-    });
+  function start(clock = () => Date.UTC(2026, 10, 22, 12), pools = [pool]): KubernetesFleet {
+    const fleet = new KubernetesFleet({ kubeConfig, pools, logger: silentLogger(), clock });
     fleets.push(fleet);
     fleet.start();
     return fleet;
@@ -218,14 +213,7 @@ describe("Kubernetes fleet backend at the wire", () => {
       .patch("/apis/apps/v1/namespaces/eth/statefulsets/light-mainnet/scale")
       .reply(200, { apiVersion: "autoscaling/v1", kind: "Scale", spec: { replicas: 4 } });
     let now = Date.UTC(2026, 10, 22, 12);
-    const fleet = new KubernetesFleet({
-      kubeConfig,
-      pools: [pool],
-      logger: silentLogger(),
-      clock: () => now,
-    });
-    fleets.push(fleet);
-    fleet.start();
+    const fleet = start(() => now);
     // The size asked of the workload (2), not the pods seen (none yet).
     expect(await fleet.replicas("mainnet")).toBe(2);
     now += 10_000;
@@ -314,9 +302,7 @@ describe("Kubernetes fleet backend at the wire", () => {
         ],
       });
     listThenHold([pod("light-0", "10.0.0.10"), pod("light-1", "10.0.0.11")]);
-    const fleet = new KubernetesFleet({ kubeConfig, pools: [], logger: silentLogger() });
-    fleets.push(fleet);
-    fleet.start();
+    const fleet = start(Date.now, []);
     // A pool taken up reads its history back before its pods are listed.
     await fleet.setPools([pool]);
     await waitFor(() => fleet.members("mainnet").length === 2);

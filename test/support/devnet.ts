@@ -4,6 +4,7 @@ import type { AnvilNode } from "../../src/devnet/anvil.js";
 import { startAnvil } from "../../src/devnet/anvil.js";
 import type { Devnet, StartDevnetOptions } from "../../src/devnet/devnet.js";
 import { startDevnet } from "../../src/devnet/devnet.js";
+import type { LightNodePool } from "../../src/fleet/kubernetes/crds.js";
 import { freePort } from "../../src/process/freePort.js";
 import { waitFor } from "./waitFor.js";
 
@@ -167,6 +168,45 @@ export function podNodeObject(i: number) {
       podIP: `127.0.0.${i + 2}`,
       startTime: new Date(Date.now() - 60_000).toISOString(),
       conditions: [],
+    },
+  };
+}
+
+/** Health settings that let a pool's states move within a test's seconds. */
+export const POOL_HEALTH = {
+  probeInterval: "200ms",
+  maxLagBlocks: 3,
+  unhealthyAfter: 2,
+  healthyAfter: 2,
+  stallAfter: "1m",
+  restartAfter: "1m",
+  startupGrace: "1s",
+  peerQuorum: 2,
+};
+
+/**
+ * The LightNodePool of the devnet's network whose pods are `startPodNodes`' nodes on `port`, with the devnet's full
+ * nodes as reserved peers.
+ */
+export function devnetPool(
+  devnet: Devnet,
+  port: number,
+  overrides: { name?: string; generation?: number; spec?: Partial<LightNodePool["spec"]> } = {},
+): LightNodePool {
+  const full = devnet.nodes("devnet").filter((n) => n.role === "full");
+  return {
+    apiVersion: "lightfleet.io/v1alpha1",
+    kind: "LightNodePool",
+    metadata: { name: overrides.name ?? "devnet", namespace: "eth", generation: overrides.generation ?? 1 },
+    spec: {
+      network: "devnet",
+      chainId: 31_337,
+      workloadRef: { kind: "StatefulSet", name: "light" },
+      selector: { matchLabels: { app: "light" } },
+      rpcPort: port,
+      reservedPeers: full.map((n) => ({ name: n.name, http: n.httpUrl, ws: n.wsUrl })),
+      health: POOL_HEALTH,
+      ...overrides.spec,
     },
   };
 }
