@@ -6,11 +6,9 @@ import { JsonRpcProvider, Network } from "ethers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import type { AnvilNode } from "../../src/devnet/anvil.js";
-import { startAnvil } from "../../src/devnet/anvil.js";
-import { HttpRpcClient } from "../../src/rpc/httpRpcClient.js";
 import { runCli, spawnGateway } from "../support/runCli.js";
 import { waitFor } from "../support/waitFor.js";
-import { writeGatewayConfig } from "./support.js";
+import { startUpstreamNode, writeGatewayConfig } from "./support.js";
 
 describe("lightfleet gateway", () => {
   let node: AnvilNode;
@@ -18,8 +16,7 @@ describe("lightfleet gateway", () => {
   const children: ChildProcessWithoutNullStreams[] = [];
 
   beforeAll(async () => {
-    node = await startAnvil({ name: "upstream", chainId: 31_337, noMining: true });
-    await new HttpRpcClient(node.httpUrl, 10_000).call("anvil_mine", ["0x3"]);
+    node = await startUpstreamNode();
     dir = mkdtempSync(join(tmpdir(), "lightfleet-gateway-"));
   });
 

@@ -6,13 +6,12 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import type { AnvilNode } from "../../src/devnet/anvil.js";
-import { startAnvil } from "../../src/devnet/anvil.js";
 import { HttpRpcClient } from "../../src/rpc/httpRpcClient.js";
 import { sumRequestsByNetwork } from "../../src/scaling/sources/gatewayScrapeSource.js";
 import { spawnGateway } from "../support/runCli.js";
 import type { SpawnedGateway } from "../support/runCli.js";
 import { waitFor } from "../support/waitFor.js";
-import { writeGatewayConfig } from "./support.js";
+import { startUpstreamNode, writeGatewayConfig } from "./support.js";
 
 /** eth_blockNumber on a connection of its own, so the cluster hands each call to the next worker. */
 function blockNumberOnNewConnection(url: string): Promise<string> {
@@ -79,8 +78,7 @@ describe("lightfleet gateway with workers: 2", () => {
   const children: ChildProcessWithoutNullStreams[] = [];
 
   beforeAll(async () => {
-    node = await startAnvil({ name: "upstream", chainId: 31_337, noMining: true });
-    await new HttpRpcClient(node.httpUrl, 10_000).call("anvil_mine", ["0x3"]);
+    node = await startUpstreamNode();
     dir = mkdtempSync(join(tmpdir(), "lightfleet-gateway-workers-"));
     file = writeGatewayConfig(join(dir, "gateway.yaml"), {
       peer: node.httpUrl,

@@ -2,12 +2,15 @@ import { writeFileSync } from "node:fs";
 import { Registry } from "prom-client";
 import WebSocket from "ws";
 import { parseConfig } from "../../src/config/loadConfig.js";
+import type { AnvilNode } from "../../src/devnet/anvil.js";
+import { startAnvil } from "../../src/devnet/anvil.js";
 import type { Devnet } from "../../src/devnet/devnet.js";
 import type { Gateway } from "../../src/gateway/gateway.js";
 import { startGateway } from "../../src/gateway/gateway.js";
 import { StaticUpstreamSource } from "../../src/gateway/upstreams/staticSource.js";
 import type { Upstream } from "../../src/gateway/upstreams/upstreamSource.js";
 import { silentLogger } from "../../src/log/logger.js";
+import { HttpRpcClient } from "../../src/rpc/httpRpcClient.js";
 import { waitFor } from "../support/waitFor.js";
 
 /** A JSON answer, inspected field by field by the assertions. */
@@ -134,4 +137,11 @@ export function writeGatewayConfig(
     ].join("\n"),
   );
   return file;
+}
+
+/** One anvil node for a `lightfleet gateway` process to front: no mining of its own, three blocks mined. */
+export async function startUpstreamNode(): Promise<AnvilNode> {
+  const node = await startAnvil({ name: "upstream", chainId: 31_337, noMining: true });
+  await new HttpRpcClient(node.httpUrl, 10_000).call("anvil_mine", ["0x3"]);
+  return node;
 }

@@ -279,30 +279,23 @@ describe("status writing at the wire", () => {
       logger: silentLogger(),
       clock: () => now,
     });
+    /** The same round: one healthy node while no reserved peer answers. */
+    const round = () =>
+      writer.onRound(
+        "mainnet",
+        output([node("light-0", "Healthy")], {
+          systemic: { cause: "no-peer-reachable", message: "no reserved peer answers" },
+        }),
+      );
     now = T0;
-    await writer.onRound(
-      "mainnet",
-      output([node("light-0", "Healthy")], {
-        systemic: { cause: "no-peer-reachable", message: "no reserved peer answers" },
-      }),
-    );
+    await round();
     const poolWrites = () => writes.filter((w) => w.path.includes("/lightnodepools/"));
     // Nothing but the reference head changed: the pool's status is refreshed only after the 30 s interval.
     now = T0 + 5_000;
-    await writer.onRound(
-      "mainnet",
-      output([node("light-0", "Healthy")], {
-        systemic: { cause: "no-peer-reachable", message: "no reserved peer answers" },
-      }),
-    );
+    await round();
     expect(poolWrites()).toHaveLength(1);
     now = T0 + 31_000;
-    await writer.onRound(
-      "mainnet",
-      output([node("light-0", "Healthy")], {
-        systemic: { cause: "no-peer-reachable", message: "no reserved peer answers" },
-      }),
-    );
+    await round();
     expect(poolWrites()).toHaveLength(2);
     const pools = poolWrites().map(
       (w) => (w.body.status as { conditions: Array<Record<string, string>> }).conditions,
