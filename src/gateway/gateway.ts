@@ -326,13 +326,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     route: NonNullable<RouteMatch>,
     address: string,
   ) => {
-    let counted = true;
-    const release = () => {
-      if (!counted) return;
-      counted = false;
-      connectionCap.release(address);
-    };
-    socket.once("close", release);
+    socket.once("close", () => connectionCap.release(address));
     wss.handleUpgrade(req, socket, head, (ws) => {
       const runtime = runtimes.get(route.network)!;
       const session = new WsSession(

@@ -13,14 +13,6 @@ export interface StopWorker {
   kind: "lightfleet-gateway-stop";
 }
 
-export function isWorkerStatus(message: unknown): message is WorkerStatus {
-  return (message as WorkerStatus | null)?.kind === "lightfleet-gateway-status";
-}
-
-export function isStopWorker(message: unknown): message is StopWorker {
-  return (message as StopWorker | null)?.kind === "lightfleet-gateway-stop";
-}
-
 /** The primary asks a worker for its metrics (`Registry.getMetricsAsJSON`). */
 export interface MetricsRequest {
   kind: "lightfleet-gateway-metrics";
@@ -34,23 +26,10 @@ export interface MetricsReply {
   error?: string;
 }
 
-export function isMetricsRequest(message: unknown): message is MetricsRequest {
-  return (message as MetricsRequest | null)?.kind === "lightfleet-gateway-metrics";
-}
-
-export function isMetricsReply(message: unknown): message is MetricsReply {
-  return (message as MetricsReply | null)?.kind === "lightfleet-gateway-metrics-reply";
-}
-
 /** Rate-limit spending: a worker tells the primary what its clients spent; the primary passes it on to the others. */
 export interface RateSpending {
   kind: "lightfleet-gateway-spent";
   spent: Array<[string, number]>;
-}
-
-export function isRateSpending(message: unknown): message is RateSpending {
-  const candidate = message as RateSpending | null;
-  return candidate?.kind === "lightfleet-gateway-spent" && Array.isArray(candidate.spent);
 }
 
 /** A worker asks the primary to count a WebSocket connection of an address against the cap of all workers. */
@@ -72,16 +51,16 @@ export interface ConnectionRelease {
   address: string;
 }
 
-export function isConnectionAcquire(message: unknown): message is ConnectionAcquire {
-  const candidate = message as ConnectionAcquire | null;
-  return candidate?.kind === "lightfleet-gateway-ws-acquire" && typeof candidate.address === "string";
+/** A guard for one kind of message. Messages come only from the gateway's own processes, so the kind tells. */
+function guard<T extends { kind: string }>(kind: T["kind"]) {
+  return (message: unknown): message is T => (message as { kind?: unknown } | null)?.kind === kind;
 }
 
-export function isConnectionGrant(message: unknown): message is ConnectionGrant {
-  return (message as ConnectionGrant | null)?.kind === "lightfleet-gateway-ws-grant";
-}
-
-export function isConnectionRelease(message: unknown): message is ConnectionRelease {
-  const candidate = message as ConnectionRelease | null;
-  return candidate?.kind === "lightfleet-gateway-ws-release" && typeof candidate.address === "string";
-}
+export const isWorkerStatus = guard<WorkerStatus>("lightfleet-gateway-status");
+export const isStopWorker = guard<StopWorker>("lightfleet-gateway-stop");
+export const isMetricsRequest = guard<MetricsRequest>("lightfleet-gateway-metrics");
+export const isMetricsReply = guard<MetricsReply>("lightfleet-gateway-metrics-reply");
+export const isRateSpending = guard<RateSpending>("lightfleet-gateway-spent");
+export const isConnectionAcquire = guard<ConnectionAcquire>("lightfleet-gateway-ws-acquire");
+export const isConnectionGrant = guard<ConnectionGrant>("lightfleet-gateway-ws-grant");
+export const isConnectionRelease = guard<ConnectionRelease>("lightfleet-gateway-ws-release");
