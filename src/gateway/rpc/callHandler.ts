@@ -215,9 +215,8 @@ export class CallHandler {
         minBlock,
         this.turn++,
       );
-      if (!choice) break;
-      const answer = upstreams.call(choice.name, request, this.options.upstreamTimeoutMs, raw);
-      if (!answer) break;
+      const answer = choice && upstreams.call(choice.name, request, this.options.upstreamTimeoutMs, raw);
+      if (!choice || !answer) break;
       tried.add(choice.name);
       if (attempt > 0) metrics.retries.inc({ network: this.network });
       const release = upstreams.acquire(choice.name);
@@ -232,7 +231,8 @@ export class CallHandler {
         this.upstreamCount(choice.name, reason).n++;
         lastError =
           error instanceof RpcTransportError ? error : new RpcTransportError(String(error), "connection");
-        // Only a connection failure is retried: the node never saw the call. A timeout may have done the work.
+        // Only a connection failure is retried (and only reads: the node may have seen the call before its connection
+        // went). A timeout is not: the node may still be doing the work.
         if (reason !== "connection") break;
       } finally {
         release();
