@@ -1,22 +1,22 @@
 import type { ConnectionCap } from "../limits/connectionCap.js";
-import { ConnectionCounts } from "../limits/connectionCap.js";
 import type { ConnectionAcquire, ConnectionRelease } from "./messages.js";
 import { isConnectionGrant } from "./messages.js";
 
 /**
  * The primary's count of every worker's WebSocket connections per address, so `maxWsConnectionsPerAddress` caps an
- * address across the workers. Each worker's share is kept, so the connections of a worker that dies are given back.
+ * address across the workers. Kept per worker (an address's total is the sum over the few workers), so the
+ * connections of a worker that dies go with it.
  */
 export class ClusterConnectionCounts {
-  private readonly totals: ConnectionCounts;
   private readonly held = new Map<number, Map<string, number>>();
 
-  constructor(max: number | undefined) {
-    this.totals = new ConnectionCounts(max);
-  }
+  constructor(private readonly max: number | undefined) {}
 
   acquire(worker: number, address: string): boolean {
-    if (!this.totals.acquire(address)) return false;
+    if (this.max === undefined) return true;
+    let total = 0;
+    for (const counts of this.held.values()) total += counts.get(address) ?? 0;
+    if (total >= this.max) return false;
     const mine = this.held.get(worker) ?? new Map<string, number>();
     this.held.set(worker, mine);
     mine.set(address, (mine.get(address) ?? 0) + 1);
@@ -26,22 +26,18 @@ export class ClusterConnectionCounts {
   release(worker: number, address: string): void {
     const mine = this.held.get(worker);
     const open = mine?.get(address) ?? 0;
-    if (!mine || open === 0) return;
-    if (open > 1) mine.set(address, open - 1);
-    else mine.delete(address);
-    this.totals.release(address);
+    if (open > 1) mine!.set(address, open - 1);
+    else mine?.delete(address);
   }
 
   /** A worker is gone: its connections went with it. */
   releaseWorker(worker: number): void {
-    for (const [address, open] of this.held.get(worker) ?? [])
-      for (let i = 0; i < open; i++) this.totals.release(address);
     this.held.delete(worker);
   }
 
   /** Addresses holding connections over all workers. */
   get tracked(): number {
-    return this.totals.tracked;
+    return new Set([...this.held.values()].flatMap((counts) => [...counts.keys()])).size;
   }
 }
 

@@ -26,9 +26,4 @@ export class ConnectionCounts {
     if (left > 0) this.open.set(address, left);
     else this.open.delete(address);
   }
-
-  /** Addresses holding connections (memory bound). */
-  get tracked(): number {
-    return this.open.size;
-  }
 }
