@@ -30,7 +30,7 @@ export default tseslint.config(
         {
           selector: "CallExpression[callee.type='MemberExpression'][callee.property.name='makeApiClient']",
           message:
-            "Use makeApiClient(kubeConfig, Api) from src/fleet/kubernetes/kubeClients.ts: its calls reuse connections.",
+            "Use makeApiClient(kubeConfig, Api) from src/kubernetes/api/kubeClients.ts: its calls reuse connections.",
         },
       ],
     },

@@ -17,11 +17,11 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { KubeConfig } from "@kubernetes/client-node";
-import { KubernetesFleet } from "../src/fleet/kubernetes/kubernetesFleet.js";
-import type { PoolBinding } from "../src/fleet/kubernetes/podRules.js";
-import { lightNodeStatus } from "../src/fleet/kubernetes/statusObjects.js";
-import { StatusWriter } from "../src/fleet/kubernetes/statusWriter.js";
-import type { PoolRef } from "../src/fleet/kubernetes/statusWriter.js";
+import { KubernetesFleet } from "../src/kubernetes/pods/kubernetesFleet.js";
+import type { PoolBinding } from "../src/kubernetes/pods/podRules.js";
+import { lightNodeStatus } from "../src/kubernetes/status/statusObjects.js";
+import { StatusWriter } from "../src/kubernetes/status/statusWriter.js";
+import type { PoolRef } from "../src/kubernetes/status/statusWriter.js";
 import type { EngineOutput, NodeState, NodeStatus } from "../src/health/types.js";
 import { silentLogger } from "../src/log/logger.js";
 

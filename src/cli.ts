@@ -4,7 +4,7 @@ import { Command } from "commander";
 import { failAndExit } from "./cli/fail.js";
 import { registerConfigCommand } from "./config/command.js";
 import { registerDevnetCommand } from "./devnet/command.js";
-import { registerControllerCommand } from "./fleet/kubernetes/command.js";
+import { registerControllerCommand } from "./kubernetes/controller/command.js";
 import { registerGatewayCommand } from "./gateway/command.js";
 import { registerKeysCommand } from "./keys/command.js";
 import { registerUpCommand } from "./up/command.js";

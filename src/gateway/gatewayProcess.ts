@@ -1,7 +1,7 @@
 import type { Registry } from "prom-client";
 import type { Config } from "../config/schema.js";
-import type { EndpointSliceSource } from "../fleet/kubernetes/endpointSliceSource.js";
-import { staleCache } from "../fleet/kubernetes/cacheFreshness.js";
+import type { EndpointSliceSource } from "../kubernetes/endpointSlices/endpointSliceSource.js";
+import { staleCache } from "../kubernetes/api/cacheFreshness.js";
 import type { Logger } from "../log/logger.js";
 import { createKubeCacheMetrics } from "../metrics/kubeCacheMetrics.js";
 import { startGateway } from "./gateway.js";
@@ -94,7 +94,7 @@ async function endpointSlices(
   });
   if (services.length === 0) return undefined;
   const { KubeConfig } = await import("@kubernetes/client-node");
-  const { EndpointSliceSource } = await import("../fleet/kubernetes/endpointSliceSource.js");
+  const { EndpointSliceSource } = await import("../kubernetes/endpointSlices/endpointSliceSource.js");
   const kubeConfig = new KubeConfig();
   kubeConfig.loadFromDefault();
   return new EndpointSliceSource({

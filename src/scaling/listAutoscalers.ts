@@ -1,5 +1,5 @@
 import { ApiException, AutoscalingV2Api, CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
-import { makeApiClient } from "../fleet/kubernetes/kubeClients.js";
+import { makeApiClient } from "../kubernetes/api/kubeClients.js";
 import type { HorizontalPodAutoscalerLike, ScaledObjectLike } from "./scalingConflicts.js";
 
 export interface Autoscalers {

@@ -16,7 +16,7 @@ export interface ScalingActiveCondition {
   message: string;
 }
 
-/** The fields of LightNodePoolStatus (src/fleet/kubernetes/crds.ts) a scaling round sets, and its condition. */
+/** The fields of LightNodePoolStatus (src/kubernetes/api/crds.ts) a scaling round sets, and its condition. */
 export interface PoolScalingStatus {
   desiredReplicas: number;
   /** Requests per second, absent while unknown. */

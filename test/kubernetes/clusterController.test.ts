@@ -2,7 +2,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { parseConfig } from "../../src/config/loadConfig.js";
-import { startClusterController } from "../../src/fleet/kubernetes/clusterController.js";
+import { startClusterController } from "../../src/kubernetes/controller/clusterController.js";
 import { createLogger, silentLogger } from "../../src/log/logger.js";
 import { createRegistry } from "../../src/metrics/registry.js";
 import { crdValidators, loadCrds, validateObject } from "../chart/validateObject.js";

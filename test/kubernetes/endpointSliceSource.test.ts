@@ -1,8 +1,11 @@
 import { KubeConfig } from "@kubernetes/client-node";
 import nock from "nock";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { EndpointSliceSource, upstreamsFromSlices } from "../../src/fleet/kubernetes/endpointSliceSource.js";
-import type { ServiceBinding } from "../../src/fleet/kubernetes/endpointSliceSource.js";
+import {
+  EndpointSliceSource,
+  upstreamsFromSlices,
+} from "../../src/kubernetes/endpointSlices/endpointSliceSource.js";
+import type { ServiceBinding } from "../../src/kubernetes/endpointSlices/endpointSliceSource.js";
 import { silentLogger } from "../../src/log/logger.js";
 import { waitFor } from "../support/waitFor.js";
 

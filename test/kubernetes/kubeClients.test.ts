@@ -7,7 +7,7 @@ import { join } from "node:path";
 import type { TLSSocket } from "node:tls";
 import { CoreV1Api, CustomObjectsApi, KubeConfig } from "@kubernetes/client-node";
 import { afterEach, describe, expect, it } from "vitest";
-import { makeApiClient } from "../../src/fleet/kubernetes/kubeClients.js";
+import { makeApiClient } from "../../src/kubernetes/api/kubeClients.js";
 import { startFakeApiServer } from "../support/fakeApiServer.js";
 import { findTool } from "../support/requireTool.js";
 

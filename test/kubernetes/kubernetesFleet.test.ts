@@ -1,9 +1,9 @@
 import { KubeConfig } from "@kubernetes/client-node";
 import nock from "nock";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { KubernetesFleet } from "../../src/fleet/kubernetes/kubernetesFleet.js";
-import type { PoolBinding } from "../../src/fleet/kubernetes/podRules.js";
-import { readinessPatch } from "../../src/fleet/kubernetes/podRules.js";
+import { KubernetesFleet } from "../../src/kubernetes/pods/kubernetesFleet.js";
+import type { PoolBinding } from "../../src/kubernetes/pods/podRules.js";
+import { readinessPatch } from "../../src/kubernetes/pods/podRules.js";
 import { silentLogger } from "../../src/log/logger.js";
 import { waitFor } from "../support/waitFor.js";
 

@@ -1,8 +1,8 @@
 import { CoordinationV1Api, KubeConfig } from "@kubernetes/client-node";
 import nock from "nock";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { decideLease, observe, stillLeading } from "../../src/fleet/kubernetes/leaseDecision.js";
-import { LeaderElector } from "../../src/fleet/kubernetes/leaderElector.js";
+import { decideLease, observe, stillLeading } from "../../src/kubernetes/leaderElection/leaseDecision.js";
+import { LeaderElector } from "../../src/kubernetes/leaderElection/leaderElector.js";
 import { silentLogger } from "../../src/log/logger.js";
 import { createLeaderMetrics } from "../../src/metrics/leaderMetrics.js";
 import { Registry } from "prom-client";

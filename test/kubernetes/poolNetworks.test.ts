@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { LightNodePool } from "../../src/fleet/kubernetes/crds.js";
-import { poolNetwork, resolvePools, selectorString } from "../../src/fleet/kubernetes/poolNetworks.js";
+import type { LightNodePool } from "../../src/kubernetes/api/crds.js";
+import { poolNetwork, resolvePools, selectorString } from "../../src/kubernetes/controller/poolNetworks.js";
 
 const pool = (spec: Partial<LightNodePool["spec"]> = {}): LightNodePool => ({
   apiVersion: "lightfleet.io/v1alpha1",

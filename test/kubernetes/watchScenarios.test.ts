@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { KubernetesFleet } from "../../src/fleet/kubernetes/kubernetesFleet.js";
+import { KubernetesFleet } from "../../src/kubernetes/pods/kubernetesFleet.js";
 import { createLogger, silentLogger } from "../../src/log/logger.js";
 import { createKubeCacheMetrics } from "../../src/metrics/kubeCacheMetrics.js";
 import { createRegistry } from "../../src/metrics/registry.js";

@@ -4,7 +4,7 @@ import type { AnvilNode } from "../../src/devnet/anvil.js";
 import { startAnvil } from "../../src/devnet/anvil.js";
 import type { Devnet, StartDevnetOptions } from "../../src/devnet/devnet.js";
 import { startDevnet } from "../../src/devnet/devnet.js";
-import type { LightNodePool } from "../../src/fleet/kubernetes/crds.js";
+import type { LightNodePool } from "../../src/kubernetes/api/crds.js";
 import { freePort } from "../../src/process/freePort.js";
 import { waitFor } from "./waitFor.js";
 

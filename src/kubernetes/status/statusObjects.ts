@@ -1,7 +1,7 @@
 import type { PoolScalingStatus } from "../../scaling/poolScalingStatus.js";
 import type { EngineOutput, NodeState, NodeStatus, RestartRecord } from "../../health/types.js";
 import { NODE_STATES } from "../../health/types.js";
-import type { Condition, LightNodePoolStatus, LightNodeStatus, PoolConditionType } from "./crds.js";
+import type { Condition, LightNodePoolStatus, LightNodeStatus, PoolConditionType } from "../api/crds.js";
 
 /** Kubernetes times are RFC 3339 to the second. */
 export const kubeTime = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z");

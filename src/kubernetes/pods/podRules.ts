@@ -1,6 +1,6 @@
 import type { V1Pod } from "@kubernetes/client-node";
-import type { FleetMember } from "../fleet.js";
-import { IN_SYNC_CONDITION } from "./crds.js";
+import type { FleetMember } from "../../fleet/fleet.js";
+import { IN_SYNC_CONDITION } from "../api/crds.js";
 
 /** How the pods of one LightNodePool are reached and routed. */
 export interface PoolBinding {

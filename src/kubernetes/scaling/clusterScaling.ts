@@ -10,12 +10,12 @@ import { listAutoscalers, type Autoscalers } from "../../scaling/listAutoscalers
 import { poolScalingStatus, scalingEvent, type PoolScalingStatus } from "../../scaling/poolScalingStatus.js";
 import { Scaler } from "../../scaling/scaler.js";
 import { findScalingConflicts } from "../../scaling/scalingConflicts.js";
-import { API_VERSION } from "./crds.js";
-import { EndpointSliceSource } from "./endpointSliceSource.js";
-import type { EventRecorder } from "./eventRecorder.js";
-import type { KubernetesFleet } from "./kubernetesFleet.js";
-import type { PoolNetwork } from "./poolNetworks.js";
-import type { PoolRef } from "./statusWriter.js";
+import { API_VERSION } from "../api/crds.js";
+import { EndpointSliceSource } from "../endpointSlices/endpointSliceSource.js";
+import type { EventRecorder } from "../status/eventRecorder.js";
+import type { KubernetesFleet } from "../pods/kubernetesFleet.js";
+import type { PoolNetwork } from "../controller/poolNetworks.js";
+import type { PoolRef } from "../status/statusWriter.js";
 
 /** HPAs and ScaledObjects are listed at most this often per namespace (not on every 2 s round). */
 const AUTOSCALER_LIST_TTL_MS = 30_000;

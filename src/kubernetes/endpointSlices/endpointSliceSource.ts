@@ -1,10 +1,10 @@
 import { DiscoveryV1Api } from "@kubernetes/client-node";
 import type { KubeConfig, V1EndpointSlice } from "@kubernetes/client-node";
-import { makeApiClient } from "./kubeClients.js";
+import { makeApiClient } from "../api/kubeClients.js";
 import type { Upstream, UpstreamSource } from "../../gateway/upstreams/upstreamSource.js";
 import type { Logger } from "../../log/logger.js";
 import type { KubeCacheMetrics } from "../../metrics/kubeCacheMetrics.js";
-import { ListWatch } from "./listWatch.js";
+import { ListWatch } from "../api/listWatch.js";
 
 /** One pool's Service whose EndpointSlices the gateway follows. */
 export interface ServiceBinding {

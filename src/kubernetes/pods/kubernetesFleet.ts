@@ -7,15 +7,15 @@ import {
   setHeaderOptions,
 } from "@kubernetes/client-node";
 import type { KubeConfig, V1Pod } from "@kubernetes/client-node";
-import { makeApiClient } from "./kubeClients.js";
+import { makeApiClient } from "../api/kubeClients.js";
 import { RESTART_REASONS } from "../../health/types.js";
 import type { RestartReason, RestartRecord } from "../../health/types.js";
-import { GROUP, NODE_PLURAL, VERSION } from "./crds.js";
-import type { LightNode } from "./crds.js";
+import { GROUP, NODE_PLURAL, VERSION } from "../api/crds.js";
+import type { LightNode } from "../api/crds.js";
 import type { Logger } from "../../log/logger.js";
 import type { KubeCacheMetrics } from "../../metrics/kubeCacheMetrics.js";
-import type { Fleet, FleetMember, RestartResult } from "../fleet.js";
-import { ListWatch } from "./listWatch.js";
+import type { Fleet, FleetMember, RestartResult } from "../../fleet/fleet.js";
+import { ListWatch } from "../api/listWatch.js";
 import { memberOf, readinessPatch } from "./podRules.js";
 import type { PoolBinding } from "./podRules.js";
 

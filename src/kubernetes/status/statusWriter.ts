@@ -1,12 +1,12 @@
 import { ApiException, CustomObjectsApi, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import type { KubeConfig } from "@kubernetes/client-node";
-import { makeApiClient } from "./kubeClients.js";
+import { makeApiClient } from "../api/kubeClients.js";
 import type { EngineOutput, NodeState } from "../../health/types.js";
 import type { Logger } from "../../log/logger.js";
 import type { PoolScalingStatus } from "../../scaling/poolScalingStatus.js";
-import type { Fleet } from "../fleet.js";
-import { API_VERSION, GROUP, NODE_PLURAL, POOL_PLURAL, VERSION } from "./crds.js";
-import type { Condition } from "./crds.js";
+import type { Fleet } from "../../fleet/fleet.js";
+import { API_VERSION, GROUP, NODE_PLURAL, POOL_PLURAL, VERSION } from "../api/crds.js";
+import type { Condition } from "../api/crds.js";
 import type { EventRecorder } from "./eventRecorder.js";
 import { eventsOfRound } from "./eventRecorder.js";
 import { KeyedWrites } from "./keyedWrites.js";

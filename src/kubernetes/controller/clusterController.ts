@@ -1,6 +1,6 @@
 import { CoordinationV1Api, CustomObjectsApi } from "@kubernetes/client-node";
 import type { KubeConfig } from "@kubernetes/client-node";
-import { makeApiClient } from "./kubeClients.js";
+import { makeApiClient } from "../api/kubeClients.js";
 import type { HealthCheck } from "../../admin/adminServer.js";
 import type { Config } from "../../config/schema.js";
 import { Controller } from "../../controller/controller.js";
@@ -10,16 +10,16 @@ import { createKubeCacheMetrics } from "../../metrics/kubeCacheMetrics.js";
 import { createLeaderMetrics } from "../../metrics/leaderMetrics.js";
 import { createProbeMetrics } from "../../metrics/probeMetrics.js";
 import type { Registry } from "prom-client";
-import { API_VERSION, GROUP, POOL_PLURAL, VERSION } from "./crds.js";
-import type { LightNodePool } from "./crds.js";
-import { staleCache } from "./cacheFreshness.js";
-import { EventRecorder } from "./eventRecorder.js";
-import { KubernetesFleet } from "./kubernetesFleet.js";
-import { LeaderElector } from "./leaderElector.js";
-import { ListWatch } from "./listWatch.js";
+import { API_VERSION, GROUP, POOL_PLURAL, VERSION } from "../api/crds.js";
+import type { LightNodePool } from "../api/crds.js";
+import { staleCache } from "../api/cacheFreshness.js";
+import { EventRecorder } from "../status/eventRecorder.js";
+import { KubernetesFleet } from "../pods/kubernetesFleet.js";
+import { LeaderElector } from "../leaderElection/leaderElector.js";
+import { ListWatch } from "../api/listWatch.js";
 import { resolvePools, type PoolNetwork } from "./poolNetworks.js";
-import { clusterScaling, type ClusterScaling } from "./clusterScaling.js";
-import { StatusWriter, type PoolRef } from "./statusWriter.js";
+import { clusterScaling, type ClusterScaling } from "../scaling/clusterScaling.js";
+import { StatusWriter, type PoolRef } from "../status/statusWriter.js";
 
 /** On shutdown, status writes still under way get this long, while the Lease is still held, to go out. */
 const SHUTDOWN_WRITES_MS = 5_000;

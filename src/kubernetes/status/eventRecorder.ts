@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { EventsV1Api, V1MicroTime } from "@kubernetes/client-node";
 import type { KubeConfig } from "@kubernetes/client-node";
-import { makeApiClient } from "./kubeClients.js";
+import { makeApiClient } from "../api/kubeClients.js";
 import type { Decision } from "../../health/types.js";
 import type { Logger } from "../../log/logger.js";
 

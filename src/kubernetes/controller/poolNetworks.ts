@@ -1,8 +1,8 @@
 import { networkSchema } from "../../config/sections/network.js";
 import type { NetworkConfig } from "../../config/sections/network.js";
-import type { LabelSelector, LightNodePool } from "./crds.js";
-import type { PoolBinding } from "./podRules.js";
-import type { PoolRef } from "./statusWriter.js";
+import type { LabelSelector, LightNodePool } from "../api/crds.js";
+import type { PoolBinding } from "../pods/podRules.js";
+import type { PoolRef } from "../status/statusWriter.js";
 
 /** A label selector in the query form the API takes (`a=b,c in (x,y),!d`). */
 export function selectorString(selector: LabelSelector): string {
