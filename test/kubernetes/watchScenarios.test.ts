@@ -136,7 +136,17 @@ describe("pod watch scenarios against a simulated API server", () => {
 
   it("a refused eviction (PodDisruptionBudget) is deferred, never turned into a delete", async () => {
     const { api, fleet } = await setup();
-    api.setRefuseEvictions(true);
+    // light-0 is the pool's one ready pod and the budget wants one available: the eviction is refused (429).
+    api.put(PODS, {
+      ...pod("light-0"),
+      status: { phase: "Running", conditions: [{ type: "Ready", status: "True" }] },
+    });
+    api.put("apis/policy/v1/poddisruptionbudgets", {
+      apiVersion: "policy/v1",
+      kind: "PodDisruptionBudget",
+      metadata: { name: "light", namespace: "eth" },
+      spec: { minAvailable: 1, selector: { matchLabels: { app: "light" } } },
+    });
     const result = await fleet.restart("mainnet", "light-0", "stall");
     expect(result.outcome).toBe("deferred");
     expect(api.get(PODS, "eth", "light-0")).toBeDefined();
