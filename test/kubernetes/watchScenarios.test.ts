@@ -134,6 +134,21 @@ describe("pod watch scenarios against a simulated API server", () => {
     expect(api.calls.filter((c) => c.method === "DELETE")).toEqual([]);
   });
 
+  it("a pod replaced under a stale cache is not evicted in its predecessor's place", async () => {
+    const { api, fleet } = await setup();
+    const judged = api.get(PODS, "eth", "light-0")!.metadata.uid;
+    api.setSilent(true); // the cache still has the old light-0 when the controller decides to restart it
+    api.remove(PODS, "eth", "light-0");
+    api.put(PODS, pod("light-0")); // the StatefulSet's new light-0: same name, new uid
+    const replacement = api.get(PODS, "eth", "light-0")!.metadata.uid;
+    expect(replacement).not.toBe(judged);
+    expect(await fleet.restart("mainnet", "light-0", "stall")).toEqual({ outcome: "gone" });
+    expect(api.get(PODS, "eth", "light-0")?.metadata.uid).toBe(replacement);
+    const eviction = api.calls.find((c) => c.path.endsWith("/eviction"));
+    expect(eviction?.body).toMatchObject({ deleteOptions: { preconditions: { uid: judged } } });
+    expect(fleet.members("mainnet")[0]!.restarts).toEqual([]);
+  });
+
   it("a refused eviction (PodDisruptionBudget) is deferred, never turned into a delete", async () => {
     const { api, fleet } = await setup();
     // light-0 is the pool's one ready pod and the budget wants one available: the eviction is refused (429).
