@@ -408,6 +408,42 @@ describe("the simulated API server, as kube-apiserver answers", () => {
       expect(api.get(POOLS, "eth", "mainnet")?.status).toEqual({ replicas: 2, nodesByState: { Healthy: 2 } });
     });
 
+    it("refuses what the schema refuses with 422, from clients and from the fixture alike", async () => {
+      const api = await server();
+      const bad = await call(
+        api,
+        "POST",
+        POOL_PATH,
+        newPool({ spec: { ...poolSpec(), reservedPeers: [{ http: "ftp://full-0" }], chainId: "one" } }),
+      );
+      expect(bad.status).toBe(422);
+      expect(bad.body).toMatchObject({ kind: "Status", reason: "Invalid" });
+      expect(bad.body.message).toContain("spec.reservedPeers[0].http");
+      expect(bad.body.message).toContain("spec.chainId");
+      expect(
+        (await call(api, "POST", POOL_PATH, newPool({ spec: { network: "mainnet" } }))).body.message,
+      ).toContain("spec.chainId: Required value");
+      expect(api.get(POOLS, "eth", "mainnet")).toBeUndefined();
+
+      expect((await call(api, "POST", POOL_PATH, newPool())).status).toBe(201);
+      const update = await call(api, "PATCH", `${POOL_PATH}/mainnet`, { spec: { rpcPort: 70_000 } }, MERGE);
+      expect(update.status).toBe(422);
+      const status = await call(
+        api,
+        "PATCH",
+        `${POOL_PATH}/mainnet/status`,
+        { status: { nodesByState: { Healthy: -1 } } },
+        MERGE,
+      );
+      expect(status.status).toBe(422);
+      expect(api.get(POOLS, "eth", "mainnet")).toMatchObject({ spec: { rpcPort: 8545 } });
+      expect(api.get(POOLS, "eth", "mainnet")?.status).toBeUndefined();
+
+      expect(() => api.put(POOLS, { ...newPool(), spec: { network: "Not A Name" } } as KubeObject)).toThrow(
+        /spec.network/,
+      );
+    });
+
     it("keeps unknown fields where the schema says x-kubernetes-preserve-unknown-fields", async () => {
       const api = await server({
         crds: [

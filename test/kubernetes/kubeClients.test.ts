@@ -87,7 +87,18 @@ describe("API clients at the wire", () => {
     const api = await startFakeApiServer();
     cleanup.push(() => api.close());
     api.put(PODS, { apiVersion: "v1", kind: "Pod", metadata: { name: "light-0", namespace: "eth" } });
-    api.put(POOLS, { kind: "LightNodePool", metadata: { name: "mainnet", namespace: "eth" } });
+    api.put(POOLS, {
+      apiVersion: "lightfleet.io/v1alpha1",
+      kind: "LightNodePool",
+      metadata: { name: "mainnet", namespace: "eth" },
+      spec: {
+        network: "mainnet",
+        chainId: 1,
+        workloadRef: { kind: "StatefulSet", name: "light" },
+        selector: { matchLabels: { app: "light" } },
+        reservedPeers: [{ http: "http://full-0:8545" }],
+      },
+    });
     const kubeConfig = execKubeConfig(api.url);
 
     // Two clients of one KubeConfig: they share the connection.

@@ -20,6 +20,7 @@ import {
 } from "./fakeApi/labelSelector.js";
 import { applyPatch, patchKind } from "./fakeApi/patchBody.js";
 import { pruneAndDefault } from "./fakeApi/schemaPruning.js";
+import { schemaValidator } from "./fakeApi/schemaValidation.js";
 
 /** An object as the fake keeps it. */
 export interface KubeObject {
@@ -181,6 +182,12 @@ export async function startFakeApiServer(options: FakeApiServerOptions = {}) {
   let bookmarkRounds = 0;
   let collection: NodeJS.Immediate | undefined;
 
+  const validators = new Map<CustomResourceKind, (object: unknown) => string[]>();
+  const validatorOf = (kind: CustomResourceKind) => {
+    let validate = validators.get(kind);
+    if (!validate) validators.set(kind, (validate = schemaValidator(kind.schema)));
+    return validate;
+  };
   const store = (name: string) => {
     let map = objects.get(name);
     if (!map) objects.set(name, (map = new Map()));
@@ -248,7 +255,16 @@ export async function startFakeApiServer(options: FakeApiServerOptions = {}) {
       if (existing?.status !== undefined && mode === "update") next.status = structuredClone(existing.status);
       else delete next.status;
     }
-    if (resource.custom) next = pruneAndDefault(resource.custom.schema, next) as KubeObject;
+    if (resource.custom) {
+      next = pruneAndDefault(resource.custom.schema, next) as KubeObject;
+      const problems = validatorOf(resource.custom)(next);
+      if (problems.length > 0)
+        throw new ApiError(
+          422,
+          "Invalid",
+          `${resource.custom.kind ?? resource.custom.plural}.${resource.custom.group} "${next.metadata.name}" is invalid: ${problems.join(", ")}`,
+        );
+    }
     const given = incoming.metadata;
     next.metadata.uid =
       existing?.metadata.uid ??
