@@ -20,8 +20,8 @@ const pod = (name: string): KubeObject => ({
   status: { podIP: "10.0.0.1", conditions: [] },
 });
 
-async function setup(watchSilenceMs?: number) {
-  const api = await startFakeApiServer();
+async function setup(watchSilenceMs?: number, bookmarkIntervalMs?: number) {
+  const api = await startFakeApiServer(bookmarkIntervalMs ? { bookmarkIntervalMs } : {});
   cleanup.push(() => api.close());
   api.put(PODS, pod("light-0"));
   const registry = createRegistry({ defaultMetrics: false });
@@ -77,6 +77,26 @@ describe("pod watch scenarios against a simulated API server", () => {
     expect(await registry.metrics()).toMatch(
       /lightfleet_kube_cache_age_seconds\{resource="pods",scope="mainnet"\} \d/,
     );
+  });
+
+  it("takes a quiet collection's bookmarks as confirmation, and resumes a cut watch from the bookmark's version", async () => {
+    const { api, fleet } = await setup(undefined, 100);
+    const syncedBefore = fleet.oldestSync()!;
+    // Writes elsewhere move the resource version; the pod watch sees none of them, only the bookmarks.
+    api.put("api/v1/configmaps", {
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name: "c", namespace: "eth" },
+    });
+    const moved = api.resourceVersion();
+    const sent = api.bookmarksSent();
+    await waitFor(() => api.bookmarksSent() >= sent + 2 && fleet.oldestSync()! > syncedBefore, {
+      what: "bookmarks confirming the pod cache",
+    });
+    api.dropWatches();
+    await waitFor(() => api.watching(PODS) === 1, { what: "the watch made again" });
+    const resumed = api.calls.filter((c) => c.path.endsWith("/pods") && c.query.watch).at(-1)!;
+    expect(Number(resumed.query.resourceVersion)).toBe(moved);
   });
 
   it("makes another watch when a watch request is never answered", async () => {
