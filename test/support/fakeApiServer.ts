@@ -21,6 +21,15 @@ import {
 import { applyPatch, patchKind } from "./fakeApi/patchBody.js";
 import { pruneAndDefault } from "./fakeApi/schemaPruning.js";
 import { schemaValidator } from "./fakeApi/schemaValidation.js";
+import {
+  apiVersionOf,
+  kindOf,
+  objectMeta,
+  resourceOf,
+  servedGroup,
+  specOf,
+  WORKLOAD_PLURALS,
+} from "./fakeApi/resourceKinds.js";
 
 /** An object as the fake keeps it. */
 export interface KubeObject {
@@ -68,91 +77,6 @@ interface Watcher {
   missed: boolean;
   res: ServerResponse;
 }
-
-/** How the server treats a kind: where its status is written, and whether it counts spec generations. */
-interface Resource {
-  custom?: CustomResourceKind;
-  statusSubresource: boolean;
-  tracksGeneration: boolean;
-}
-
-/** Built-in kinds with a status subresource: writes of the object leave its status alone, and /status the rest. */
-const STATUS_SUBRESOURCE = new Set([
-  "pods",
-  "services",
-  "nodes",
-  "namespaces",
-  "persistentvolumeclaims",
-  "deployments",
-  "statefulsets",
-  "replicasets",
-  "daemonsets",
-  "jobs",
-  "cronjobs",
-  "horizontalpodautoscalers",
-  "poddisruptionbudgets",
-]);
-const BUILTIN_GROUPS = new Set([
-  "",
-  "apps",
-  "batch",
-  "policy",
-  "autoscaling",
-  "coordination.k8s.io",
-  "events.k8s.io",
-  "discovery.k8s.io",
-  "networking.k8s.io",
-  "rbac.authorization.k8s.io",
-  "apiextensions.k8s.io",
-  "storage.k8s.io",
-  "scheduling.k8s.io",
-  "node.k8s.io",
-  "authentication.k8s.io",
-  "authorization.k8s.io",
-  "certificates.k8s.io",
-  "admissionregistration.k8s.io",
-]);
-/** Built-in kinds whose metadata.generation follows their spec. */
-const GENERATION = new Set([
-  "deployments",
-  "statefulsets",
-  "replicasets",
-  "daemonsets",
-  "poddisruptionbudgets",
-]);
-const WORKLOAD_PLURALS: Record<string, string> = {
-  StatefulSet: "statefulsets",
-  Deployment: "deployments",
-  ReplicaSet: "replicasets",
-};
-/** The ObjectMeta fields a write may carry; the API server drops any other. */
-const OBJECT_META = new Set([
-  "name",
-  "generateName",
-  "namespace",
-  "selfLink",
-  "uid",
-  "resourceVersion",
-  "generation",
-  "creationTimestamp",
-  "deletionTimestamp",
-  "deletionGracePeriodSeconds",
-  "labels",
-  "annotations",
-  "ownerReferences",
-  "finalizers",
-  "managedFields",
-]);
-const KINDS: Record<string, string> = {
-  pods: "Pod",
-  events: "Event",
-  leases: "Lease",
-  endpointslices: "EndpointSlice",
-  statefulsets: "StatefulSet",
-  deployments: "Deployment",
-  poddisruptionbudgets: "PodDisruptionBudget",
-  horizontalpodautoscalers: "HorizontalPodAutoscaler",
-};
 
 /**
  * A small Kubernetes API server on loopback for tests at the wire, faithful to kube-apiserver where the product's
@@ -207,29 +131,6 @@ export async function startFakeApiServer(options: FakeApiServerOptions = {}) {
         else send(w, type, object);
       }
   };
-  const resourceOf = (name: string): Resource => {
-    const custom = crds.get(name);
-    if (custom) return { custom, statusSubresource: custom.statusSubresource, tracksGeneration: true };
-    const plural = name.split("/").at(-1)!;
-    return { statusSubresource: STATUS_SUBRESOURCE.has(plural), tracksGeneration: GENERATION.has(plural) };
-  };
-  /** The parts of an object whose change is a new generation. */
-  const specOf = (o: KubeObject, resource: Resource) => {
-    if (!resource.custom) return o.spec;
-    const { metadata: _m, status, ...rest } = o;
-    return resource.statusSubresource ? rest : { ...rest, status };
-  };
-  const apiVersionOf = (name: string) =>
-    name
-      .replace(/^api\//, "")
-      .replace(/^apis\//, "")
-      .replace(/\/[^/]+$/, "");
-  const kindOf = (name: string) => {
-    const plural = name.split("/").at(-1)!;
-    const custom = crds.get(name)?.kind;
-    return custom ?? KINDS[plural] ?? plural.replace(/s$/, "").replace(/^./, (c) => c.toUpperCase());
-  };
-
   /**
    * Stores an object as the API server would: a create, a write of the object (its status left as it was where the
    * kind has a status subresource), a write of its status (nothing else changes), or the fixture's own `put` (the
@@ -241,13 +142,11 @@ export async function startFakeApiServer(options: FakeApiServerOptions = {}) {
     incoming: KubeObject,
     mode: "create" | "update" | "status" | "fixture",
   ): KubeObject => {
-    const resource = resourceOf(name);
+    const resource = resourceOf(name, crds);
     const map = store(name);
     const existing = map.get(keyOf(incoming));
     let next: KubeObject = structuredClone(incoming);
-    next.metadata = Object.fromEntries(
-      Object.entries(next.metadata ?? {}).filter(([k]) => OBJECT_META.has(k)),
-    ) as KubeObject["metadata"];
+    next.metadata = objectMeta(next.metadata) as KubeObject["metadata"];
     if (mode === "status" && existing) {
       next = { ...structuredClone(existing), status: structuredClone(incoming.status) };
       if (incoming.status === undefined) delete next.status;
@@ -376,7 +275,7 @@ export async function startFakeApiServer(options: FakeApiServerOptions = {}) {
       if (w.bookmarks && !w.missed)
         send(w, "BOOKMARK", {
           apiVersion: apiVersionOf(w.collection),
-          kind: kindOf(w.collection),
+          kind: kindOf(w.collection, crds),
           metadata: { resourceVersion: String(version) },
         });
   };
@@ -445,11 +344,11 @@ export async function startFakeApiServer(options: FakeApiServerOptions = {}) {
     if (!m) throw new ApiError(404, "NotFound", "the server could not find the requested resource");
     const [, prefix, namespace, plural, name, sub] = m;
     const collectionName = `${prefix}/${plural}`;
-    const resource = resourceOf(collectionName);
+    const resource = resourceOf(collectionName, crds);
     const notFound = () => new ApiError(404, "NotFound", `${plural} "${name}" not found`);
     // Only built-in groups and the CRDs' kinds are served (KEDA, the Prometheus Operator are not installed).
     const group = prefix === "api/v1" ? "" : prefix!.split("/")[1]!;
-    if (!BUILTIN_GROUPS.has(group) && !resource.custom)
+    if (!servedGroup(group, resource))
       throw new ApiError(404, "NotFound", "the server could not find the requested resource");
     const map = store(collectionName);
     const current = name ? map.get(`${namespace ?? ""}/${name}`) : undefined;
@@ -513,7 +412,7 @@ export async function startFakeApiServer(options: FakeApiServerOptions = {}) {
       const items = [...map.values()].filter((o) => matches(o, namespace, selector));
       return reply(200, {
         apiVersion: apiVersionOf(collectionName),
-        kind: `${kindOf(collectionName)}List`,
+        kind: `${kindOf(collectionName, crds)}List`,
         metadata: { resourceVersion: String(version) },
         items,
       });
