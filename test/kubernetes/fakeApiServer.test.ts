@@ -327,21 +327,18 @@ describe("the simulated API server, as kube-apiserver answers", () => {
       const api = await server();
       api.put(PODS, pod("light-0", { app: "x" }));
       const path = "/api/v1/namespaces/eth/pods/light-0";
-      for (const [body, type] of [
-        [{ op: "replace" }, JSON_PATCH],
-        ["{not json", JSON_PATCH],
-        ["{not json", MERGE],
-        ["[1,2]", MERGE],
-        ["{not json", "application/json"],
+      const pods = "/api/v1/namespaces/eth/pods";
+      for (const [method, target, body, type] of [
+        ["PATCH", path, { op: "replace" }, JSON_PATCH],
+        ["PATCH", path, "{not json", JSON_PATCH],
+        ["PATCH", path, "{not json", MERGE],
+        ["PATCH", path, "[1,2]", MERGE],
+        ["POST", pods, "{not json", "application/json"],
+        ["POST", pods, "[]", "application/json"],
       ] as const) {
-        const answer = await call(
-          api,
-          body === "{not json" && type === "application/json" ? "POST" : "PATCH",
-          body === "{not json" && type === "application/json" ? "/api/v1/namespaces/eth/pods" : path,
-          body,
-          type,
-        );
-        expect({ body, status: answer.status, kind: answer.body.kind }).toEqual({
+        const answer = await call(api, method, target, body, type);
+        expect({ method, body, status: answer.status, kind: answer.body.kind }).toEqual({
+          method,
           body,
           status: 400,
           kind: "Status",
