@@ -189,6 +189,7 @@ describe("Kubernetes fleet backend at the wire", () => {
       apiVersion: "policy/v1",
       kind: "Eviction",
       metadata: { name: "light-0", namespace: "eth" },
+      deleteOptions: { preconditions: { uid: "uid-light-0" } },
     });
     expect(fleet.members("mainnet")[0]!.restarts).toEqual([
       { at: Date.UTC(2026, 10, 22, 12), reason: "stall" },

@@ -208,7 +208,9 @@ export class KubernetesFleet implements Fleet {
 
   async restart(network: string, member: string, reason: RestartReason): Promise<RestartResult> {
     const entry = this.watchers.get(network);
-    if (!entry || !entry.watcher.get(member)) return { outcome: "gone" };
+    const pod = entry?.watcher.get(member);
+    if (!entry || !pod) return { outcome: "gone" };
+    const uid = pod.metadata?.uid;
     try {
       await this.core.createNamespacedPodEviction({
         name: member,
@@ -217,9 +219,13 @@ export class KubernetesFleet implements Fleet {
           apiVersion: "policy/v1",
           kind: "Eviction",
           metadata: { name: member, namespace: entry.pool.namespace },
+          // Only the pod the engine judged: a StatefulSet's replacement of the same name (not yet in the cache)
+          // fails the precondition (409) and is judged on its own probes.
+          ...(uid ? { deleteOptions: { preconditions: { uid } } } : {}),
         },
       });
     } catch (error) {
+      if (error instanceof ApiException && error.code === 409) return { outcome: "gone" };
       if (error instanceof ApiException && error.code === 429)
         return {
           outcome: "deferred",
