@@ -6,6 +6,7 @@ import type { Fleet, FleetMember } from "../../src/fleet/fleet.js";
 import { EventRecorder } from "../../src/kubernetes/status/eventRecorder.js";
 import { StatusWriter } from "../../src/kubernetes/status/statusWriter.js";
 import type { PoolRef } from "../../src/kubernetes/status/statusWriter.js";
+import type { PoolScalingStatus } from "../../src/scaling/poolScalingStatus.js";
 import type { EngineOutput, NodeStatus } from "../../src/health/types.js";
 import { silentLogger } from "../../src/log/logger.js";
 import { crdValidators, loadCrds, validateObject } from "../chart/validateObject.js";
@@ -134,15 +135,51 @@ describe("status writing at the wire", () => {
             : (raw as Record<string, unknown>);
         writes.push({ method: "PATCH", path, body: body as never });
         const [, plural, name] = /\/(lightnodes|lightnodepools)\/([\w-]+)\/status/.exec(path)!;
-        check(
-          plural === "lightnodes" ? "LightNode" : "LightNodePool",
-          name!,
-          body as Record<string, unknown>,
-        );
+        // Applied to an object as a merge patch: a null removes the field, so what is validated has none.
+        check(plural === "lightnodes" ? "LightNode" : "LightNodePool", name!, withoutNulls(body));
         return {};
       });
     return Object.assign(writes, { problems });
   }
+
+  it("clears what a status no longer says: an Unresponsive node's head and lag, a pool's rate once it is unavailable", async () => {
+    const writes = recordWrites();
+    let scaling: PoolScalingStatus | undefined = {
+      desiredReplicas: 2,
+      requestRate: 12.5,
+      scalingReason: "steady",
+      condition: { type: "ScalingActive", status: "True", reason: "Scaling", message: "steady" },
+    };
+    const writer = new StatusWriter(kubeConfig, {
+      pools: () => new Map([["mainnet", pool]]),
+      fleet,
+      logger: silentLogger(),
+      clock: () => now,
+      scaling: () => scaling,
+    });
+    now = T0;
+    await writer.onRound("mainnet", output([node("light-0", "Healthy", { lagBlocks: 1 })]));
+    now = T0 + 31_000;
+    scaling = undefined;
+    const hung = node("light-0", "Unresponsive");
+    delete hung.head;
+    delete hung.lagBlocks;
+    delete hung.lagSeconds;
+    await writer.onRound("mainnet", output([hung]));
+    const nodeStatus = writes.filter((w) => w.path.endsWith("/lightnodes/light-0/status")).at(-1)!.body
+      .status;
+    expect(nodeStatus).toMatchObject({
+      state: "Unresponsive",
+      head: null,
+      lagBlocks: null,
+      lagSeconds: null,
+    });
+    const poolStatus = writes.filter((w) => w.path.endsWith("/lightnodepools/mainnet/status")).at(-1)!.body
+      .status;
+    expect(poolStatus).toMatchObject({ requestRate: null, desiredReplicas: null, scalingReason: null });
+    expect(writes.problems).toEqual([]);
+    now = T0;
+  });
 
   it("creates each LightNode owned by its pod, writes statuses the CRD accepts, and the pool's status", async () => {
     const writes = recordWrites();
@@ -423,3 +460,14 @@ describe("status writing at the wire", () => {
     expect(validateObject(object as never, validators)).not.toEqual([]);
   });
 });
+
+/** A merge patch's body as it leaves an object that had none of its fields: nulls (removals) dropped, deeply. */
+function withoutNulls(value: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(
+    Object.entries(value)
+      .filter(([, v]) => v !== null)
+      .map(([k, v]) =>
+        typeof v === "object" && !Array.isArray(v) ? [k, withoutNulls(v as Record<string, unknown>)] : [k, v],
+      ),
+  );
+}

@@ -33,6 +33,44 @@ export function lightNodeStatus(
   };
 }
 
+/** Optional LightNode status fields: a status that leaves one out must clear what an earlier write set. */
+const NODE_OPTIONAL_FIELDS = [
+  "reason",
+  "head",
+  "lagBlocks",
+  "lagSeconds",
+  "lastRestart",
+  "restartHistory",
+] as const;
+/** Optional LightNodePool status fields (a refused pool's status has none of them). */
+const POOL_OPTIONAL_FIELDS = [
+  "referenceHead",
+  "replicas",
+  "healthyReplicas",
+  "healthySummary",
+  "nodesByState",
+  "systemicCause",
+  "desiredReplicas",
+  "requestRate",
+  "scalingReason",
+] as const;
+
+/**
+ * The JSON merge patch body that makes an object's status read STATUS: a merge patch keeps every field it does not
+ * name, so each optional field the new status leaves out is sent as null. Otherwise an Unresponsive node would keep
+ * the head and lag of its last good probe, and a pool whose rate is unavailable its last rate.
+ */
+export function statusMergePatch(
+  kind: "LightNode" | "LightNodePool",
+  status: LightNodeStatus | LightNodePoolStatus,
+): { status: Record<string, unknown> } {
+  const patch: Record<string, unknown> = { ...status };
+  for (const field of kind === "LightNode" ? NODE_OPTIONAL_FIELDS : POOL_OPTIONAL_FIELDS) {
+    if (patch[field] === undefined) patch[field] = null;
+  }
+  return { status: patch };
+}
+
 /**
  * Whether a LightNode status is due: at once when the state or routing changed, otherwise at most every
  * `minIntervalMs`, so etcd writes follow state changes rather than the block rate.
@@ -86,6 +124,28 @@ function condition(
     lastTransitionTime: before && before.status === status ? before.lastTransitionTime : kubeTime(now),
     reason,
     message,
+  };
+}
+
+/**
+ * The status of a LightNodePool the controller refuses to run (an invalid spec, or a network another pool runs): not
+ * Ready and Degraded, both saying why, for the spec's generation, so `kubectl get`, `describe` and `kubectl wait
+ * --for=condition=Ready=False` show it at once instead of a pool that looks merely slow.
+ */
+export function rejectedPoolStatus(input: {
+  generation: number;
+  reason: string;
+  message: string;
+  previousConditions: readonly Condition[];
+  now: number;
+}): LightNodePoolStatus {
+  const { generation, reason, message, previousConditions, now } = input;
+  return {
+    observedGeneration: generation,
+    conditions: [
+      condition("Ready", "False", reason, message, previousConditions, generation, now),
+      condition("Degraded", "True", reason, message, previousConditions, generation, now),
+    ],
   };
 }
 

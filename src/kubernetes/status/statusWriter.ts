@@ -6,7 +6,7 @@ import type { Logger } from "../../log/logger.js";
 import type { PoolScalingStatus } from "../../scaling/poolScalingStatus.js";
 import type { Fleet } from "../../fleet/fleet.js";
 import { API_VERSION, GROUP, NODE_PLURAL, POOL_PLURAL, VERSION } from "../api/crds.js";
-import type { Condition } from "../api/crds.js";
+import type { Condition, LightNodePoolStatus, LightNodeStatus } from "../api/crds.js";
 import type { EventRecorder } from "./eventRecorder.js";
 import { eventsOfRound } from "./eventRecorder.js";
 import { KeyedWrites } from "./keyedWrites.js";
@@ -15,6 +15,8 @@ import {
   poolHealthStatus,
   poolStatusDue,
   poolStatusKey,
+  rejectedPoolStatus,
+  statusMergePatch,
   statusDue,
 } from "./statusObjects.js";
 
@@ -163,6 +165,27 @@ export class StatusWriter {
     return Promise.all(round).then(() => undefined);
   }
 
+  /**
+   * Marks a pool the controller does not run (see rejectedPoolStatus). Its earlier conditions keep their transition
+   * times; a failed write is logged and made again when the pools are next resolved.
+   */
+  rejectPool(
+    pool: { namespace: string; name: string; generation: number; conditions?: readonly Condition[] },
+    reason: string,
+    message: string,
+  ): Promise<void> {
+    const status = rejectedPoolStatus({
+      generation: pool.generation,
+      reason,
+      message: message.slice(0, 32_768),
+      previousConditions: pool.conditions ?? [],
+      now: this.clock(),
+    });
+    return this.writes.submit(`${pool.namespace}/lightnodepools/${pool.name}`, async () => {
+      await this.patchStatus(pool.namespace, POOL_PLURAL, pool.name, status);
+    });
+  }
+
   /** Resolves once every write queued so far has settled (for a clean shutdown). */
   settled(): Promise<void> {
     return this.writes.idle();
@@ -273,9 +296,15 @@ export class StatusWriter {
     record.createdFor = uid;
   }
 
-  private async patchStatus(namespace: string, plural: string, name: string, status: object): Promise<void> {
+  private async patchStatus(
+    namespace: string,
+    plural: typeof NODE_PLURAL | typeof POOL_PLURAL,
+    name: string,
+    status: LightNodeStatus | LightNodePoolStatus,
+  ): Promise<void> {
+    const body = statusMergePatch(plural === POOL_PLURAL ? "LightNodePool" : "LightNode", status);
     await this.api.patchNamespacedCustomObjectStatus(
-      { group: GROUP, version: VERSION, namespace, plural, name, body: { status } },
+      { group: GROUP, version: VERSION, namespace, plural, name, body },
       setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
     );
   }
