@@ -17,7 +17,7 @@ import { EventRecorder } from "../status/eventRecorder.js";
 import { KubernetesFleet } from "../pods/kubernetesFleet.js";
 import { LeaderElector } from "../leaderElection/leaderElector.js";
 import { ListWatch } from "../api/listWatch.js";
-import { resolvePools, type PoolNetwork } from "./poolNetworks.js";
+import { resolvePools, type PoolNetwork, type RejectedPool } from "./poolNetworks.js";
 import { clusterScaling, type ClusterScaling } from "../scaling/clusterScaling.js";
 import { StatusWriter, type PoolRef } from "../status/statusWriter.js";
 
@@ -86,7 +86,12 @@ export function startClusterController(options: ClusterControllerOptions): Clust
     // A replica that stops leading drops its scaling numbers (only the leader's are exported) and its status writes
     // not yet sent (the new leader writes its own).
     onChange: (leading) => {
-      if (leading) return;
+      rejectedWritten = "";
+      if (leading) {
+        // A new leader marks the pools it will not run, as the last one may not have.
+        schedule();
+        return;
+      }
       scaling.forget();
       writer.abandon();
     },
@@ -132,6 +137,39 @@ export function startClusterController(options: ClusterControllerOptions): Clust
   // Pools: every change of any LightNodePool re-resolves the whole set (a handful of objects), coalesced so a
   // relist of many pools applies once.
   let rejectedBefore = "";
+  /** What the rejected pools' status says, as last written by this replica while it leads. */
+  let rejectedWritten = "";
+  const writeRejected = async (rejected: RejectedPool[]) => {
+    const summary = rejected
+      .map(
+        (r) =>
+          `${r.pool.metadata.namespace}/${r.pool.metadata.name}@${r.pool.metadata.generation}:${r.message}`,
+      )
+      .join("\n");
+    if (!elector.isLeader() || summary === rejectedWritten) return;
+    rejectedWritten = summary;
+    const writes = rejected.map((r) =>
+      writer
+        .rejectPool(
+          {
+            namespace: r.pool.metadata.namespace ?? "default",
+            name: r.pool.metadata.name,
+            generation: r.pool.metadata.generation ?? 0,
+            conditions: r.pool.status?.conditions ?? [],
+          },
+          r.reason,
+          r.message,
+        )
+        .catch((error: unknown) => {
+          rejectedWritten = "";
+          logger.warn(
+            { err: String(error), pool: r.pool.metadata.name },
+            "could not write LightNodePool status",
+          );
+        }),
+    );
+    await Promise.all(writes);
+  };
   let applying: Promise<void> = Promise.resolve();
   let dirty = false;
   const apply = async (): Promise<void> => {
@@ -157,6 +195,7 @@ export function startClusterController(options: ClusterControllerOptions): Clust
         });
       }
     }
+    void writeRejected(rejected);
     const names = (list: PoolNetwork[]) => list.map((p) => `${p.ref.namespace}/${p.ref.name}`);
     const changed = names(pools).join() !== names(running).join();
     running = pools;
