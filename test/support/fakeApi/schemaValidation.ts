@@ -10,7 +10,7 @@ const ajv = new Ajv({ strict: false, allErrors: true, validateFormats: false });
  */
 export function schemaValidator(schema: Schema): (object: unknown) => string[] {
   const properties = { ...(schema.properties ?? {}), metadata: { type: "object" } };
-  const validate = ajv.compile({ ...schema, properties });
+  const validate = ajv.compile(toDraft7({ ...schema, properties }) as object);
   return (object) => {
     if (validate(object)) return [];
     return (validate.errors ?? []).map((e) => {
@@ -23,4 +23,28 @@ export function schemaValidator(schema: Schema): (object: unknown) => string[] {
       return `${field ? `${field}.` : ""}${missing}: Required value`;
     });
   };
+}
+
+/**
+ * A CRD schema is OpenAPI v3.0, where exclusiveMinimum and exclusiveMaximum are booleans beside minimum and maximum;
+ * JSON Schema draft 7 (ajv) has them as the bound itself.
+ */
+function toDraft7(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(toDraft7);
+  if (typeof node !== "object" || node === null) return node;
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(node)) out[key] = toDraft7(value);
+  for (const [flag, bound] of [
+    ["exclusiveMinimum", "minimum"],
+    ["exclusiveMaximum", "maximum"],
+  ] as const) {
+    if (typeof out[flag] !== "boolean") continue;
+    if (out[flag] === true && typeof out[bound] === "number") {
+      out[flag] = out[bound];
+      delete out[bound];
+    } else {
+      delete out[flag];
+    }
+  }
+  return out;
 }
