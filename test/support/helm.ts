@@ -65,7 +65,7 @@ export async function helm(
 /** Runs kubectl with ARGS against the cluster of `kubeconfig`; never throws on a non-zero exit. */
 export async function kubectl(
   args: string[],
-  options: { kubeconfig: string; timeoutMs?: number },
+  options: { kubeconfig: string; timeoutMs?: number; input?: string },
 ): Promise<HelmResult> {
   return runTool(await kubectlBinary(), args, options);
 }
@@ -73,10 +73,10 @@ export async function kubectl(
 async function runTool(
   binary: string,
   args: string[],
-  options: { kubeconfig?: string; timeoutMs?: number },
+  options: { kubeconfig?: string; timeoutMs?: number; input?: string },
 ): Promise<HelmResult> {
   try {
-    const { stdout, stderr } = await run(binary, args, {
+    const running = run(binary, args, {
       cwd: ROOT,
       maxBuffer: 64 * 1024 * 1024,
       timeout: options.timeoutMs ?? 60_000,
@@ -90,6 +90,8 @@ async function runTool(
         HELM_DATA_HOME: CACHE_DIR,
       },
     });
+    running.child.stdin?.end(options.input ?? "");
+    const { stdout, stderr } = await running;
     return { code: 0, stdout, stderr };
   } catch (error) {
     const e = error as { code?: number; stdout?: string; stderr?: string };

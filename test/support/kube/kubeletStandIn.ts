@@ -21,6 +21,8 @@ export interface PodRuntime {
 export interface RunningPod {
   /** Where the container's named or numbered ports are reached from the host (default: the pod IP and that port). */
   resolvePort?(port: number | string): { host: string; port: number } | undefined;
+  /** Sends a signal to the containers' processes (SIGSTOP and SIGCONT pause and resume them). */
+  signal(signal: NodeJS.Signals): void;
   /** Set when a container exited on its own (crashed or killed). */
   exited(): boolean;
   /** Stops the containers within the grace period (SIGTERM, then SIGKILL). */

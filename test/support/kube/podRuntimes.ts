@@ -1,6 +1,7 @@
 import type { ChildProcess } from "node:child_process";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { CoreV1Api, type V1Container, type V1EnvVar, type V1Pod } from "@kubernetes/client-node";
 import { startAnvil } from "../../../src/devnet/anvil.js";
 import type { Devnet } from "../../../src/devnet/devnet.js";
@@ -12,7 +13,8 @@ import type { ControlPlane } from "./controlPlane.js";
 import type { PodNetwork } from "./podNetwork.js";
 import type { PodRuntime, RunningPod } from "./kubeletStandIn.js";
 
-const TSX = join(ROOT, "node_modules/tsx/dist/cli.mjs");
+/** tsx's loader, imported into the one node process (its CLI would run the program in a child, out of reach of signals). */
+const TSX_LOADER = pathToFileURL(join(ROOT, "node_modules/tsx/dist/loader.mjs")).href;
 
 /**
  * Light-node pods: whatever client image the pod names, an anvil listens on the pod IP at the container's first
@@ -67,6 +69,7 @@ export function anvilPodRuntime(
         throw error;
       }
       return {
+        signal: (signal) => node.process.kill(signal),
         exited: () => exited,
         async stop(graceMs) {
           try {
@@ -136,7 +139,7 @@ export function lightfleetPodRuntime(
       }
       const child: ChildProcess = spawnChild({
         command: process.execPath,
-        args: [TSX, join(ROOT, "src/cli.ts"), ...args],
+        args: ["--import", TSX_LOADER, join(ROOT, "src/cli.ts"), ...args],
         name: pod.metadata!.name!,
         logger: silentLogger(),
         env,
@@ -150,6 +153,7 @@ export function lightfleetPodRuntime(
           const number = typeof port === "number" ? port : ports.get(port);
           return number === undefined ? undefined : { host: "127.0.0.1", port: number };
         },
+        signal: (signal) => child.kill(signal),
         exited: () => exited,
         async stop(graceMs) {
           await stopChild(child, graceMs);

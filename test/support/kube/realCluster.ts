@@ -23,7 +23,7 @@ export interface RealCluster {
   /** Output of the pods run here (controller, gateway), newest last, for failure messages. */
   podLogs: string[];
   helm(args: string[], timeoutMs?: number): Promise<HelmResult>;
-  kubectl(args: string[], timeoutMs?: number): Promise<HelmResult>;
+  kubectl(args: string[], timeoutMs?: number, input?: string): Promise<HelmResult>;
   /** Installs the chart as RELEASE in NAMESPACE with VALUES (written to a file, as a user would pass -f). */
   install(release: string, namespace: string, values: unknown): Promise<HelmResult>;
   stop(): Promise<void>;
@@ -98,7 +98,7 @@ export async function startRealCluster(options: {
       kubelet,
       podLogs,
       helm: (args, timeoutMs) => helm(args, { kubeconfig, timeoutMs }),
-      kubectl: (args, timeoutMs) => kubectl(args, { kubeconfig, timeoutMs }),
+      kubectl: (args, timeoutMs, input) => kubectl(args, { kubeconfig, timeoutMs, input }),
       async install(release, namespace, values) {
         const file = join(plane.dir, `${release}-values.yaml`);
         await writeFile(file, stringify(values));

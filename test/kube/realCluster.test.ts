@@ -1,0 +1,571 @@
+import {
+  AppsV1Api,
+  CoordinationV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  DiscoveryV1Api,
+  PatchStrategy,
+  setHeaderOptions,
+  type V1Pod,
+} from "@kubernetes/client-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { LightNode, LightNodePool } from "../../src/kubernetes/api/crds.js";
+import { parseObjects } from "../support/helm.js";
+import {
+  LIGHTFLEET_IMAGE,
+  realClusterUnavailable,
+  startRealCluster,
+  type RealCluster,
+} from "../support/kube/realCluster.js";
+import { waitFor } from "../support/waitFor.js";
+
+/**
+ * The chart, the controller and the gateway on a real control plane: kube-apiserver with RBAC, etcd, and
+ * kube-controller-manager's StatefulSet, Deployment, EndpointSlice, disruption and garbage-collector controllers.
+ * A kubelet stand-in runs the pods: light nodes as anvils on a pod network, the chart's controller and gateway pods
+ * as processes with their service accounts' tokens.
+ */
+const unavailable = await realClusterUnavailable();
+if (unavailable) console.warn(`skipping the real Kubernetes tests: ${unavailable}`);
+
+const NAMESPACE = "rpc";
+const RELEASE = "lf";
+const NETWORKS = [
+  { name: "alpha", chainId: 31_337, fullNodes: 2 },
+  { name: "beta", chainId: 31_338, fullNodes: 2 },
+];
+const GROUP = { group: "lightfleet.io", version: "v1alpha1", namespace: NAMESPACE };
+
+describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane", () => {
+  let cluster: RealCluster;
+  let core: CoreV1Api;
+  let apps: AppsV1Api;
+  let custom: CustomObjectsApi;
+  let discovery: DiscoveryV1Api;
+  let coordination: CoordinationV1Api;
+
+  const failureContext = () =>
+    `\n--- pod output (last 30 lines)\n${cluster.podLogs
+      .slice(-30)
+      .map((line) => line.slice(0, 400))
+      .join("\n")}`;
+
+  const pods = async (selector: string) =>
+    (await core.listNamespacedPod({ namespace: NAMESPACE, labelSelector: selector })).items;
+  const lightPods = (network: string) =>
+    pods(`app.kubernetes.io/component=light-node,lightfleet.io/network=${network}`);
+  const pool = (name: string) =>
+    custom.getNamespacedCustomObject({ ...GROUP, plural: "lightnodepools", name }) as Promise<LightNodePool>;
+  const lightNode = (name: string) =>
+    custom.getNamespacedCustomObject({ ...GROUP, plural: "lightnodes", name }) as Promise<LightNode>;
+  const condition = (pod: V1Pod, type: string) =>
+    pod.status?.conditions?.find((c) => c.type === type)?.status;
+
+  beforeAll(async () => {
+    cluster = await startRealCluster({ networks: NETWORKS, blockTimeMs: 1_000 });
+    const admin = cluster.plane.admin();
+    core = admin.makeApiClient(CoreV1Api);
+    apps = admin.makeApiClient(AppsV1Api);
+    custom = admin.makeApiClient(CustomObjectsApi);
+    discovery = admin.makeApiClient(DiscoveryV1Api);
+    coordination = admin.makeApiClient(CoordinationV1Api);
+  }, 30 * 60_000);
+  afterAll(async () => {
+    await cluster?.stop();
+  }, 60_000);
+
+  const values = () => ({
+    image: { repository: LIGHTFLEET_IMAGE, tag: "test" },
+    config: { log: { level: "info" } },
+    networks: NETWORKS.map((n, i) => ({
+      name: n.name,
+      chainId: n.chainId,
+      blockTime: "1s",
+      reservedPeers: cluster.devnet
+        .nodes(n.name)
+        .filter((p) => p.role === "full")
+        .map((p) => ({ name: p.name, http: p.httpUrl, ws: p.wsUrl })),
+      health: {
+        probeInterval: "500ms",
+        maxLagBlocks: 3,
+        unhealthyAfter: 2,
+        healthyAfter: 2,
+        stallAfter: "6s",
+        restartAfter: "3s",
+        startupGrace: "20s",
+        syncingIsUnhealthy: false,
+      },
+      scaling: { minReplicas: 2, maxReplicas: 4, targetRequestsPerNode: 1000 },
+      gateway: { default: i === 0 },
+      workload: {
+        enabled: true,
+        replicas: 2,
+        image: { repository: "example.org/light-client", tag: "v1" },
+        // Not the default ports: the pool must carry them to the controller's probes.
+        ports: { http: 8547, ws: 8548 },
+        persistence: { enabled: false },
+        terminationGracePeriodSeconds: 2,
+      },
+    })),
+    controller: { replicas: 2 },
+    gateway: { replicas: 1 },
+    keys: { enabled: false },
+  });
+
+  it("installs with helm: CRDs accepted, every object created, helm test pods created", async () => {
+    const installed = await cluster.install(RELEASE, NAMESPACE, values());
+    expect(installed.stderr + installed.stdout).not.toMatch(/error/i);
+    expect(installed.code).toBe(0);
+
+    const manifest = await cluster.helm(["get", "manifest", RELEASE, "--namespace", NAMESPACE]);
+    const objects = parseObjects(manifest.stdout);
+    expect(objects.length).toBeGreaterThan(10);
+    const missing: string[] = [];
+    for (const object of objects) {
+      const got = await cluster.kubectl([
+        "get",
+        `${object.kind}.${object.apiVersion.includes("/") ? object.apiVersion.split("/")[0] : ""}`.replace(
+          /\.$/,
+          "",
+        ),
+        object.metadata.name,
+        "--namespace",
+        object.metadata.namespace ?? NAMESPACE,
+        "-o",
+        "name",
+      ]);
+      if (got.code !== 0) missing.push(`${object.kind}/${object.metadata.name}: ${got.stderr.trim()}`);
+    }
+    expect(missing).toEqual([]);
+    for (const crd of ["lightnodepools.lightfleet.io", "lightnodes.lightfleet.io"]) {
+      const established = await cluster.kubectl([
+        "wait",
+        "--for=condition=Established",
+        `crd/${crd}`,
+        "--timeout=30s",
+      ]);
+      expect(established.code, established.stderr).toBe(0);
+    }
+
+    // helm test: its pods call the gateway by Service DNS name, which needs cluster DNS (not here), so the test run
+    // times out; what is proven is that the API accepts them.
+    await cluster.helm(["test", RELEASE, "--namespace", NAMESPACE, "--timeout", "5s"]);
+    const testPods = (await core.listNamespacedPod({ namespace: NAMESPACE })).items.filter(
+      (p) => p.metadata?.annotations?.["helm.sh/hook"] === "test",
+    );
+    expect(testPods.map((p) => p.metadata!.name)).toContain(`${RELEASE}-lightfleet-test-gateway`);
+  }, 180_000);
+
+  it("runs the controller and the gateway with the chart's service accounts: every light node Healthy, no call refused", async () => {
+    for (const network of NETWORKS) {
+      await waitFor(
+        async () => {
+          const list = await lightPods(network.name);
+          if (list.length !== 2) return false;
+          const states = await Promise.all(
+            list.map((p) => lightNode(p.metadata!.name!).then((ln) => ln.status?.state)),
+          );
+          return states.every((s) => s === "Healthy") && list.every((p) => condition(p, "Ready") === "True");
+        },
+        {
+          timeoutMs: 120_000,
+          intervalMs: 500,
+          what: `every ${network.name} light node Healthy and Ready${failureContext()}`,
+        },
+      );
+    }
+    const events = await cluster.plane.auditEvents();
+    const ours = events.filter((e) => e.user.username.startsWith(`system:serviceaccount:${NAMESPACE}:`));
+    expect(ours.length).toBeGreaterThan(20);
+    const refused = ours.filter((e) => e.responseStatus?.code === 403);
+    expect(refused.map((e) => `${e.user.username} ${e.verb} ${e.requestURI}`)).toEqual([]);
+  }, 180_000);
+
+  it("hands the pool's spec to the engine whole: health options, ports and scaling as written in the values", async () => {
+    const alpha = await pool("alpha");
+    expect(alpha.spec.rpcPort).toBe(8547);
+    expect(alpha.spec.wsPort).toBe(8548);
+    expect(alpha.spec.health).toMatchObject({
+      syncingIsUnhealthy: false,
+      maxLagBlocks: 3,
+      restartAfter: "3s",
+    });
+    expect(alpha.spec.scaling).toMatchObject({ minReplicas: 2, maxReplicas: 4, targetRequestsPerNode: 1000 });
+    // Probed on 8547, the nodes are Healthy (the test above); on the default 8545 they would be Unresponsive.
+    const nodes = await lightPods("alpha");
+    const status = await lightNode(nodes[0]!.metadata!.name!);
+    expect(status.status?.head?.number).toBeGreaterThan(0);
+  });
+
+  const gatewayPod = async () => {
+    const [pod] = (await pods("app.kubernetes.io/component=gateway")).filter(
+      (p) => condition(p, "Ready") === "True",
+    );
+    const running = pod && cluster.kubelet.pod(NAMESPACE, pod.metadata!.name!);
+    if (!running) throw new Error("no ready gateway pod");
+    return { rpc: running.running.resolvePort!("rpc")!, admin: running.running.resolvePort!("admin")! };
+  };
+  /** Calls each node served, from the gateway's lightfleet_gateway_upstream_requests_total. */
+  const callsByNode = async (admin: { host: string; port: number }) => {
+    const text = await (await fetch(`http://${admin.host}:${admin.port}/metrics`)).text();
+    const calls = new Map<string, number>();
+    for (const match of text.matchAll(/^lightfleet_gateway_upstream_requests_total\{([^}]*)\} (\S+)$/gm)) {
+      const upstream = /upstream="([^"]+)"/.exec(match[1]!)?.[1] ?? "";
+      calls.set(upstream, (calls.get(upstream) ?? 0) + Number(match[2]));
+    }
+    return calls;
+  };
+  const rpc = async (target: { host: string; port: number }, method: string, params: unknown[] = []) => {
+    const res = await fetch(`http://${target.host}:${target.port}/alpha`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+    });
+    return (await res.json()) as { result?: unknown; error?: { message: string } };
+  };
+  const readyAddresses = async (service: string) => {
+    const slices = await discovery.listNamespacedEndpointSlice({
+      namespace: NAMESPACE,
+      labelSelector: `kubernetes.io/service-name=${service}`,
+    });
+    return slices.items.flatMap((slice) =>
+      slice.endpoints.filter((e) => e.conditions?.ready !== false).flatMap((e) => e.addresses),
+    );
+  };
+
+  it("routes through the real loop: a lagging node's gate goes False, the EndpointSlice controller drops it, the gateway stops calling it", async () => {
+    const [victim, other] = (await lightPods("alpha")).sort((a, b) =>
+      a.metadata!.name!.localeCompare(b.metadata!.name!),
+    );
+    const name = victim!.metadata!.name!;
+    const ip = victim!.status!.podIP!;
+    const service = `${RELEASE}-lightfleet-alpha`;
+    expect(await readyAddresses(service)).toContain(ip);
+
+    await cluster.devnet.fault(name, { kind: "lag", blocks: 6 });
+    const unready = await waitFor(
+      async () => {
+        const [pod] = (await lightPods("alpha")).filter((p) => p.metadata!.name === name);
+        return pod &&
+          condition(pod, "lightfleet.io/in-sync") === "False" &&
+          condition(pod, "Ready") === "False"
+          ? pod
+          : undefined;
+      },
+      {
+        timeoutMs: 30_000,
+        intervalMs: 200,
+        what: `${name} unready through its readiness gate${failureContext()}`,
+      },
+    );
+    expect(unready.status?.containerStatuses?.[0]?.ready).toBe(true); // the container is fine: the gate decides
+    await waitFor(async () => !(await readyAddresses(service)).includes(ip), {
+      timeoutMs: 30_000,
+      intervalMs: 200,
+      what: `the EndpointSlice controller to drop ${ip} from ${service}`,
+    });
+
+    const gateway = await gatewayPod();
+    await waitFor(
+      async () => {
+        const before = await callsByNode(gateway.admin);
+        for (let i = 0; i < 20; i++)
+          expect((await rpc(gateway.rpc, "eth_getBlockByNumber", ["latest", false])).error).toBeUndefined();
+        const after = await callsByNode(gateway.admin);
+        const served = (node: string) => (after.get(node) ?? 0) - (before.get(node) ?? 0);
+        return served(name) === 0 && served(other!.metadata!.name!) >= 20;
+      },
+      {
+        timeoutMs: 30_000,
+        intervalMs: 500,
+        what: `the gateway to call only ${other!.metadata!.name}${failureContext()}`,
+      },
+    );
+
+    await cluster.devnet.fault(name, { kind: "heal" });
+    await waitFor(async () => (await readyAddresses(service)).includes(ip), {
+      timeoutMs: 60_000,
+      intervalMs: 200,
+      what: `${ip} back in ${service} after heal${failureContext()}`,
+    });
+  }, 180_000);
+
+  it("evicts a stalled node through the Eviction API against the chart's PDB; the StatefulSet controller recreates it and it comes back Healthy", async () => {
+    const [victim] = (await lightPods("alpha")).sort((a, b) =>
+      a.metadata!.name!.localeCompare(b.metadata!.name!),
+    );
+    const name = victim!.metadata!.name!;
+    const uid = victim!.metadata!.uid!;
+    await cluster.devnet.fault(name, { kind: "stall" });
+    const replacement = await waitFor(
+      async () =>
+        (await lightPods("alpha")).find((p) => p.metadata!.name === name && p.metadata!.uid !== uid),
+      { timeoutMs: 90_000, intervalMs: 250, what: `${name} evicted and recreated${failureContext()}` },
+    );
+    const evictions = (await cluster.plane.auditEvents()).filter(
+      (e) => e.objectRef?.subresource === "eviction" && e.objectRef.name === name && e.verb === "create",
+    );
+    expect(evictions.some((e) => e.responseStatus?.code === 201)).toBe(true);
+    expect(
+      evictions.every(
+        (e) => e.user.username === `system:serviceaccount:${NAMESPACE}:${RELEASE}-lightfleet-controller`,
+      ),
+    ).toBe(true);
+    await waitFor(
+      async () => {
+        const node = await lightNode(name);
+        const [pod] = (await lightPods("alpha")).filter((p) => p.metadata!.uid === replacement.metadata!.uid);
+        return (
+          node.status?.state === "Healthy" &&
+          (node.status.restarts ?? 0) >= 1 &&
+          pod &&
+          condition(pod, "Ready") === "True"
+        );
+      },
+      {
+        timeoutMs: 90_000,
+        intervalMs: 250,
+        what: `${name} Healthy again after its restart${failureContext()}`,
+      },
+    );
+  }, 240_000);
+
+  it("shows real values in kubectl's printer columns, answers kubectl wait, and says why a pool it cannot run is not Ready", async () => {
+    const pools = await cluster.kubectl(["get", "lnp", "--namespace", NAMESPACE]);
+    expect(pools.code, pools.stderr).toBe(0);
+    const [header, ...rows] = pools.stdout.trim().split("\n");
+    expect(header).toMatch(/^NAME\s+NETWORK\s+HEALTHY\s+/);
+    const alphaRow = rows.find((r) => r.startsWith("alpha "))!.split(/\s+/);
+    expect(alphaRow[1]).toBe("alpha");
+    expect(alphaRow[2]).toMatch(/^2\/2$/);
+    expect(Number(alphaRow[3])).toBeGreaterThan(0); // reference head
+    const nodes = await cluster.kubectl(["get", "ln", "--namespace", NAMESPACE]);
+    expect(nodes.stdout).toMatch(/NAME\s+NETWORK\s+STATE\s+HEAD\s+LAG\s+RESTARTS\s+AGE/);
+    expect(nodes.stdout).toMatch(
+      new RegExp(`${RELEASE}-lightfleet-beta-0\\s+beta\\s+Healthy\\s+\\d+\\s+\\d+\\s+\\d+`),
+    );
+
+    const wait = await cluster.kubectl([
+      "wait",
+      "--for=condition=Ready",
+      "lnp/alpha",
+      "--namespace",
+      NAMESPACE,
+      "--timeout=60s",
+    ]);
+    expect(wait.code, wait.stderr).toBe(0);
+
+    // Refused at once by the CRD's own rules, before any controller sees it.
+    const alpha = await pool("alpha");
+    const invalid = await cluster.kubectl(
+      ["apply", "--namespace", NAMESPACE, "-f", "-"],
+      20_000,
+      JSON.stringify({
+        apiVersion: "lightfleet.io/v1alpha1",
+        kind: "LightNodePool",
+        metadata: { name: "gamma" },
+        spec: { ...alpha.spec, network: "gamma", scaling: { minReplicas: 5, maxReplicas: 2 } },
+      }),
+    );
+    expect(invalid.code).not.toBe(0);
+    expect(invalid.stderr).toMatch(/minReplicas must not exceed maxReplicas/);
+
+    // Valid to the schema, refused by the controller: a second pool for a network another pool runs.
+    await custom.createNamespacedCustomObject({
+      ...GROUP,
+      plural: "lightnodepools",
+      body: {
+        apiVersion: "lightfleet.io/v1alpha1",
+        kind: "LightNodePool",
+        metadata: { name: "gamma", labels: alpha.metadata.labels }, // the release's: its controller runs only its own class
+        spec: alpha.spec,
+      },
+    });
+    const refused = await cluster.kubectl(
+      ["wait", "--for=condition=Ready=False", "lnp/gamma", "--namespace", NAMESPACE, "--timeout=30s"],
+      40_000,
+    );
+    expect(refused.code, refused.stderr).toBe(0);
+    const gamma = await pool("gamma");
+    const ready = gamma.status?.conditions?.find((c) => c.type === "Ready");
+    expect(ready).toMatchObject({
+      status: "False",
+      reason: "DuplicateNetwork",
+      observedGeneration: gamma.metadata.generation,
+    });
+    expect(ready?.message).toMatch(/network alpha is already run by LightNodePool rpc\/alpha/);
+    expect((await pool("alpha")).status?.conditions?.find((c) => c.type === "Ready")?.status).toBe("True");
+    await custom.deleteNamespacedCustomObject({ ...GROUP, plural: "lightnodepools", name: "gamma" });
+  }, 120_000);
+
+  it("writes status the real schema accepts, with no stale fields, and observedGeneration following real generations", async () => {
+    const [pod] = (await lightPods("beta")).sort((a, b) =>
+      a.metadata!.name!.localeCompare(b.metadata!.name!),
+    );
+    const name = pod!.metadata!.name!;
+    const running = cluster.kubelet.pod(NAMESPACE, name)!;
+    running.running.signal("SIGSTOP"); // hung: probes time out
+    try {
+      const hung = await waitFor(
+        async () => {
+          const node = await lightNode(name);
+          return node.status?.state === "Unresponsive" ? node : undefined;
+        },
+        { timeoutMs: 30_000, intervalMs: 200, what: `${name} Unresponsive${failureContext()}` },
+      );
+      expect(hung.status?.head).toBeUndefined();
+      expect(hung.status?.lagBlocks).toBeUndefined();
+      expect(hung.status?.lagSeconds).toBeUndefined();
+    } finally {
+      running.running.signal("SIGCONT");
+    }
+
+    const before = await pool("beta");
+    await custom.patchNamespacedCustomObject(
+      {
+        ...GROUP,
+        plural: "lightnodepools",
+        name: "beta",
+        body: { spec: { health: { ...before.spec.health, maxLagBlocks: 4 } } },
+      },
+      setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+    );
+    const after = await pool("beta");
+    expect(after.metadata.generation).toBe((before.metadata.generation ?? 0) + 1);
+    await waitFor(async () => (await pool("beta")).status?.observedGeneration === after.metadata.generation, {
+      timeoutMs: 30_000,
+      intervalMs: 200,
+      what: "observedGeneration to follow the spec change",
+    });
+  }, 120_000);
+
+  it("scales through the real scale subresource: the StatefulSet controller makes the pod and the controller takes it up", async () => {
+    await custom.patchNamespacedCustomObject(
+      { ...GROUP, plural: "lightnodepools", name: "alpha", body: { spec: { scaling: { minReplicas: 3 } } } },
+      setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+    );
+    const statefulSet = `${RELEASE}-lightfleet-alpha`;
+    await waitFor(
+      async () =>
+        (await apps.readNamespacedStatefulSet({ name: statefulSet, namespace: NAMESPACE })).spec?.replicas ===
+        3,
+      {
+        timeoutMs: 60_000,
+        intervalMs: 250,
+        what: `${statefulSet} scaled to 3${failureContext()}`,
+      },
+    );
+    const scaleCalls = (await cluster.plane.auditEvents()).filter(
+      (e) =>
+        e.objectRef?.resource === "statefulsets" && e.objectRef.subresource === "scale" && e.verb === "patch",
+    );
+    expect(scaleCalls.length).toBeGreaterThan(0);
+    expect(
+      scaleCalls.every(
+        (e) => e.user.username === `system:serviceaccount:${NAMESPACE}:${RELEASE}-lightfleet-controller`,
+      ),
+    ).toBe(true);
+    await waitFor(async () => (await lightNode(`${statefulSet}-2`)).status?.state === "Healthy", {
+      timeoutMs: 90_000,
+      intervalMs: 250,
+      what: `the new pod ${statefulSet}-2 Healthy${failureContext()}`,
+    });
+  }, 150_000);
+
+  it("fails over between the chart's two controllers through the real Lease; a paused old leader does not act when resumed", async () => {
+    const leaseHolder = async () => {
+      const leases = await coordination.listNamespacedLease({
+        namespace: NAMESPACE,
+        labelSelector: `app.kubernetes.io/instance=${RELEASE}`,
+      });
+      expect(leases.items).toHaveLength(1);
+      return leases.items[0]!.spec?.holderIdentity;
+    };
+    const controllers = async () =>
+      (await pods("app.kubernetes.io/component=controller")).map((p) => p.metadata!.name!);
+    const first = await waitFor(leaseHolder, { what: "a leader" });
+    expect(await controllers()).toContain(first);
+
+    // Killed: the process dies at once and its pod goes (as with a node lost), so it cannot come back as itself.
+    const killedAt = Date.now();
+    cluster.kubelet.pod(NAMESPACE, first!)!.running.signal("SIGKILL");
+    await core.deleteNamespacedPod({ name: first!, namespace: NAMESPACE, gracePeriodSeconds: 0 });
+    const second = await waitFor(
+      async () => {
+        const holder = await leaseHolder();
+        return holder && holder !== first ? holder : undefined;
+      },
+      {
+        timeoutMs: 30_000,
+        intervalMs: 200,
+        what: `a new leader after ${first} was killed${failureContext()}`,
+      },
+    );
+    expect(Date.now() - killedAt).toBeLessThan(15_000 + 2_000 + 3_000); // lease duration + retry period + slack
+
+    // Paused: its lease runs out, the other takes over; resumed, it finds it no longer leads.
+    const pausedPod = cluster.kubelet.pod(NAMESPACE, second!)!;
+    pausedPod.running.signal("SIGSTOP");
+    let resumedAt = 0;
+    try {
+      await waitFor(
+        async () => {
+          const holder = await leaseHolder();
+          return holder && holder !== second;
+        },
+        {
+          timeoutMs: 40_000,
+          intervalMs: 200,
+          what: `a new leader while ${second} is paused${failureContext()}`,
+        },
+      );
+    } finally {
+      pausedPod.running.signal("SIGCONT");
+      resumedAt = Date.now();
+    }
+    const admin = pausedPod.running.resolvePort!("admin")!;
+    await waitFor(
+      async () => {
+        const text = await (await fetch(`http://${admin.host}:${admin.port}/metrics`)).text();
+        return !/^lightfleet_node_state\{/m.test(text);
+      },
+      { timeoutMs: 15_000, intervalMs: 200, what: `${second} to export no node states while it follows` },
+    );
+    // Let a few of the new leader's rounds pass, then look at what the resumed one did after it was resumed.
+    const lightNodeName = `${RELEASE}-lightfleet-alpha-0`;
+    const written = (await lightNode(lightNodeName)).status?.lastProbeTime;
+    await waitFor(async () => (await lightNode(lightNodeName)).status?.lastProbeTime !== written, {
+      timeoutMs: 60_000,
+      intervalMs: 500,
+      what: "the new leader's status writes",
+    });
+    const acted = (await cluster.plane.auditEvents()).filter(
+      (e) =>
+        Date.parse(e.stageTimestamp) > resumedAt + 1_000 &&
+        e.user.extra?.["authentication.kubernetes.io/pod-name"]?.[0] === second &&
+        ["create", "patch", "update", "delete"].includes(e.verb) &&
+        e.objectRef?.resource !== "leases",
+    );
+    expect(acted.map((e) => `${e.verb} ${e.requestURI}`)).toEqual([]);
+  }, 180_000);
+
+  it("garbage-collects each LightNode with its pod (helm uninstall)", async () => {
+    expect(
+      (await custom.listNamespacedCustomObject({ ...GROUP, plural: "lightnodes" })).items.length,
+    ).toBeGreaterThan(0);
+    const uninstalled = await cluster.helm(
+      ["uninstall", RELEASE, "--namespace", NAMESPACE, "--wait", "--timeout", "60s"],
+      90_000,
+    );
+    expect(uninstalled.code, uninstalled.stderr).toBe(0);
+    await waitFor(
+      async () =>
+        (
+          (await custom.listNamespacedCustomObject({ ...GROUP, plural: "lightnodes" })) as {
+            items: unknown[];
+          }
+        ).items.length === 0,
+      { timeoutMs: 60_000, intervalMs: 250, what: "every LightNode garbage-collected with its pod" },
+    );
+  }, 120_000);
+});
