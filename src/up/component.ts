@@ -45,6 +45,8 @@ export interface Endpoint {
 
 export interface RunningComponent {
   endpoints?: Endpoint[];
+  /** Whether it serves now, for `/readyz` (default: serving once started). */
+  ready?: () => { ok: boolean; message?: string };
   /** Stops it cleanly (drain, close connections, stop children). Called in reverse start order. */
   stop(): Promise<void>;
 }

@@ -10,7 +10,7 @@ import type { UpComponent } from "./component.js";
 export const controllerComponent: UpComponent = {
   name: "controller",
   async start(context) {
-    const { config, devnet, fleet, logger, registry, admin } = context;
+    const { config, devnet, fleet, logger, registry } = context;
     if (!fleet) throw new Error("the controller needs the process fleet");
     const devnetNetworks = new Set(devnet?.status().networks.map((n) => n.name) ?? []);
     const networks = config.networks.map((network) => {
@@ -29,8 +29,8 @@ export const controllerComponent: UpComponent = {
       probeMetrics: createProbeMetrics(registry),
     });
     context.controller = controller;
-    admin.addReadiness(controller.readinessCheck());
     controller.start();
-    return { stop: () => controller.stop() };
+    // Ready once every network completed a round.
+    return { ready: controller.readinessCheck().check, stop: () => controller.stop() };
   },
 };

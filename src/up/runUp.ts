@@ -52,6 +52,18 @@ export async function startUp(options: RunUpOptions): Promise<RunningUp> {
     admin,
   };
   const running: Array<{ name: string; component: RunningComponent }> = [];
+  const components = options.components ?? UP_COMPONENTS;
+  // /readyz lists every component from the start: one not started yet is not ready, so `up` is ready only once all
+  // of them serve. A component the config does not ask for leaves the list.
+  const started = new Map<string, RunningComponent>();
+  for (const { name } of components) {
+    admin.addReadiness({
+      name,
+      check: () =>
+        started.get(name)?.ready?.() ??
+        (started.has(name) ? { ok: true } : { ok: false, message: "not started yet" }),
+    });
+  }
   const stop = async () => {
     for (const { name, component } of running.splice(0).reverse()) {
       try {
@@ -63,10 +75,13 @@ export async function startUp(options: RunUpOptions): Promise<RunningUp> {
     await admin.close();
   };
   try {
-    for (const component of options.components ?? UP_COMPONENTS) {
+    for (const component of components) {
       logger.info({ component: component.name }, "starting");
-      const started = await component.start(context);
-      if (started) running.push({ name: component.name, component: started });
+      const runningComponent = await component.start(context);
+      if (runningComponent) {
+        running.push({ name: component.name, component: runningComponent });
+        started.set(component.name, runningComponent);
+      } else admin.removeReadiness(component.name);
     }
   } catch (error) {
     await stop();
