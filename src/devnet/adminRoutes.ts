@@ -4,6 +4,14 @@ import type { Devnet } from "./devnet.js";
 import { DevnetInputError } from "./errors.js";
 import { parseFault } from "./faults.js";
 
+export interface DevnetRouterOptions {
+  /**
+   * Heal of a node the devnet does not drive now (in `up`, a light node that is down and detached, e.g. one left in
+   * CrashLoop): asks its owner to start it again. Returns false when there is no such node.
+   */
+  restartUndriven?: (node: string) => boolean;
+}
+
 /**
  * Devnet admin routes, mounted on the admin port by `lightfleet up` and `lightfleet devnet`:
  *   GET  /devnet/status          nodes, heads and faults
@@ -12,7 +20,7 @@ import { parseFault } from "./faults.js";
  *   POST /devnet/reorg           {"network": NAME, "depth": N}: replace the newest N blocks
  * Errors are JSON {"error": message}: 400 bad input, 404 unknown node or network or route, 500 a failure to act.
  */
-export function devnetAdminRouter(devnet: Devnet): Router {
+export function devnetAdminRouter(devnet: Devnet, options: DevnetRouterOptions = {}): Router {
   const router = express.Router();
   router.use("/devnet", express.json({ limit: "16kb", strict: false }));
 
@@ -23,6 +31,11 @@ export function devnetAdminRouter(devnet: Devnet): Router {
   router.post("/devnet/faults/:node", async (req: Request<{ node: string }>, res, next) => {
     try {
       const fault = parseFault(req.body);
+      const driven = devnet.status().nodes.some((n) => n.name === req.params.node);
+      if (!driven && fault.kind === "heal" && options.restartUndriven?.(req.params.node)) {
+        res.json({ node: req.params.node, applied: fault, status: null, restart: "requested" });
+        return;
+      }
       await devnet.fault(req.params.node, fault);
       const node = devnet.status().nodes.find((n) => n.name === req.params.node) ?? null;
       res.json({ node: req.params.node, applied: fault, status: node });

@@ -2,6 +2,7 @@ import { Controller } from "../controller/controller.js";
 import { createControllerMetrics } from "../metrics/controllerMetrics.js";
 import { createProbeMetrics } from "../metrics/probeMetrics.js";
 import type { UpComponent } from "./component.js";
+import { nodeAdminRouter } from "./nodeRoutes.js";
 
 /**
  * The health controller over the process fleet. With a devnet, each network the devnet runs takes the devnet's full
@@ -10,7 +11,7 @@ import type { UpComponent } from "./component.js";
 export const controllerComponent: UpComponent = {
   name: "controller",
   async start(context) {
-    const { config, devnet, fleet, logger, registry } = context;
+    const { config, devnet, fleet, logger, registry, admin } = context;
     if (!fleet) throw new Error("the controller needs the process fleet");
     const devnetNetworks = new Set(devnet?.status().networks.map((n) => n.name) ?? []);
     const networks = config.networks.map((network) => {
@@ -29,6 +30,7 @@ export const controllerComponent: UpComponent = {
       probeMetrics: createProbeMetrics(registry),
     });
     context.controller = controller;
+    admin.addRoutes(nodeAdminRouter(fleet));
     controller.start();
     // Ready once every network completed a round.
     return { ready: controller.readinessCheck().check, stop: () => controller.stop() };
