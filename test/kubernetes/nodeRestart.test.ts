@@ -37,9 +37,9 @@ afterEach(async () => {
 
 describe("restarting a light node in Kubernetes", () => {
   it("takes the restart annotation on a pod as an operator's restart request", () => {
-    expect(memberOf(lightPod("light-0") as V1Pod, pool)?.restartRequested).toBeUndefined();
+    expect(memberOf(lightPod("light-0") as unknown as V1Pod, pool)?.restartRequested).toBeUndefined();
     const annotated = lightPod("light-0", { annotations: { [RESTART_ANNOTATION]: "2026-11-24T13:00:00Z" } });
-    expect(memberOf(annotated as V1Pod, pool)?.restartRequested).toBe(true);
+    expect(memberOf(annotated as unknown as V1Pod, pool)?.restartRequested).toBe(true);
   });
 
   it("lightfleet node restart --cluster annotates the pod, and names a pod that is missing or not a light node", async () => {
@@ -55,7 +55,9 @@ describe("restarting a light node in Kubernetes", () => {
     expect(done.stderr).toBe("");
     expect(done.stdout).toContain("light-0: restart requested (pod eth/light-0 annotated");
     expect(done.code).toBe(0);
-    const annotations = api.get(PODS, "eth", "light-0")?.metadata.annotations ?? {};
+    const annotationsOf = (name: string) =>
+      (api.get(PODS, "eth", name)?.metadata.annotations ?? {}) as Record<string, string>;
+    const annotations = annotationsOf("light-0");
     expect(Date.parse(annotations[RESTART_ANNOTATION] ?? "")).toBeGreaterThan(Date.now() - 60_000);
 
     const missing = await runCli(["node", "restart", "light-9", "-n", "eth"], { env });
@@ -64,6 +66,6 @@ describe("restarting a light node in Kubernetes", () => {
     const other = await runCli(["node", "restart", "web-0", "--cluster"], { env });
     expect(other.code).toBe(2);
     expect(other.stderr).toContain("pod eth/web-0 is not a lightfleet light node");
-    expect(api.get(PODS, "eth", "web-0")?.metadata.annotations?.[RESTART_ANNOTATION]).toBeUndefined();
+    expect(annotationsOf("web-0")[RESTART_ANNOTATION]).toBeUndefined();
   });
 });
