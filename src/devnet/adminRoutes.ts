@@ -22,7 +22,8 @@ export interface DevnetRouterOptions {
  */
 export function devnetAdminRouter(devnet: Devnet, options: DevnetRouterOptions = {}): Router {
   const router = express.Router();
-  router.use("/devnet", express.json({ limit: "16kb", strict: false }));
+  // Every body here is JSON, whatever its content type says: `curl -d` sends form-urlencoded, and some clients none.
+  router.use("/devnet", express.json({ limit: "16kb", strict: false, type: () => true }));
 
   router.get("/devnet/status", (_req, res) => {
     res.json(devnet.status());
@@ -78,17 +79,30 @@ export function devnetAdminRouter(devnet: Devnet, options: DevnetRouterOptions =
     res.status(404).json({ error: `no devnet route ${req.method} ${req.path}` });
   });
 
-  router.use("/devnet", (error: unknown, _req: Request, res: Response, _next: NextFunction) => {
-    const { status, message } = describeError(error);
+  router.use("/devnet", (error: unknown, req: Request, res: Response, _next: NextFunction) => {
+    const { status, message } = describeError(error, req.path);
     res.status(status).json({ error: message });
   });
   return router;
 }
 
-function describeError(error: unknown): { status: number; message: string } {
+/** What each route's body looks like, for the message about a body that is not JSON. */
+const BODY_EXAMPLES: Array<[RegExp, string]> = [
+  [/^\/faults\//, '{"kind": "lag", "blocks": 5}'],
+  [/^\/reorg/, '{"network": "devnet", "depth": 2}'],
+  [/^\/mine/, '{"network": "devnet"}'],
+];
+
+function describeError(error: unknown, path: string): { status: number; message: string } {
   if (error instanceof DevnetInputError) return { status: error.status, message: error.message };
   const e = error as { type?: string; status?: number; message?: string };
-  if (e?.type === "entity.parse.failed") return { status: 400, message: "the body is not valid JSON" };
+  if (e?.type === "entity.parse.failed") {
+    const example = BODY_EXAMPLES.find(([route]) => route.test(path))?.[1];
+    return {
+      status: 400,
+      message: `the body is not valid JSON${example ? `: expected a JSON object such as ${example}` : ""}`,
+    };
+  }
   if (e?.type === "entity.too.large") return { status: 413, message: "the body is too large" };
   if (typeof e?.status === "number" && e.status >= 400 && e.status < 500) {
     return { status: e.status, message: e.message ?? "bad request" };
