@@ -93,6 +93,11 @@ export class NetworkLoop {
   }
 
   /** The engine state after the last round, to continue from. */
+  /** What each reserved peer's follower knows now (reachable, head). */
+  peerObservations(): PeerObservation[] {
+    return this.followers.map((f) => f.observation());
+  }
+
   get engineState(): NetworkHealthState | undefined {
     return this.previous;
   }

@@ -90,7 +90,9 @@ export async function startUp(options: RunUpOptions): Promise<RunningUp> {
   const endpoints = running.flatMap((r) => r.component.endpoints ?? []);
   if (view) {
     const fleetView = new FleetView({ write: (line) => stdout.write(`${line}\n`), color: true });
-    context.controller?.onRound((network, output) => fleetView.onRound(network, output));
+    const controller = context.controller;
+    controller?.onRound((network, output) => fleetView.onRound(network, output, controller.peers(network)));
+    context.scaler?.onResize((status) => fleetView.onResize(status));
     stdout.write(
       formatBanner({
         networks: config.networks,

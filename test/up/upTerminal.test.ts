@@ -77,6 +77,25 @@ describe("lightfleet up on a terminal", () => {
       what: "the pool summary",
     });
 
+    // A reserved peer that dies and comes back gets one line each.
+    const peerFault = (kind: string) =>
+      fetch(`${admin}/devnet/faults/alpha-full-0`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ kind }),
+      });
+    expect((await peerFault("kill")).status).toBe(200);
+    await waitFor(() => /alpha-full-0\s+reserved peer down \(unreachable\)/.test(screen), {
+      what: "the peer-down line",
+      timeoutMs: 10_000,
+    });
+    expect((await peerFault("heal")).status).toBe(200);
+    await waitFor(() => /alpha-full-0\s+reserved peer back \(head \d+\)/.test(screen), {
+      what: "the peer-back line",
+      timeoutMs: 15_000,
+    });
+    expect(screen.match(/alpha-full-0\s+reserved peer down/g)).toHaveLength(1);
+
     const pid = up()!;
     const anvils = anvilsUnder(pid);
     expect(anvils).toHaveLength(4);
