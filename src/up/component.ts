@@ -22,6 +22,8 @@ export interface UpFlags {
  */
 export interface UpContext {
   config: Config;
+  /** The config file `up` runs on (absolute), for hints that name it. */
+  configFile: string;
   flags: UpFlags;
   logger: Logger;
   /** One registry for every component; served at /metrics on the admin port. */

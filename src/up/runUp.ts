@@ -29,7 +29,8 @@ export interface RunningUp {
  * already started are stopped again and the error is thrown.
  */
 export async function startUp(options: RunUpOptions): Promise<RunningUp> {
-  const config = await loadConfig(options.config);
+  const configFile = resolve(options.config);
+  const config = await loadConfig(configFile);
   const stdout = options.stdout ?? process.stdout;
   const format = options.logFormat ?? config.log.format;
   const view = format === "auto" && stdout.isTTY === true;
@@ -46,6 +47,7 @@ export async function startUp(options: RunUpOptions): Promise<RunningUp> {
   }
   const context: UpContext = {
     config,
+    configFile,
     flags: { port: options.port, adminPort: options.adminPort },
     logger,
     registry,
@@ -110,7 +112,7 @@ export async function startUp(options: RunUpOptions): Promise<RunningUp> {
 
 /** `lightfleet up`: runs until SIGINT or SIGTERM, then stops everything (a second signal exits at once). */
 export async function runUp(options: RunUpOptions): Promise<void> {
-  const up = await startUp({ ...options, config: resolve(options.config) });
+  const up = await startUp(options);
   const logger: Logger = up.context.logger;
   const signal = await new Promise<NodeJS.Signals>((done) => {
     process.once("SIGINT", () => done("SIGINT"));

@@ -49,7 +49,7 @@ describe("lightfleet up on a terminal", () => {
     expect(screen).toMatch(/lightfleet up: alpha \(chain 31337\)/);
     expect(screen).toMatch(/alpha-full-0\s+http:\/\/127\.0\.0\.1:\d+\s+\(full node, a block every 500 ms\)/);
     expect(screen).toMatch(/alpha-light-1\s+http:\/\/127\.0\.0\.1:\d+\s+\(light node\)/);
-    expect(screen).toContain("Inject a fault: lightfleet devnet lag alpha-light-1 5");
+    expect(screen).toContain("Inject a fault: npx lightfleet devnet lag alpha-light-1 5");
     // Each node turns Healthy in its own round: wait for both, and for the summary line that follows them.
     await waitFor(
       () =>
