@@ -141,8 +141,11 @@ export class ProcessFleet implements Fleet {
     for (const [network, slots] of this.slots) {
       const slot = slots.find((s) => s.name === member);
       if (!slot) continue;
-      slot.restartRequested = true;
-      this.changed(network);
+      // A restart under way already gives the member a new process: the request is met by it.
+      if (!slot.restarting) {
+        slot.restartRequested = true;
+        this.changed(network);
+      }
       return network;
     }
     return undefined;
