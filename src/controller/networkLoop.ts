@@ -92,12 +92,12 @@ export class NetworkLoop {
     return this.last;
   }
 
-  /** The engine state after the last round, to continue from. */
   /** What each reserved peer's follower knows now (reachable, head). */
   peerObservations(): PeerObservation[] {
     return this.followers.map((f) => f.observation());
   }
 
+  /** The engine state after the last round, to continue from. */
   get engineState(): NetworkHealthState | undefined {
     return this.previous;
   }
