@@ -32,6 +32,8 @@ export interface AnvilOptions {
   /** Mine only on evm_mine (the devnet's block driver decides when blocks happen). */
   noMining?: boolean;
   extraArgs?: string[];
+  /** Runs anvil through this command prefix (e.g. `ip netns exec NAME`, to listen inside another network namespace). */
+  launcher?: string[];
   logger?: Logger;
   startTimeoutMs?: number;
 }
@@ -62,9 +64,10 @@ export function startAnvil(options: AnvilOptions): Promise<AnvilNode> {
     let settled = false;
     /** The last lines it printed: anvil says why it exits (a port in use, a bad flag) on stderr. */
     const lastLines: string[] = [];
+    const [command, ...prefix] = [...(options.launcher ?? []), anvilBinary()];
     const child = spawnChild({
-      command: anvilBinary(),
-      args,
+      command: command!,
+      args: [...prefix, ...args],
       name: options.name,
       logger: options.logger ?? silentLogger(),
       onLine: (line) => {

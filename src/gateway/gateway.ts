@@ -48,6 +48,11 @@ export interface Gateway {
   requestTotals(): ReadonlyMap<string, number>;
   /** Served head per network (tests, status). */
   servedHead(network: string): number | undefined;
+  /**
+   * Starts a shutdown's first phase: everything is still served, but HTTP answers carry `connection: close`, so
+   * kept-alive clients reconnect (through a Service or ingress that no longer routes here).
+   */
+  drain(): void;
   /** Stops accepting, closes WebSockets with 1001, lets in-flight requests finish. */
   stop(): Promise<void>;
 }
@@ -134,6 +139,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   };
 
   let stopping = false;
+  let draining = false;
   const sessions = new Set<WsSession>();
   /** Open WebSocket connections (and handshakes under way) per client address. */
   const connectionCap = options.connectionCap ?? new ConnectionCounts(settings.maxWsConnectionsPerAddress);
@@ -219,6 +225,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       connectionsCheckingInterval: Math.min(1_000, settings.requestTimeout),
     },
     (req, res) => {
+      if (draining) res.setHeader("connection", "close");
       if (corsEnabled) cors(req, res);
       const route = routeOf(req.headers.host, req.url ?? "/");
       if (!route || route.transport !== "http") {
@@ -395,6 +402,9 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     url,
     requestTotals: () => totals,
     servedHead: (network) => runtimes.get(network)?.upstreams.servedHead(),
+    drain() {
+      draining = true;
+    },
     async stop() {
       if (stopping) return;
       stopping = true;

@@ -3,7 +3,8 @@ import { startAdminServer } from "../admin/adminServer.js";
 import { loadConfig } from "../config/loadConfig.js";
 import { createLogger } from "../log/logger.js";
 import { createRegistry } from "../metrics/registry.js";
-import { networksWithoutHead, openGateway, slicesFresh, untilSignal } from "./gatewayProcess.js";
+import { networksWithoutHead, openGateway, slicesFresh } from "./gatewayProcess.js";
+import { GracefulShutdown } from "./gracefulShutdown.js";
 
 export interface GatewayFlags {
   config: string;
@@ -42,8 +43,10 @@ export async function runGateway(flags: GatewayFlags): Promise<void> {
         : { ok: false, message: `no head yet for ${missing.join(", ")}` };
     },
   });
+  const shutdown = new GracefulShutdown(config.gateway.shutdownDelay, logger);
+  admin.addReadiness(shutdown.readiness);
   logger.info({ url: gateway.url, admin: admin.url }, "gateway serving");
-  await untilSignal();
+  await shutdown.untilStopping(() => gateway.drain());
   logger.info("gateway stopping: draining requests, closing WebSockets");
   await gateway.stop();
   await source.close?.();

@@ -1,8 +1,9 @@
 import { readdir } from "node:fs/promises";
 import { join } from "node:path";
 import type { ValidateFunction } from "ajv";
+import { parse } from "yaml";
 import { beforeAll, describe, expect, it } from "vitest";
-import { CHART_DIR, helm, renderChart } from "../support/helm.js";
+import { CHART_DIR, helm, parseObjects, renderChart } from "../support/helm.js";
 import type { K8sObject } from "../support/helm.js";
 import { crdValidators, loadCrds, validateObject } from "./validateObject.js";
 import { structuralProblems } from "./structuralSchema.js";
@@ -175,6 +176,20 @@ describe("helm chart", () => {
     }
   });
 
+  it("lets the gateway serve through the shutdown delay and the drain within its grace period", async () => {
+    const { objects } = await renderChart();
+    const config = parse(
+      (find(objects, "ConfigMap", "lightfleet-config").data as Record<string, string>)["lightfleet.yaml"]!,
+    ) as { gateway: { shutdownDelay: string } };
+    expect(config.gateway.shutdownDelay).toBe("10s");
+    const pod = (
+      find(objects, "Deployment", "lightfleet-gateway").spec as {
+        template: { spec: { terminationGracePeriodSeconds: number } };
+      }
+    ).template.spec;
+    expect(pod.terminationGracePeriodSeconds).toBeGreaterThanOrEqual(10 + 10);
+  });
+
   it("runs two controller replicas with leader election identity and the controller subcommand", async () => {
     const { objects } = await renderChart();
     const controller = find(objects, "Deployment", "lightfleet-controller");
@@ -268,6 +283,16 @@ describe("helm chart", () => {
       ],
       [["--set", "gateway.replicas=-1"], "/gateway/replicas"],
       [["--set", "controller.bogus=1"], "bogus"],
+      // A network that names no workload: what to add, not a template crash (reflect.Value.Type on zero Value).
+      [
+        [
+          ...["networks[0].name=a", "networks[0].preset=mainnet", "networks[0].reservedPeers[0].name=p"],
+          ...["networks[0].reservedPeers[0].http=http://p:8545"],
+        ].flatMap((pair) => ["--set", pair]),
+        "networks[a]: enable workload, or name an existing workload in pool.workload",
+      ],
+      // The pod must live through the shutdown delay and the drain, or the rollout drops requests after all.
+      [["--set", "gateway.terminationGracePeriodSeconds=15"], "must cover gateway.shutdownDelaySeconds"],
     ];
     for (const [args, message] of cases) {
       const result = await helm(["template", "x", CHART_DIR, ...args]);
@@ -320,5 +345,49 @@ describe("helm chart", () => {
     expect(adminFrom("lightfleet-gateway")).toContain('"app.kubernetes.io/component":"controller"');
     expect(adminFrom("lightfleet-keys-api")).toContain('"app.kubernetes.io/component":"test"');
     expect(adminFrom("lightfleet-controller")).not.toContain("podSelector");
+  });
+
+  it("runs two releases side by side: each its own Lease, pool class and object names", async () => {
+    const render = async (release: string, network: string) => {
+      const result = await helm([
+        "template",
+        release,
+        CHART_DIR,
+        "--namespace",
+        "eth",
+        ...[
+          `networks[0].name=${network}`,
+          `networks[0].preset=${network}`,
+          "networks[0].reservedPeers[0].name=full-0",
+          "networks[0].reservedPeers[0].http=http://full-0:8545",
+          "networks[0].workload.enabled=true",
+          "networks[0].workload.image.repository=client",
+        ].flatMap((pair) => ["--set", pair]),
+      ]);
+      expect(result.stderr).toBe("");
+      return parseObjects(result.stdout);
+    };
+    const blue = await render("blue", "mainnet");
+    const green = await render("green", "sepolia");
+    const names = (objects: K8sObject[]) => objects.map((o) => `${o.kind}/${o.metadata.name}`);
+    expect(names(blue).filter((n) => names(green).includes(n))).toEqual([]);
+    for (const [release, objects] of [
+      ["blue", blue],
+      ["green", green],
+    ] as const) {
+      const lease = objects.find((o) => o.kind === "Lease")!;
+      expect(lease.metadata.name).toBe(`${release}-lightfleet-controller`);
+      // NOTES.txt's `kubectl get leases -l app.kubernetes.io/instance=<release>` finds it.
+      expect(lease.metadata.labels?.["app.kubernetes.io/instance"]).toBe(release);
+      const config = parse(
+        (find(objects, "ConfigMap", `${release}-lightfleet-config`).data as Record<string, string>)[
+          "lightfleet.yaml"
+        ]!,
+      ) as { controller: { poolSelector: string; lease: { name: string } } };
+      expect(config.controller.lease.name).toBe(lease.metadata.name);
+      expect(config.controller.poolSelector).toBe(`lightfleet.io/class=${release}-lightfleet`);
+      const pool = objects.find((o) => o.kind === "LightNodePool")!;
+      expect(pool.metadata.labels?.["lightfleet.io/class"]).toBe(`${release}-lightfleet`);
+    }
   });
 });

@@ -53,7 +53,7 @@ describe("the chart's RBAC against the calls the code makes", () => {
     });
     nock.disableNetConnect();
     nock.enableNetConnect("127.0.0.1");
-    let leaseCreated = false;
+    let leaseTaken = false;
     // Answers every call with something plausible and records the permission it needs.
     const pod = {
       metadata: { name: "light-0", namespace: "eth", uid: "u" },
@@ -64,17 +64,16 @@ describe("the chart's RBAC against the calls the code makes", () => {
       function (this: { req: { path: string } }, uri: string) {
         const url = new URL(uri, SERVER);
         calls.add(permission(method, url));
-        if (url.pathname.endsWith("/leases") && method === "POST") leaseCreated = true;
+        // The chart creates the Lease; the controller reads it, takes it and renews it.
         if (url.pathname.endsWith("/leases/lightfleet-controller") && method === "GET")
-          return leaseCreated
-            ? [
-                200,
-                {
-                  metadata: { name: "lightfleet-controller", resourceVersion: "3" },
-                  spec: { holderIdentity: "c-0", leaseDurationSeconds: 15 },
-                },
-              ]
-            : [404, { kind: "Status", code: 404 }];
+          return [
+            200,
+            {
+              metadata: { name: "lightfleet-controller", resourceVersion: "3" },
+              spec: leaseTaken ? { holderIdentity: "c-0", leaseDurationSeconds: 15 } : {},
+            },
+          ];
+        if (url.pathname.endsWith("/leases/lightfleet-controller") && method === "PUT") leaseTaken = true;
         // Watches stay open until the test is done with them.
         if (url.searchParams.get("watch") === "true") return new Promise(() => {});
         if (url.pathname.endsWith("/pods"))
@@ -180,10 +179,20 @@ describe("the chart's RBAC against the calls the code makes", () => {
           for (const verb of rule.verbs) set.add(`${group}|${resource}|${verb}`);
     return set;
   };
-  const roleOf = (objects: Array<Record<string, unknown>>, component: string) =>
-    objects.find(
-      (o) => o.kind === "Role" && (o.metadata as { name: string }).name.endsWith(`-${component}`),
-    ) as { rules: Array<{ apiGroups: string[]; resources: string[]; verbs: string[] }> } | undefined;
+  type Rule = { apiGroups: string[]; resources: string[]; verbs: string[]; resourceNames?: string[] };
+  type Role = { kind: string; metadata: { name: string; namespace?: string }; rules: Rule[] };
+  /** Every Role and ClusterRole of a component, found by its component label. */
+  const rolesOf = (objects: Array<Record<string, unknown>>, component: string) =>
+    objects.filter(
+      (o) =>
+        (o.kind === "Role" || o.kind === "ClusterRole") &&
+        (o.metadata as { labels?: Record<string, string> }).labels?.["app.kubernetes.io/component"] ===
+          component,
+    ) as unknown as Role[];
+  const roleOf = (objects: Array<Record<string, unknown>>, component: string) => {
+    const roles = rolesOf(objects, component);
+    return roles.length ? { rules: roles.flatMap((r) => r.rules) } : undefined;
+  };
 
   it("grants the controller and the gateway every call each makes, and nothing more", async () => {
     const { objects } = await renderChart();
@@ -212,5 +221,32 @@ describe("the chart's RBAC against the calls the code makes", () => {
     // Nor an API token.
     expect(account(objects).automountServiceAccountToken).toBe(false);
     expect(account((await renderChart()).objects).automountServiceAccountToken).toBeUndefined();
+  });
+
+  it("keeps leader election to the release's own Lease, and EndpointSlices to the namespaces watched, even cluster-wide", async () => {
+    for (const set of [[], ["rbac.clusterWide=true"]]) {
+      const { objects } = await renderChart({ set });
+      const all = [...rolesOf(objects, "controller"), ...rolesOf(objects, "gateway")];
+      for (const role of all.filter((r) => r.kind === "ClusterRole")) {
+        const resources = role.rules.flatMap((r) => r.resources);
+        expect(resources, `${role.metadata.name} ${set.join()}`).not.toContain("leases");
+        expect(resources, `${role.metadata.name} ${set.join()}`).not.toContain("endpointslices");
+      }
+      const leaseRules = all.flatMap((r) => r.rules).filter((r) => r.resources.includes("leases"));
+      expect(leaseRules).toEqual([
+        {
+          apiGroups: ["coordination.k8s.io"],
+          resources: ["leases"],
+          resourceNames: ["lightfleet-controller"],
+          verbs: ["get", "update"],
+        },
+      ]);
+      // Only namespaced Roles in the release namespace hold them.
+      for (const role of all.filter((r) =>
+        r.rules.some((x) => /leases|endpointslices/.test(x.resources.join())),
+      ))
+        expect([role.kind, role.metadata.namespace]).toEqual(["Role", "lightfleet"]);
+      expect(rolesOf(objects, "gateway").map((r) => r.kind)).toEqual(["Role"]);
+    }
   });
 });

@@ -61,6 +61,31 @@ export async function loadCrds(): Promise<CustomResourceDefinition[]> {
 
 const ajv = new Ajv({ strict: false, allErrors: true, validateFormats: false });
 
+/**
+ * A CRD schema (OpenAPI 3.0: `exclusiveMinimum: true` beside `minimum`) in the JSON Schema dialect ajv reads
+ * (`exclusiveMinimum: <bound>`).
+ */
+export function openApiToJsonSchema(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(openApiToJsonSchema);
+  if (!schema || typeof schema !== "object") return schema;
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(schema)) {
+    if (key === "exclusiveMinimum" || key === "exclusiveMaximum") continue;
+    out[key] = key === "enum" || key === "required" ? value : openApiToJsonSchema(value);
+  }
+  const source = schema as Record<string, unknown>;
+  for (const [exclusive, bound] of [
+    ["exclusiveMinimum", "minimum"],
+    ["exclusiveMaximum", "maximum"],
+  ] as const) {
+    if (source[exclusive] === true) {
+      out[exclusive] = source[bound];
+      delete out[bound];
+    }
+  }
+  return out;
+}
+
 /** A validator for custom resources of the chart's own CRDs, from each version's openAPIV3Schema. */
 export function crdValidators(crds: CustomResourceDefinition[]): Map<string, ValidateFunction> {
   const validators = new Map<string, ValidateFunction>();
@@ -72,7 +97,7 @@ export function crdValidators(crds: CustomResourceDefinition[]): Map<string, Val
       const properties = { ...(schema.properties as Record<string, unknown>), metadata: { type: "object" } };
       validators.set(
         `${crd.spec.group}/${version.name}/${crd.spec.names.kind}`,
-        ajv.compile({ ...schema, properties }),
+        ajv.compile(openApiToJsonSchema({ ...schema, properties }) as object),
       );
     }
   }

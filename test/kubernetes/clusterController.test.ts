@@ -272,4 +272,32 @@ describe("the controller in a cluster (API simulated on loopback, real nodes)", 
       "HorizontalPodAutoscaler light-cpu",
     );
   });
+
+  it("runs only the pools of its class when two releases share the namespace", async () => {
+    const api = await startFakeApiServer();
+    cleanup.push(() => api.close());
+    const pool = (name: string, poolClass: string): KubeObject =>
+      ({
+        apiVersion: "lightfleet.io/v1alpha1",
+        kind: "LightNodePool",
+        metadata: { name, namespace: "eth", labels: { "lightfleet.io/class": poolClass } },
+        spec: {
+          network: name,
+          chainId: 1,
+          workloadRef: { kind: "StatefulSet", name },
+          selector: { matchLabels: { app: name } },
+          reservedPeers: [{ http: "http://127.0.0.1:9" }],
+        },
+      }) as unknown as KubeObject;
+    api.put(POOLS, pool("mainnet", "blue"));
+    api.put(POOLS, pool("sepolia", "green"));
+    const blue = start(api, { poolSelector: "lightfleet.io/class=blue", lease: { name: "blue" } });
+    const green = start(api, { poolSelector: "lightfleet.io/class=green", lease: { name: "green" } });
+    await Promise.all([blue.ready, green.ready]);
+    await waitFor(() => blue.pools().length === 1 && green.pools().length === 1, { what: "each its pool" });
+    expect(blue.pools().map((p) => p.ref.name)).toEqual(["mainnet"]);
+    expect(green.pools().map((p) => p.ref.name)).toEqual(["sepolia"]);
+    // Each leads on its own Lease: both act.
+    await waitFor(() => blue.elector.isLeader() && green.elector.isLeader(), { what: "two leaders" });
+  });
 });

@@ -202,3 +202,47 @@ describe("two controllers on one Lease", () => {
     expect(Date.now() - stoppedAt).toBeLessThan(timing.leaseDurationMs);
   });
 });
+
+describe("the Lease of a release", () => {
+  it("keeps the labels of the Lease the chart made when it takes and renews it, and labels a Lease it creates", async () => {
+    nock.enableNetConnect("127.0.0.1");
+    const fake = await startFakeLeaseServer();
+    const labels = { "app.kubernetes.io/instance": "rel", "app.kubernetes.io/component": "controller" };
+    const electors: LeaderElector[] = [];
+    try {
+      fake.seed({ metadata: { name: "rel-lightfleet-controller", namespace: "fleet", labels } });
+      const make = (name: string, extra: Record<string, string> = {}) => {
+        const e = new LeaderElector({
+          api: fake.kubeConfig().makeApiClient(CoordinationV1Api),
+          namespace: "fleet",
+          name,
+          identity: "controller-0",
+          labels: extra,
+          leaseDurationMs: 1_000,
+          renewDeadlineMs: 700,
+          retryPeriodMs: 50,
+          logger: silentLogger(),
+        });
+        electors.push(e);
+        e.start();
+        return e;
+      };
+      const taking = make("rel-lightfleet-controller", { "lightfleet.io/added": "yes" });
+      await waitFor(() => taking.isLeader(), { what: "leadership of the chart's Lease" });
+      const before = fake.writes();
+      await waitFor(() => fake.writes() >= before + 2, { what: "two renewals" });
+      expect(fake.lease("fleet", "rel-lightfleet-controller")?.spec.holderIdentity).toBe("controller-0");
+      expect(fake.lease("fleet", "rel-lightfleet-controller")?.metadata.labels).toEqual({
+        ...labels,
+        "lightfleet.io/added": "yes",
+      });
+
+      const creating = make("own-lease", labels);
+      await waitFor(() => creating.isLeader(), { what: "leadership of a new Lease" });
+      expect(fake.lease("fleet", "own-lease")?.metadata.labels).toEqual(labels);
+    } finally {
+      await Promise.all(electors.map((e) => e.stop()));
+      await fake.close();
+    }
+  });
+});

@@ -35,9 +35,7 @@ describe("LightNodePool to controller network", () => {
   });
 
   it("gives the same network config a file would, with the pool's health overrides and defaults", () => {
-    const { network, binding, ref } = poolNetwork(
-      pool({ health: { maxLagBlocks: 5, probeInterval: "1s", getLogsMaxRange: 500 } }),
-    );
+    const { network, binding, ref } = poolNetwork(pool({ health: { maxLagBlocks: 5, probeInterval: "1s" } }));
     expect(network).toMatchObject({
       name: "mainnet",
       chainId: 1,

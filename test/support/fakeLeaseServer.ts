@@ -3,7 +3,7 @@ import type { AddressInfo } from "node:net";
 import { KubeConfig } from "@kubernetes/client-node";
 
 interface StoredLease {
-  metadata: { name: string; namespace: string; resourceVersion: string };
+  metadata: { name: string; namespace: string; resourceVersion: string; labels?: Record<string, string> };
   spec: Record<string, unknown>;
 }
 
@@ -14,6 +14,8 @@ interface StoredLease {
 export async function startFakeLeaseServer(): Promise<{
   kubeConfig: () => KubeConfig;
   lease: (namespace: string, name: string) => StoredLease | undefined;
+  /** Stores a Lease as `kubectl apply` or Helm would have created it. */
+  seed: (lease: { metadata: { name: string; namespace: string; labels?: Record<string, string> } }) => void;
   writes: () => number;
   close: () => Promise<void>;
 }> {
@@ -60,8 +62,14 @@ export async function startFakeLeaseServer(): Promise<{
         if (body.metadata.resourceVersion !== current.metadata.resourceVersion)
           return status(409, "Conflict");
         writes++;
+        // A replace is the whole object: metadata the body leaves out (labels) is gone, as on a real server.
         const stored = {
-          metadata: { ...current.metadata, resourceVersion: String(++version) },
+          metadata: {
+            ...body.metadata,
+            name: name!,
+            namespace: namespace!,
+            resourceVersion: String(++version),
+          },
           spec: body.spec,
         };
         leases.set(key, stored);
@@ -85,6 +93,11 @@ export async function startFakeLeaseServer(): Promise<{
       return kc;
     },
     lease: (namespace, name) => leases.get(`${namespace}/${name}`),
+    seed: ({ metadata }) =>
+      leases.set(`${metadata.namespace}/${metadata.name}`, {
+        metadata: { ...metadata, resourceVersion: String(++version) },
+        spec: {},
+      }),
     writes: () => writes,
     close: () =>
       new Promise<void>((resolve) => {

@@ -115,9 +115,12 @@ its EndpointSlices (each pod an upstream), or by its one address. */}}
 {{- $base := dict
   "dataDir" "/data"
   "admin" (dict "host" "0.0.0.0" "port" (int .Values.adminPort))
-  "gateway" (dict "host" "0.0.0.0" "port" (int .Values.gateway.port) "workers" (int .Values.gateway.workers))
+  "gateway" (dict "host" "0.0.0.0" "port" (int .Values.gateway.port) "workers" (int .Values.gateway.workers) "shutdownDelay" (printf "%ds" (int .Values.gateway.shutdownDelaySeconds)))
   "keys" (dict "host" "0.0.0.0" "port" (int .Values.keys.port))
-  "controller" (dict "namespace" (include "lightfleet.watchNamespace" .))
+  "controller" (dict
+    "namespace" (include "lightfleet.watchNamespace" .)
+    "poolSelector" (printf "lightfleet.io/class=%s" (include "lightfleet.poolClass" .))
+    "lease" (dict "name" (include "lightfleet.leaseName" .) "labels" (include "lightfleet.componentSelectorLabels" (dict "root" . "component" "controller") | fromYaml)))
 }}
 {{- if .Values.gateway.enabled }}
 {{- /* The autoscaler's `source: gateway` scrapes the gateway pods found behind this Service. */}}
@@ -201,6 +204,9 @@ checksum/config: {{ include "lightfleet.config" . | sha256sum }}
 {{- if and .Values.keys.enabled (gt (int .Values.keys.replicas) 1) (not .Values.keys.database.existingSecret) }}
 {{- fail "keys.replicas > 1 needs PostgreSQL: set keys.database.existingSecret (a Secret with DATABASE_URL); a SQLite file cannot be shared" }}
 {{- end }}
+{{- if and .Values.gateway.enabled (lt (int .Values.gateway.terminationGracePeriodSeconds) (add (int .Values.gateway.shutdownDelaySeconds) 10)) }}
+{{- fail (printf "gateway.terminationGracePeriodSeconds (%d) must cover gateway.shutdownDelaySeconds (%d) and the 10 s drain: set at least %d" (int .Values.gateway.terminationGracePeriodSeconds) (int .Values.gateway.shutdownDelaySeconds) (add (int .Values.gateway.shutdownDelaySeconds) 10)) }}
+{{- end }}
 {{- $names := dict }}
 {{- range .Values.networks }}
 {{- if hasKey $names .name }}
@@ -227,4 +233,14 @@ checksum/config: {{ include "lightfleet.config" . | sha256sum }}
 {{- define "lightfleet.autoscalingMode" -}}
 {{- $mode := .Values.autoscaling.mode }}
 {{- if kindIs "bool" $mode }}off{{ else }}{{ $mode }}{{ end }}
+{{- end }}
+
+{{/* The controller's Lease: one per release, so that two releases in a namespace each elect their own leader. */}}
+{{- define "lightfleet.leaseName" -}}
+{{- printf "%s-controller" (include "lightfleet.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The pool class: the controller runs the LightNodePools labelled lightfleet.io/class with it (as IngressClass). */}}
+{{- define "lightfleet.poolClass" -}}
+{{- default (include "lightfleet.fullname" .) .Values.controller.poolClass }}
 {{- end }}

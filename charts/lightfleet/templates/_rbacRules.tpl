@@ -30,15 +30,62 @@
 - apiGroups: [events.k8s.io]
   resources: [events]
   verbs: [create]
+{{- end }}
+
+{{/* The controller's calls in the release namespace: its own Lease (which the chart creates, so no create), and the
+gateway pods behind the gateway Service, whose /metrics the autoscaler reads. */}}
+{{- define "lightfleet.rules.controllerLocal" -}}
 - apiGroups: [coordination.k8s.io]
   resources: [leases]
-  verbs: [get, create, update]
+  resourceNames: [{{ include "lightfleet.leaseName" . }}]
+  verbs: [get, update]
 {{- if .Values.gateway.enabled }}
-{{- /* The gateway pods behind the gateway Service, whose /metrics the autoscaler reads. */}}
 - apiGroups: [discovery.k8s.io]
   resources: [endpointslices]
   verbs: [list, watch]
 {{- end }}
+{{- end }}
+
+{{/* A Role (or ClusterRole) and its binding to a component's ServiceAccount. */}}
+{{- define "lightfleet.roleAndBinding" -}}
+{{- $kind := ternary "ClusterRole" "Role" .clusterWide }}
+{{- $ctx := dict "root" .root "component" .component }}
+{{- range $object := list $kind (printf "%sBinding" $kind) }}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: {{ $object }}
+metadata:
+  name: {{ $.name }}
+  {{- if not $.clusterWide }}
+  namespace: {{ $.namespace }}
+  {{- end }}
+  labels:
+    {{- include "lightfleet.componentLabels" $ctx | nindent 4 }}
+{{- if eq $object $kind }}
+rules:
+  {{- $.rules | nindent 2 }}
+{{- else }}
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: {{ $kind }}
+  name: {{ $.name }}
+subjects:
+  - kind: ServiceAccount
+    name: {{ $.serviceAccount }}
+    namespace: {{ $.root.Release.Namespace }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* Namespaces of the Services whose EndpointSlices the gateway follows: the release's, and any a network names. */}}
+{{- define "lightfleet.gatewayNamespaces" -}}
+{{- $namespaces := list .Release.Namespace }}
+{{- range .Values.networks }}
+{{- if and .gateway .gateway.service .gateway.service.namespace }}
+{{- $namespaces = append $namespaces .gateway.service.namespace }}
+{{- end }}
+{{- end }}
+{{- $namespaces | uniq | toJson }}
 {{- end }}
 
 {{/* The gateway's API calls: the EndpointSlices of each pool's Service. */}}

@@ -32,6 +32,11 @@ export const gatewaySchema = z.strictObject({
   pingInterval: duration.default(30_000),
   /** Time a client has to send one whole HTTP request, headers and body; slower senders are disconnected. */
   requestTimeout: duration.default(30_000),
+  /**
+   * On SIGTERM, time the gateway keeps serving with /readyz failing before it stops accepting, so that the endpoint
+   * removal reaches every Service, ingress and load balancer first (0: stop at once). The chart sets it.
+   */
+  shutdownDelay: duration.default(0),
   /** Time in-flight requests get to finish on shutdown. */
   drainTimeout: duration.default(10_000),
   /** Behind a proxy (an ingress): a client's address is the last X-Forwarded-For entry, not the connection's peer. */

@@ -5,6 +5,7 @@ import type { Config } from "../../config/schema.js";
 import type { Logger } from "../../log/logger.js";
 import { createRegistry } from "../../metrics/registry.js";
 import { networksWithoutHead, openGateway, slicesFresh, untilSignal } from "../gatewayProcess.js";
+import { GracefulShutdown } from "../gracefulShutdown.js";
 import type { GatewayFlags } from "../runGateway.js";
 import { answerMetricsRequests, ClusterMetrics } from "./clusterMetrics.js";
 import { configuredRateLimiter } from "../limits/ipRateLimiter.js";
@@ -147,7 +148,10 @@ export async function runPrimary(config: Config, logger: Logger, flags: GatewayF
   const url = [...statuses.values()][0]!.url;
   logger.info({ url, admin: admin.url, workers: count }, "gateway serving");
 
-  await untilSignal();
+  const shutdown = new GracefulShutdown(config.gateway.shutdownDelay, logger);
+  admin.addReadiness(shutdown.readiness);
+  // The workers serve on through the delay; the primary's /readyz is the pod's.
+  await shutdown.untilStopping();
   stopping = true;
   logger.info("gateway stopping: draining every worker's requests, closing WebSockets");
   await stopWorkers(config.gateway.drainTimeout + 5_000, logger);

@@ -2,6 +2,11 @@
  * TypeScript shapes of the lightfleet.io/v1alpha1 custom resources. The schemas that the API server enforces are
  * charts/lightfleet/crds/*.yaml; tests validate every status the controller writes against them.
  */
+import type { z } from "zod";
+import type { PresetName } from "../../config/presets.js";
+import type { healthSchema } from "../../config/sections/health.js";
+import type { PeerConfig } from "../../config/sections/network.js";
+import type { scalingSchema } from "../../config/sections/scaling.js";
 import type { NodeState, RestartReason } from "../../health/types.js";
 
 export const GROUP = "lightfleet.io";
@@ -67,37 +72,13 @@ export interface LightNodePoolSpec {
   selector: LabelSelector;
   rpcPort?: number;
   wsPort?: number;
-  reservedPeers: { name?: string; http: string; ws?: string }[];
-  /** Durations as strings ("2s"); integers as numbers. Unset fields take the controller's defaults. */
-  health?: Partial<{
-    probeInterval: string;
-    probeTimeout: string;
-    maxLagBlocks: number;
-    maxLagSeconds: string;
-    restartLagBlocks: number;
-    stallAfter: string;
-    unhealthyAfter: number;
-    healthyAfter: number;
-    restartAfter: string;
-    startupGrace: string;
-    maxConcurrentRestarts: number;
-    crashLoopAfter: number;
-    peerQuorum: number;
-    syncingIsUnhealthy: boolean;
-    getLogsMaxRange: number;
-  }>;
-  scaling?: Partial<{
-    enabled: boolean;
-    minReplicas: number;
-    maxReplicas: number;
-    targetRequestsPerNode: number;
-    scaleDownStabilization: string;
-    tolerance: number;
-    scaleUpStep: number;
-    rateWindow: string;
-    source: { type: "gateway" } | { type: "prometheus"; url: string; query?: string; timeout?: string };
-    cronFloors: { name?: string; start: string; end: string; timezone?: string; minReplicas: number }[];
-  }>;
+  /** The config format's network options, as charts/lightfleet/crds (generated from the same schema) takes them. */
+  preset?: PresetName;
+  blockTime?: string | number;
+  reservedPeers: (Omit<PeerConfig, "name"> & { name?: string })[];
+  /** Durations as "2s" or seconds; unset fields take the controller's defaults. */
+  health?: z.input<typeof healthSchema>;
+  scaling?: z.input<typeof scalingSchema>;
 }
 
 export interface LightNodePoolStatus {

@@ -77,7 +77,8 @@ export function startClusterController(options: ClusterControllerOptions): Clust
   const elector = new LeaderElector({
     api: makeApiClient(kubeConfig, CoordinationV1Api),
     namespace: options.leaseNamespace,
-    name: "lightfleet-controller",
+    name: config.controller.lease.name,
+    labels: config.controller.lease.labels,
     identity,
     logger,
     metrics: createLeaderMetrics(registry),
@@ -172,6 +173,9 @@ export function startClusterController(options: ClusterControllerOptions): Clust
       logger.error({ err: String(error) }, "could not apply the LightNodePools");
     });
   };
+  const poolSelector = config.controller.poolSelector
+    ? { labelSelector: config.controller.poolSelector }
+    : {};
   let listed!: () => void;
   const ready = new Promise<void>((resolve) => (listed = resolve));
   const poolCache = new ListWatch<LightNodePool>({
@@ -186,12 +190,19 @@ export function startClusterController(options: ClusterControllerOptions): Clust
             version: VERSION,
             namespace,
             plural: POOL_PLURAL,
+            ...poolSelector,
           })
-        : custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: POOL_PLURAL }))) as {
+        : custom.listClusterCustomObject({
+            group: GROUP,
+            version: VERSION,
+            plural: POOL_PLURAL,
+            ...poolSelector,
+          }))) as {
         items: LightNodePool[];
         metadata?: { resourceVersion?: string };
       },
     what: "LightNodePool",
+    ...poolSelector,
     logger,
     metrics: { recorder: cacheMetrics, scope: namespace || "all" },
     onChange: () => {

@@ -30,18 +30,18 @@ export interface PoolNetwork {
  */
 export function poolNetwork(pool: LightNodePool): PoolNetwork {
   const { spec } = pool;
-  // getLogsMaxRange is the gateway's; the rest of spec.health is the engine's.
-  const { getLogsMaxRange: _gateway, ...health } = spec.health ?? {};
   const where = `LightNodePool ${pool.metadata.namespace ?? ""}/${pool.metadata.name}`;
   const parsed = networkSchema.safeParse({
     name: spec.network,
     chainId: spec.chainId,
+    ...(spec.preset !== undefined ? { preset: spec.preset } : {}),
+    ...(spec.blockTime !== undefined ? { blockTime: spec.blockTime } : {}),
     reservedPeers: spec.reservedPeers.map((peer, i) => ({
       name: peer.name ?? `peer-${i}`,
       http: peer.http,
       ...(peer.ws ? { ws: peer.ws } : {}),
     })),
-    health,
+    health: spec.health ?? {},
     // A pool that says nothing of scaling is not resized: its rate and desired size are still reported.
     scaling: spec.scaling ? { ...spec.scaling } : { enabled: false },
   });

@@ -34,7 +34,10 @@ export async function runController(flags: { config: string; adminPort?: number 
   });
   admin.addLiveness(running.liveness);
   admin.addReadiness(running.readiness);
-  logger.info({ admin: admin.url, lease: `${leaseNamespace}/lightfleet-controller` }, "controller running");
+  logger.info(
+    { admin: admin.url, lease: `${leaseNamespace}/${config.controller.lease.name}` },
+    "controller running",
+  );
 
   await new Promise<void>((resolve) => {
     process.once("SIGINT", () => resolve());

@@ -12,6 +12,11 @@ export interface LeaderElectorOptions {
   name: string;
   /** This replica (the pod name in a cluster). */
   identity: string;
+  /**
+   * Labels of the Lease (`kubectl get leases -l app.kubernetes.io/instance=...`): set on a Lease this replica creates
+   * and added to one it takes; the labels a Lease already has are kept.
+   */
+  labels?: Record<string, string>;
   /** A follower takes over this long after the leader's last renewal it saw (client-go default 15 s). */
   leaseDurationMs?: number;
   /** A leader that could not renew for this long stops acting (client-go default 10 s). */
@@ -127,10 +132,12 @@ export class LeaderElector {
     return {
       apiVersion: "coordination.k8s.io/v1",
       kind: "Lease",
+      // A replace is the whole object: the Lease's own metadata (labels from the chart) goes back with it.
       metadata: {
+        ...current?.metadata,
         name: this.options.name,
         namespace: this.options.namespace,
-        ...(current?.metadata?.resourceVersion ? { resourceVersion: current.metadata.resourceVersion } : {}),
+        labels: { ...this.options.labels, ...current?.metadata?.labels },
       },
       spec: {
         holderIdentity: this.options.identity,

@@ -1,0 +1,162 @@
+/**
+ * The network part of the config format as JSON Schema, for the two other places a network is written: the Helm
+ * chart's values.schema.json (networks[]) and the LightNodePool CRD (spec). Both are generated from the zod schema
+ * (`npm run schemas`), so an option the config format gains is accepted there too, and an unknown one is refused.
+ */
+import { z } from "zod";
+import { DURATION_PATTERN, duration } from "./duration.js";
+import { healthSchema } from "./sections/health.js";
+import { networkSchema, peerSchema } from "./sections/network.js";
+import { scalingSchema } from "./sections/scaling.js";
+import { httpUrl, wsUrl } from "./urls.js";
+
+export type JsonSchema = { [keyword: string]: unknown };
+
+/** Network keys of the config format the chart and the pool carry; `nodes` (the process fleet) is `up`'s alone. */
+const NETWORK_KEYS = [
+  "name",
+  "preset",
+  "chainId",
+  "blockTime",
+  "reservedPeers",
+  "health",
+  "gateway",
+  "scaling",
+];
+
+/** Regular-expression stand-ins for the checks zod runs in code (URL parsing), so the JSON side checks them too. */
+const PATTERNS = new Map<unknown, string>([
+  [httpUrl, "^https?://"],
+  [wsUrl, "^wss?://"],
+]);
+
+function generate(schema: z.ZodType, target: "draft-07" | "openapi-3.0", crd: boolean): JsonSchema {
+  return z.toJSONSchema(schema, {
+    io: "input",
+    target,
+    reused: "inline",
+    override: ({ zodSchema, jsonSchema }) => {
+      const json = jsonSchema as JsonSchema;
+      if (zodSchema === duration) {
+        // "2s" or a number of seconds. A CRD types it int-or-string (structural schemas take one type per field).
+        for (const key of Object.keys(json)) delete json[key];
+        Object.assign(json, crd ? { "x-kubernetes-int-or-string": true } : { type: ["number", "string"] }, {
+          minimum: 0,
+          pattern: DURATION_PATTERN.source,
+        });
+      }
+      const pattern = PATTERNS.get(zodSchema);
+      if (pattern) json.pattern = pattern;
+    },
+  }) as JsonSchema;
+}
+
+/** Drops what neither file wants: defaults (the program applies them), and zod's safe-integer bounds. */
+function tidy(schema: JsonSchema, crd: boolean): JsonSchema {
+  const out: JsonSchema = {};
+  for (const [key, value] of Object.entries(schema)) {
+    if (key === "default" || key === "$schema") continue;
+    if ((key === "maximum" || key === "minimum") && Math.abs(value as number) === Number.MAX_SAFE_INTEGER)
+      continue;
+    // A CRD may not say additionalProperties: false; the API server prunes unknown fields (or refuses them
+    // under strict field validation, kubectl's default) from the properties listed.
+    if (crd && key === "additionalProperties" && value === false) continue;
+    if (key === "format" && value === "starts_with") continue;
+    if (key === "properties") {
+      out.properties = Object.fromEntries(
+        Object.entries(value as Record<string, JsonSchema>).map(([name, sub]) => [name, tidy(sub, crd)]),
+      );
+    } else if (key === "items" || (key === "additionalProperties" && typeof value === "object")) {
+      out[key] = tidy(value as JsonSchema, crd);
+    } else if (key === "oneOf" || key === "anyOf" || key === "allOf") {
+      out[key] = (value as JsonSchema[]).map((sub) => tidy(sub, crd));
+    } else out[key] = value;
+  }
+  if (crd && out.type === "integer" && out.exclusiveMinimum === true) {
+    out.minimum = (out.minimum as number) + 1;
+    delete out.exclusiveMinimum;
+  }
+  if (crd && Array.isArray(out.oneOf)) return mergeVariants(out, "type");
+  return out;
+}
+
+/**
+ * A discriminated union as one structural object (a CRD field has one shape): every variant's properties, the
+ * discriminator's values as an enum, and a CEL rule per variant for its required and foreign fields.
+ */
+function mergeVariants(schema: JsonSchema, discriminator: string): JsonSchema {
+  const variants = (schema.oneOf as JsonSchema[]).map((variant) => {
+    const own = variant.properties as Record<string, JsonSchema>;
+    const required = ((variant.required ?? []) as string[]).filter((name) => name !== discriminator);
+    return { value: (own[discriminator]!.enum as string[])[0]!, own, required };
+  });
+  const properties: Record<string, JsonSchema> = {};
+  for (const { own } of variants)
+    for (const [name, property] of Object.entries(own))
+      if (name !== discriminator) properties[name] = property;
+  const validations = variants.flatMap(({ value, own, required }) => {
+    const foreign = Object.keys(properties).filter((name) => !(name in own));
+    const conditions = [...required.map((n) => `has(self.${n})`), ...foreign.map((n) => `!has(self.${n})`)];
+    if (conditions.length === 0) return [];
+    const says = [
+      required.length ? `needs ${required.join(", ")}` : "",
+      foreign.length ? `takes no ${foreign.join(", ")}` : "",
+    ].filter(Boolean);
+    return [
+      {
+        rule: `self.${discriminator} != '${value}' || (${conditions.join(" && ")})`,
+        message: `${discriminator} ${value} ${says.join(" and ")}`,
+      },
+    ];
+  });
+  return {
+    type: "object",
+    required: [discriminator],
+    properties: { [discriminator]: { type: "string", enum: variants.map((v) => v.value) }, ...properties },
+    "x-kubernetes-validations": validations,
+  };
+}
+
+/** JSON Schema (draft-07) of one networks[] entry's config keys, for values.schema.json. */
+export function networkValuesSchema(): JsonSchema {
+  const network = tidy(generate(networkSchema, "draft-07", false), false);
+  const properties = network.properties as Record<string, JsonSchema>;
+  return {
+    ...network,
+    properties: Object.fromEntries(NETWORK_KEYS.map((key) => [key, properties[key]!])),
+  };
+}
+
+/**
+ * Structural OpenAPI schemas of the LightNodePool spec fields that come from the config format. reservedPeers
+ * names are optional there (the controller names an unnamed peer by its position).
+ */
+export function poolSpecSchemas(): Record<string, JsonSchema> {
+  const crd = (schema: z.ZodType) => tidy(generate(schema, "openapi-3.0", true), true);
+  const network = crd(networkSchema).properties as Record<string, JsonSchema>;
+  const peer = crd(peerSchema);
+  const scaling = crd(scalingSchema);
+  return {
+    network: { ...network.name!, maxLength: 63 },
+    preset: network.preset!,
+    chainId: { ...network.chainId!, format: "int64" },
+    blockTime: network.blockTime!,
+    reservedPeers: {
+      type: "array",
+      minItems: 1,
+      // Bounded, so that CEL rules over the spec stay within the API server's cost budget.
+      maxItems: 16,
+      items: { ...peer, required: ["http"] },
+    },
+    health: crd(healthSchema),
+    scaling: {
+      ...scaling,
+      "x-kubernetes-validations": [
+        {
+          rule: "!has(self.minReplicas) || !has(self.maxReplicas) || self.minReplicas <= self.maxReplicas",
+          message: "minReplicas must not exceed maxReplicas",
+        },
+      ],
+    },
+  };
+}
