@@ -158,7 +158,7 @@ describe("the controller in a cluster (API simulated on loopback, real nodes)", 
       ...pod,
       metadata: { ...pod.metadata, annotations: { "lightfleet.io/restart": "2026-11-24T13:00:00Z" } },
     });
-    await waitFor(() => evictions("light-1").length > 0, { timeoutMs: 10_000, what: "light-1 evicted" });
+    await waitFor(() => evictions("light-1").length > 0, { timeoutMs: 30_000, what: "light-1 evicted" });
     expect(running.fleet.members("devnet").find((m) => m.name === "light-0")?.restarts).toEqual([]);
     // The annotated pod is gone with the eviction: no second eviction, and the healthy pod is left alone.
     await running.controller.runRound();
