@@ -7,6 +7,7 @@ import { registerDevnetCommand } from "./devnet/command.js";
 import { registerControllerCommand } from "./kubernetes/controller/command.js";
 import { registerGatewayCommand } from "./gateway/command.js";
 import { registerKeysCommand } from "./keys/command.js";
+import { registerNodeCommand } from "./node/command.js";
 import { registerUpCommand } from "./up/command.js";
 
 const { version } = createRequire(import.meta.url)("../package.json") as { version: string };
@@ -28,6 +29,7 @@ registerDevnetCommand(program);
 registerControllerCommand(program);
 registerGatewayCommand(program);
 registerKeysCommand(program);
+registerNodeCommand(program);
 registerUpCommand(program);
 
 program.parseAsync(process.argv).catch(failAndExit);

@@ -27,6 +27,8 @@ export interface AdminServer {
   server: Server;
   addLiveness(check: HealthCheck): void;
   addReadiness(check: HealthCheck): void;
+  /** Drops the readiness checks of that name (a part that turned out not to run). */
+  removeReadiness(name: string): void;
   /** Serves more routes (an express Router) on this port, e.g. the devnet's; built-in paths keep precedence. */
   addRoutes(routes: RequestHandler): void;
   close(): Promise<void>;
@@ -96,6 +98,9 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
     server,
     addLiveness: (check) => liveness.push(check),
     addReadiness: (check) => readiness.push(check),
+    removeReadiness: (name) => {
+      for (let i = readiness.length - 1; i >= 0; i--) if (readiness[i]!.name === name) readiness.splice(i, 1);
+    },
     addRoutes: (routes) => {
       if (!extra) {
         extra = express();

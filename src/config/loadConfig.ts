@@ -1,4 +1,5 @@
 import { readFile } from "node:fs/promises";
+import { dirname, isAbsolute, resolve } from "node:path";
 import { parseDocument } from "yaml";
 import type { z } from "zod";
 import type { ConfigProblem } from "./errors.js";
@@ -35,11 +36,32 @@ function zodProblems(error: z.ZodError): ConfigProblem[] {
   return problems;
 }
 
-/** Validates an already-parsed document. Every problem is reported at once. */
+/**
+ * A file's relative paths (`dataDir`, default `./data`, and a `sqlite:PATH` database) mean the same wherever the
+ * command runs: they are resolved against the file's directory. Values from the environment are left to the caller's
+ * working directory. Anything that is not a string is left for validation to report.
+ */
+function resolveFilePaths(raw: Record<string, unknown>, baseDir: string): void {
+  const dataDir = raw.dataDir ?? "./data";
+  if (typeof dataDir === "string" && dataDir !== "") raw.dataDir = resolve(baseDir, dataDir);
+  const keys = raw.keys;
+  if (!keys || typeof keys !== "object" || Array.isArray(keys)) return;
+  const url = (keys as Record<string, unknown>).databaseUrl;
+  if (typeof url !== "string" || !url.startsWith("sqlite:")) return;
+  const path = url.slice("sqlite:".length);
+  if (path !== "" && !isAbsolute(path))
+    raw.keys = { ...keys, databaseUrl: `sqlite:${resolve(baseDir, path)}` };
+}
+
+/**
+ * Validates an already-parsed document. Every problem is reported at once. With `baseDir` (the file's directory),
+ * the document's relative paths are resolved against it.
+ */
 export function parseConfig(
   document: unknown,
   source = "config",
   env: NodeJS.ProcessEnv = process.env,
+  baseDir?: string,
 ): Config {
   const problems: ConfigProblem[] = [];
   const raw = asObject(interpolateEnv(document ?? {}, env, problems));
@@ -50,6 +72,7 @@ export function parseConfig(
   ) {
     throw new ConfigError(source, [{ path: "", message: "the document must be a mapping of options" }]);
   }
+  if (baseDir !== undefined) resolveFilePaths(raw, baseDir);
   for (const [name, apply] of ENV_OVERRIDES) {
     const value = env[name];
     if (value) apply(raw, value);
@@ -65,6 +88,7 @@ export function parseConfigText(
   text: string,
   source = "config",
   env: NodeJS.ProcessEnv = process.env,
+  baseDir?: string,
 ): Config {
   const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: true });
   if (doc.errors.length > 0) {
@@ -76,7 +100,7 @@ export function parseConfigText(
       })),
     );
   }
-  return parseConfig(doc.toJS(), source, env);
+  return parseConfig(doc.toJS(), source, env, baseDir);
 }
 
 export async function loadConfig(path: string, env: NodeJS.ProcessEnv = process.env): Promise<Config> {
@@ -92,5 +116,5 @@ export async function loadConfig(path: string, env: NodeJS.ProcessEnv = process.
       },
     ]);
   }
-  return parseConfigText(text, path, env);
+  return parseConfigText(text, path, env, dirname(resolve(path)));
 }

@@ -38,11 +38,18 @@ export async function carryOutDecisions(
         ),
       );
     } else if (decision.kind === "restart") {
-      const pending = restart(decision.node, decision.reason, options);
-      options.track?.(pending);
+      restartMember(decision.node, decision.reason, options);
     }
   }
   await Promise.all(routing);
+}
+
+/**
+ * Restarts one member in the background (the engine's decision, or an operator's request), unless its restart is
+ * already under way. `options.restarting` holds it from this call on, so the round that follows sees it in flight.
+ */
+export function restartMember(node: string, reason: RestartReason, options: CarryOutOptions): void {
+  options.track?.(restart(node, reason, options));
 }
 
 async function restart(node: string, reason: RestartReason, options: CarryOutOptions): Promise<void> {

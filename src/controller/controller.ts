@@ -1,7 +1,7 @@
 import type { HealthCheck } from "../admin/adminServer.js";
 import type { NetworkConfig } from "../config/sections/network.js";
 import type { Fleet } from "../fleet/fleet.js";
-import type { EngineOutput, NetworkHealthState } from "../health/types.js";
+import type { EngineOutput, NetworkHealthState, PeerObservation } from "../health/types.js";
 import type { Logger } from "../log/logger.js";
 import type { ControllerMetrics } from "../metrics/controllerMetrics.js";
 import type { ProbeMetrics } from "../metrics/probeMetrics.js";
@@ -131,6 +131,11 @@ export class Controller {
           : { ok: false, message: `no round completed yet for ${waiting.join(", ")}` };
       },
     };
+  }
+
+  /** The reserved peers of a network as their followers see them now (empty for an unknown network). */
+  peers(network: string): PeerObservation[] {
+    return this.loops.find((loop) => loop.name === network)?.peerObservations() ?? [];
   }
 
   /** The last engine output of a network (undefined before its first evaluated round). */

@@ -6,7 +6,7 @@ import type { Logger } from "../log/logger.js";
 import type { ControllerMetrics } from "../metrics/controllerMetrics.js";
 import type { ProbeMetrics } from "../metrics/probeMetrics.js";
 import { PeerFollower } from "../probe/peerFollower.js";
-import { carryOutDecisions } from "./carryOutDecisions.js";
+import { carryOutDecisions, restartMember, type CarryOutOptions } from "./carryOutDecisions.js";
 import { ProbeClients, observeNodes } from "./observeNodes.js";
 
 export type RoundListener = (network: string, output: EngineOutput) => void | Promise<void>;
@@ -90,6 +90,11 @@ export class NetworkLoop {
   /** The last round's engine output (undefined before the first evaluated round). */
   get lastOutput(): EngineOutput | undefined {
     return this.last;
+  }
+
+  /** What each reserved peer's follower knows now (reachable, head). */
+  peerObservations(): PeerObservation[] {
+    return this.followers.map((f) => f.observation());
   }
 
   /** The engine state after the last round, to continue from. */
@@ -184,6 +189,13 @@ export class NetworkLoop {
     }
     const members = fleet.members(network);
     this.membership = membershipOf(fleet, network, members);
+    // An operator's restart request is carried out at once, outside the engine's budget: the way out of CrashLoop.
+    // It shows in this round's observation as a restart in flight.
+    for (const member of members) {
+      if (!member.restartRequested || member.restarting || this.restarting.has(member.name)) continue;
+      logger.warn({ network, node: member.name }, "restart requested by an operator");
+      restartMember(member.name, "manual", this.carryOutOptions());
+    }
     const nodes = await observeNodes({
       network,
       members,
@@ -213,8 +225,14 @@ export class NetworkLoop {
     this.lastSystemic = output.systemic?.cause;
     // Leadership may have been lost while probing; a former leader must not act.
     if (!this.options.isLeader()) return;
-    await carryOutDecisions(output.decisions, {
-      network,
+    await carryOutDecisions(output.decisions, this.carryOutOptions());
+    await this.options.onRound(network, output);
+  }
+
+  private carryOutOptions(): CarryOutOptions {
+    const { fleet, logger, metrics } = this.options;
+    return {
+      network: this.params.name,
       fleet,
       logger,
       metrics,
@@ -223,8 +241,7 @@ export class NetworkLoop {
         this.backgroundRestarts.add(restart);
         void restart.finally(() => this.backgroundRestarts.delete(restart));
       },
-    });
-    await this.options.onRound(network, output);
+    };
   }
 }
 
@@ -240,7 +257,12 @@ function quorumHeight(peers: ReadonlyArray<PeerObservation>, quorum: number): nu
 
 /** A signature of the pool's members and incarnations (not their routing). */
 function membershipOf(fleet: Fleet, network: string, members = fleet.members(network)): string {
-  return members.map((m) => `${m.name}@${m.startedAt}${m.restarting ? "+restarting" : ""}`).join(",");
+  return members
+    .map(
+      (m) =>
+        `${m.name}@${m.startedAt}${m.restarting ? "+restarting" : ""}${m.restartRequested ? "+requested" : ""}`,
+    )
+    .join(",");
 }
 
 function logRound(

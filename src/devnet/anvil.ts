@@ -62,6 +62,8 @@ export function startAnvil(options: AnvilOptions): Promise<AnvilNode> {
   args.push(...(options.extraArgs ?? []));
   return new Promise((resolve, reject) => {
     let settled = false;
+    /** The last lines it printed: anvil says why it exits (a port in use, a bad flag) on stderr. */
+    const lastLines: string[] = [];
     const [command, ...prefix] = [...(options.launcher ?? []), anvilBinary()];
     const child = spawnChild({
       command: command!,
@@ -69,6 +71,8 @@ export function startAnvil(options: AnvilOptions): Promise<AnvilNode> {
       name: options.name,
       logger: options.logger ?? silentLogger(),
       onLine: (line) => {
+        lastLines.push(line);
+        if (lastLines.length > 5) lastLines.shift();
         const match = /Listening on [\d.]+:(\d+)/.exec(line);
         if (!match || settled) return;
         settled = true;
@@ -93,6 +97,23 @@ export function startAnvil(options: AnvilOptions): Promise<AnvilNode> {
     };
     const timer = setTimeout(() => fail("did not start listening in time"), options.startTimeoutMs ?? 15_000);
     child.once("error", (error) => fail(error.message));
-    child.once("exit", (code, signal) => fail(`exited before listening (code ${code}, signal ${signal})`));
+    // "close" (not "exit"): by then every line it printed has been read.
+    child.once("close", (code, signal) => fail(exitMessage(options.port ?? 0, code, signal, lastLines)));
   });
+}
+
+/** Why anvil exited before listening, naming the port when it was taken. */
+function exitMessage(
+  port: number,
+  code: number | null,
+  signal: NodeJS.Signals | null,
+  lines: readonly string[],
+): string {
+  const said = lines
+    .filter((l) => l.trim() !== "")
+    .at(-1)
+    ?.trim();
+  if (said !== undefined && /address already in use/i.test(said))
+    return `port ${port} is in use (another devnet, or another program, listens there): ${said}`;
+  return `exited before listening (code ${code}, signal ${signal})${said ? `: ${said}` : ""}`;
 }

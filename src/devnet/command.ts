@@ -23,7 +23,7 @@ export function registerDevnetCommand(program: Command): void {
     .description(
       "start full (and light) anvil nodes, mine blocks, serve /devnet/* on the admin port; Ctrl-C stops",
     )
-    .option("--config <file>", "YAML config (its devnet: section, else its networks)")
+    .option("-c, --config <file>", "YAML config (its devnet: section, else its networks)")
     .option("--network <name:chainId>", "a network to run (repeatable; default devnet:31337)", collect, [])
     .option("--full-nodes <n>", "full nodes per network (default 1)")
     .option("--light-nodes <n>", "devnet-owned light nodes per network (default 0)")

@@ -45,6 +45,11 @@ export interface AttachOptions {
   wsUrl?: string;
   /** Kills the node's process (fault "kill"); without it the node cannot be killed by the devnet. */
   kill?: () => void;
+  /**
+   * Asks whoever runs the node to start it again (heal of a killed node); the new process is attached anew. Without
+   * it, heal clears the fault and a killed node stays down until its owner restarts it.
+   */
+  restart?: () => void;
 }
 
 export interface DevnetNetworkStatus {
@@ -214,6 +219,7 @@ class DevnetDriver implements Devnet {
       ? {
           pid: () => undefined,
           kill: async () => options.kill!(),
+          ...(options.restart ? { respawn: async () => options.restart!() } : {}),
           stop: async () => undefined,
         }
       : undefined;

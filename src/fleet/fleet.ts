@@ -17,6 +17,11 @@ export interface FleetMember {
   restarting: boolean;
   /** Restart history kept by the backend (survives a controller restart in Kubernetes). */
   restarts: RestartRecord[];
+  /**
+   * An operator asked for a restart (`lightfleet node restart`: the pod annotation RESTART_ANNOTATION in Kubernetes):
+   * the controller restarts the member at once, outside the restart budget, which is the way out of CrashLoop.
+   */
+  restartRequested?: boolean;
 }
 
 export type RestartResult =

@@ -59,6 +59,7 @@ export class Scaler {
   private readonly logged = new Map<string, string>();
   /** Rounds started by roundBeside and not yet finished, per network. */
   private readonly running = new Map<string, Promise<ScalingStatus | undefined>>();
+  private readonly resizeListeners = new Set<(status: ScalingStatus) => void>();
 
   constructor(private readonly options: ScalerOptions) {
     this.setNetworks(options.networks);
@@ -80,6 +81,12 @@ export class Scaler {
     }
     this.networks = next;
     if (this.floorListener) this.scheduleFloorTasks(this.floorListener);
+  }
+
+  /** Called after every resize the fleet carried out (e.g. the live view of `up`); returns how to unsubscribe. */
+  onResize(listener: (status: ScalingStatus) => void): () => void {
+    this.resizeListeners.add(listener);
+    return () => this.resizeListeners.delete(listener);
   }
 
   /** The last round's outcome of a pool. */
@@ -160,6 +167,7 @@ export class Scaler {
     };
     this.statuses.set(network, status);
     this.log(status, rate);
+    if (applied) for (const listener of this.resizeListeners) listener(status);
     return status;
   }
 

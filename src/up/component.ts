@@ -22,6 +22,8 @@ export interface UpFlags {
  */
 export interface UpContext {
   config: Config;
+  /** The config file `up` runs on (absolute), for hints that name it. */
+  configFile: string;
   flags: UpFlags;
   logger: Logger;
   /** One registry for every component; served at /metrics on the admin port. */
@@ -45,6 +47,8 @@ export interface Endpoint {
 
 export interface RunningComponent {
   endpoints?: Endpoint[];
+  /** Whether it serves now, for `/readyz` (default: serving once started). */
+  ready?: () => { ok: boolean; message?: string };
   /** Stops it cleanly (drain, close connections, stop children). Called in reverse start order. */
   stop(): Promise<void>;
 }

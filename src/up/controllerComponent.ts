@@ -2,6 +2,7 @@ import { Controller } from "../controller/controller.js";
 import { createControllerMetrics } from "../metrics/controllerMetrics.js";
 import { createProbeMetrics } from "../metrics/probeMetrics.js";
 import type { UpComponent } from "./component.js";
+import { nodeAdminRouter } from "./nodeRoutes.js";
 
 /**
  * The health controller over the process fleet. With a devnet, each network the devnet runs takes the devnet's full
@@ -29,8 +30,9 @@ export const controllerComponent: UpComponent = {
       probeMetrics: createProbeMetrics(registry),
     });
     context.controller = controller;
-    admin.addReadiness(controller.readinessCheck());
+    admin.addRoutes(nodeAdminRouter(fleet));
     controller.start();
-    return { stop: () => controller.stop() };
+    // Ready once every network completed a round.
+    return { ready: controller.readinessCheck().check, stop: () => controller.stop() };
   },
 };

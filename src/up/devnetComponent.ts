@@ -17,7 +17,12 @@ export const devnetComponent: UpComponent = {
     const networks = options.networks.map((n) => ({ ...n, lightNodes: 0 }));
     const devnet = await startDevnet({ ...options, networks, logger: logger.child({ component: "devnet" }) });
     context.devnet = devnet;
-    admin.addRoutes(devnetAdminRouter(devnet));
+    // The fleet starts after the devnet: looked up when a heal needs it.
+    admin.addRoutes(
+      devnetAdminRouter(devnet, {
+        restartUndriven: (node) => context.fleet?.requestRestart(node) !== undefined,
+      }),
+    );
     const every =
       options.blockTimeMs > 0 ? `a block every ${options.blockTimeMs} ms` : "blocks on POST /devnet/mine";
     return {

@@ -16,7 +16,10 @@ export const fleetComponent: UpComponent = {
       placeholders: devnet ? { genesisTimestamp: String(devnet.genesisTimestamp) } : {},
       // A devnet replays each new incarnation to the head and then keeps it following, as a real light node syncs
       // from its reserved peers; it can also kill it (fault injection).
-      onStarted: devnet ? (member) => devnet.attach(member) : undefined,
+      // Heal of a killed node starts it again, through the controller (a restart of reason manual).
+      onStarted: devnet
+        ? (member) => devnet.attach({ ...member, restart: () => void fleet.requestRestart(member.name) })
+        : undefined,
       onStopping: devnet
         ? (member) => {
             try {

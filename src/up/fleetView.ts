@@ -1,4 +1,5 @@
-import type { EngineOutput, NodeState } from "../health/types.js";
+import type { EngineOutput, NodeState, PeerObservation } from "../health/types.js";
+import type { ScalingStatus } from "../scaling/scaler.js";
 
 const STATE_COLORS: Record<NodeState, number> = {
   Healthy: 32,
@@ -26,14 +27,39 @@ export interface FleetViewOptions {
 export class FleetView {
   private readonly summaries = new Map<string, { key: string; at: number }>();
   private readonly systemic = new Map<string, string | undefined>();
+  /** Reserved peers by name: whether each was reachable when last seen. */
+  private readonly peers = new Map<string, boolean>();
   private readonly clock: () => number;
 
   constructor(private readonly options: FleetViewOptions) {
     this.clock = options.clock ?? Date.now;
   }
 
-  onRound(network: string, output: EngineOutput): void {
-    const width = Math.max(network.length, ...output.nodes.map((n) => n.name.length));
+  /**
+   * A round of a network, with its reserved peers as the controller sees them now: a peer that goes down or comes
+   * back gets a line (one never reached yet is not news: the systemic line covers a network without peers).
+   */
+  onRound(
+    network: string,
+    output: EngineOutput,
+    peers: ReadonlyArray<Pick<PeerObservation, "name" | "reachable" | "head">> = [],
+  ): void {
+    const width = Math.max(
+      network.length,
+      ...output.nodes.map((n) => n.name.length),
+      ...peers.map((p) => p.name.length),
+    );
+    for (const peer of peers) {
+      const was = this.peers.get(peer.name);
+      if (was === peer.reachable || (was === undefined && !peer.reachable)) continue;
+      this.peers.set(peer.name, peer.reachable);
+      if (was === undefined) continue;
+      this.options.write(
+        peer.reachable
+          ? `${peer.name.padEnd(width)}  reserved peer ${this.paintWord("back", 32)}${peer.head ? ` (head ${peer.head.number})` : ""}`
+          : `${peer.name.padEnd(width)}  reserved peer ${this.paintWord("down", 31)} (unreachable)`,
+      );
+    }
     for (const decision of output.decisions) {
       if (decision.kind === "transition") {
         const from = decision.from ? this.paint(decision.from) : "new";
@@ -56,6 +82,13 @@ export class FleetView {
     this.summarize(network, output, width);
   }
 
+  /** A resize the autoscaler carried out. */
+  onResize(status: Pick<ScalingStatus, "network" | "current" | "replicas" | "reason">): void {
+    this.options.write(
+      `${status.network}  scaled ${status.current} -> ${status.replicas} light nodes (${status.reason})`,
+    );
+  }
+
   private summarize(network: string, output: EngineOutput, width: number): void {
     const healthy = output.nodes.filter((n) => n.state === "Healthy").length;
     const routed = output.nodes.filter((n) => n.routed).map((n) => n.name);
@@ -71,6 +104,10 @@ export class FleetView {
   }
 
   private paint(state: NodeState): string {
-    return this.options.color ? `\u001b[${STATE_COLORS[state]}m${state}\u001b[0m` : state;
+    return this.paintWord(state, STATE_COLORS[state]);
+  }
+
+  private paintWord(word: string, color: number): string {
+    return this.options.color ? `\u001b[${color}m${word}\u001b[0m` : word;
   }
 }

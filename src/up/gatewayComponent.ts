@@ -1,4 +1,5 @@
 import { startGateway } from "../gateway/gateway.js";
+import { networksWithoutHead } from "../gateway/gatewayProcess.js";
 import { FleetUpstreamSource } from "../gateway/upstreams/fleetSource.js";
 import type { UpComponent } from "./component.js";
 
@@ -32,6 +33,16 @@ export const gatewayComponent: UpComponent = {
         { label: `${network.name} WebSocket`, url: `${ws}${path}/ws` },
       ];
     });
-    return { endpoints, stop: () => gateway.stop() };
+    return {
+      endpoints,
+      // Ready once it serves a head for every network (so it has a routed, or at least responsive, node).
+      ready: () => {
+        const missing = networksWithoutHead(config, (n) => gateway.servedHead(n));
+        return missing.length === 0
+          ? { ok: true }
+          : { ok: false, message: `no head yet for ${missing.join(", ")}` };
+      },
+      stop: () => gateway.stop(),
+    };
   },
 };

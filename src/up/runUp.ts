@@ -29,7 +29,8 @@ export interface RunningUp {
  * already started are stopped again and the error is thrown.
  */
 export async function startUp(options: RunUpOptions): Promise<RunningUp> {
-  const config = await loadConfig(options.config);
+  const configFile = resolve(options.config);
+  const config = await loadConfig(configFile);
   const stdout = options.stdout ?? process.stdout;
   const format = options.logFormat ?? config.log.format;
   const view = format === "auto" && stdout.isTTY === true;
@@ -46,12 +47,25 @@ export async function startUp(options: RunUpOptions): Promise<RunningUp> {
   }
   const context: UpContext = {
     config,
+    configFile,
     flags: { port: options.port, adminPort: options.adminPort },
     logger,
     registry,
     admin,
   };
   const running: Array<{ name: string; component: RunningComponent }> = [];
+  const components = options.components ?? UP_COMPONENTS;
+  // /readyz lists every component from the start: one not started yet is not ready, so `up` is ready only once all
+  // of them serve. A component the config does not ask for leaves the list.
+  const started = new Map<string, RunningComponent>();
+  for (const { name } of components) {
+    admin.addReadiness({
+      name,
+      check: () =>
+        started.get(name)?.ready?.() ??
+        (started.has(name) ? { ok: true } : { ok: false, message: "not started yet" }),
+    });
+  }
   const stop = async () => {
     for (const { name, component } of running.splice(0).reverse()) {
       try {
@@ -63,10 +77,13 @@ export async function startUp(options: RunUpOptions): Promise<RunningUp> {
     await admin.close();
   };
   try {
-    for (const component of options.components ?? UP_COMPONENTS) {
+    for (const component of components) {
       logger.info({ component: component.name }, "starting");
-      const started = await component.start(context);
-      if (started) running.push({ name: component.name, component: started });
+      const runningComponent = await component.start(context);
+      if (runningComponent) {
+        running.push({ name: component.name, component: runningComponent });
+        started.set(component.name, runningComponent);
+      } else admin.removeReadiness(component.name);
     }
   } catch (error) {
     await stop();
@@ -75,7 +92,9 @@ export async function startUp(options: RunUpOptions): Promise<RunningUp> {
   const endpoints = running.flatMap((r) => r.component.endpoints ?? []);
   if (view) {
     const fleetView = new FleetView({ write: (line) => stdout.write(`${line}\n`), color: true });
-    context.controller?.onRound((network, output) => fleetView.onRound(network, output));
+    const controller = context.controller;
+    controller?.onRound((network, output) => fleetView.onRound(network, output, controller.peers(network)));
+    context.scaler?.onResize((status) => fleetView.onResize(status));
     stdout.write(
       formatBanner({
         networks: config.networks,
@@ -93,7 +112,7 @@ export async function startUp(options: RunUpOptions): Promise<RunningUp> {
 
 /** `lightfleet up`: runs until SIGINT or SIGTERM, then stops everything (a second signal exits at once). */
 export async function runUp(options: RunUpOptions): Promise<void> {
-  const up = await startUp({ ...options, config: resolve(options.config) });
+  const up = await startUp(options);
   const logger: Logger = up.context.logger;
   const signal = await new Promise<NodeJS.Signals>((done) => {
     process.once("SIGINT", () => done("SIGINT"));

@@ -59,4 +59,20 @@ describe("admin server", () => {
     expect(res.status).toBe(503);
     expect(await res.text()).toContain("[-]throws failed: Error: boom");
   });
+
+  it("drops the readiness checks of a part that does not run", async () => {
+    admin = await startAdminServer({
+      host: "127.0.0.1",
+      port: 0,
+      registry: createRegistry(),
+      logger: silentLogger(),
+    });
+    admin.addReadiness({ name: "gateway", check: () => ({ ok: true }) });
+    admin.addReadiness({ name: "devnet", check: () => ({ ok: false, message: "not started yet" }) });
+    expect((await fetch(`${admin.url}/readyz`)).status).toBe(503);
+    admin.removeReadiness("devnet");
+    const res = await fetch(`${admin.url}/readyz`);
+    expect(res.status).toBe(200);
+    expect(await res.text()).toBe("[+]gateway ok\nok\n");
+  });
 });

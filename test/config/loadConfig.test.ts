@@ -190,4 +190,23 @@ describe("config validation", () => {
     );
     expect((await loadConfig(file, {})).networks[0]!.chainId).toBe(560_048);
   });
+
+  it("resolves the file's relative paths against the file's directory, and the environment's against the current one", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "lf-config-"));
+    const file = join(dir, "c.yaml");
+    await writeFile(file, "dataDir: ./state\nkeys: { databaseUrl: 'sqlite:db/keys.sqlite' }\n");
+    const config = await loadConfig(file, {});
+    expect(config.dataDir).toBe(join(dir, "state"));
+    expect(config.keys.databaseUrl).toBe(`sqlite:${join(dir, "db/keys.sqlite")}`);
+    // The default data directory sits beside the file too.
+    await writeFile(file, "log: { level: info }\n");
+    expect((await loadConfig(file, {})).dataDir).toBe(join(dir, "data"));
+    // Absolute paths and PostgreSQL URLs are kept; the environment's relative paths are the caller's.
+    await writeFile(file, "dataDir: /var/lib/lightfleet\nkeys: { databaseUrl: 'postgres://db/keys' }\n");
+    expect((await loadConfig(file, {})).dataDir).toBe("/var/lib/lightfleet");
+    expect((await loadConfig(file, {})).keys.databaseUrl).toBe("postgres://db/keys");
+    const fromEnv = await loadConfig(file, { LIGHTFLEET_DATA_DIR: "rel", DATABASE_URL: "sqlite:k.sqlite" });
+    expect(fromEnv.dataDir).toBe("rel");
+    expect(fromEnv.keys.databaseUrl).toBe("sqlite:k.sqlite");
+  });
 });

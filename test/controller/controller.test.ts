@@ -143,6 +143,22 @@ describe("Controller", () => {
     expect(s.fleet.restartCalls).toHaveLength(1);
   });
 
+  it("restarts a node an operator asks for at once, once, outside the engine's rules", async () => {
+    const s: Setup = await setup(2, async (_network, member) => ({
+      httpUrl: s.lights.get(member.name)!.httpUrl,
+    }));
+    const { controller } = startController(s, { restartAfter: "10m" });
+    await waitFor(() => s.fleet.routed("devnet").length === 2, { what: "all routed" });
+    // A Healthy node: the engine would never restart it.
+    s.fleet.requestRestart("devnet", "light-1");
+    await waitFor(() => s.fleet.restartCalls.length > 0, { what: "the requested restart", timeoutMs: 5_000 });
+    expect(s.fleet.restartCalls[0]).toMatchObject({ member: "light-1", reason: "manual" });
+    // Later rounds do not repeat it: the request went with the restart.
+    await controller.runRound();
+    await controller.runRound();
+    expect(s.fleet.restartCalls).toHaveLength(1);
+  });
+
   it("asks again for a restart the fleet deferred", async () => {
     const s = await setup(3);
     startController(s);

@@ -1,3 +1,4 @@
+import { request } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AdminServer } from "../../src/admin/adminServer.js";
 import { startAdminServer } from "../../src/admin/adminServer.js";
@@ -84,7 +85,12 @@ describe("devnet admin routes", () => {
     ["/devnet/faults/devnet-light-0", '{"kind":"lag"}', 400, /lag needs blocks/],
     ["/devnet/faults/devnet-light-0", '{"kind":"lag","blocks":-1}', 400, /lag needs blocks/],
     ["/devnet/faults/devnet-light-0", "{bad", 400, /not valid JSON/],
-    ["/devnet/faults/devnet-light-0", undefined, 400, /expected a JSON object/],
+    [
+      "/devnet/faults/devnet-light-0",
+      undefined,
+      400,
+      /kind must be one of lag, stall, fork, kill, heal \(got undefined\)/,
+    ],
     ["/devnet/faults/devnet-light-0", "[1,2]", 400, /JSON object/],
     [
       "/devnet/faults/devnet-light-0",
@@ -107,11 +113,33 @@ describe("devnet admin routes", () => {
     expect(devnet.status().nodes.every((n) => n.fault === null)).toBe(true);
   });
 
+  it("takes a JSON object body whatever its content type says, as curl -d sends it", async () => {
+    // No content-type header at all (fetch would add text/plain).
+    const bare = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = request(`${admin.url}/devnet/faults/devnet-light-0`, { method: "POST" }, (res) => {
+        let body = "";
+        res.on("data", (chunk: Buffer) => (body += chunk.toString()));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+      });
+      req.on("error", reject);
+      req.end('{"kind":"stall"}');
+    });
+    expect(bare.status, bare.body).toBe(200);
+    expect(devnet.status().nodes.find((n) => n.name === "devnet-light-0")?.fault).toEqual({ kind: "stall" });
+    const form = await post(
+      "/devnet/faults/devnet-light-0",
+      '{"kind":"heal"}',
+      "application/x-www-form-urlencoded",
+    );
+    expect(form.status).toBe(200);
+    expect(devnet.status().nodes.every((n) => n.fault === null)).toBe(true);
+  });
+
   it("answers other bad requests without crashing", async () => {
     await expectError(
       await post("/devnet/faults/devnet-light-0", "kind=lag", "text/plain"),
       400,
-      /JSON object/,
+      /the body is not valid JSON: expected a JSON object such as \{"kind": "lag", "blocks": 5\}/,
     );
     await expectError(await fetch(`${admin.url}/devnet/faults`), 404, /no devnet route GET/);
     await expectError(

@@ -114,6 +114,17 @@ describe("lightfleet devnet", () => {
     expect(unreachable.stderr).toMatch(
       /^lightfleet devnet: cannot reach the devnet admin endpoint http:\/\/127\.0\.0\.1:1 .*\n$/,
     );
+    // -c names the config, as for every other subcommand.
+    for (const args of [
+      ["devnet", "run", "-c", "/nonexistent/devnet.yaml"],
+      ["devnet", "-c", "/nonexistent/devnet.yaml"],
+    ]) {
+      const missing = await runCli(args);
+      expect(missing.stderr).not.toContain("unknown option");
+      expect(missing.stderr).toContain("/nonexistent/devnet.yaml");
+      expect(missing.stderr).toContain("file not found");
+      expect(missing.code).toBe(2);
+    }
     const badFlag = await runCli(["devnet", "--network", "Bad", "--admin-port", "0"]);
     expect(badFlag.code).toBe(2);
     expect(badFlag.stderr).toBe(

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -20,7 +20,7 @@ describe("lightfleet keys-api user", () => {
         env,
       },
     );
-    expect(added.stderr).toBe("");
+    expect(added.stderr).toBe(`key store: sqlite:${join(dir, "data", "keys.sqlite")}\n`);
     expect(added.code).toBe(0);
     expect(added.stdout).toContain("added dana@example.org");
 
@@ -51,6 +51,28 @@ describe("lightfleet keys-api user", () => {
     expect((await runCli(["keys-api", "user", "list", "--config", config], { env })).stdout).toContain(
       "\tdisabled\t",
     );
+  });
+
+  it("uses the database beside its config file wherever it runs from, and says which", async () => {
+    const elsewhere = mkdtempSync(join(tmpdir(), "lightfleet-keys-rel-"));
+    try {
+      const relative = join(elsewhere, "relative.yaml");
+      writeFileSync(relative, "dataDir: ./state\n");
+      // runCli runs from the repository root, not from the config's directory.
+      const added = await runCli(["keys-api", "user", "add", "--email", "rel@example.org", "-c", relative], {
+        input: "a long enough password\n",
+        env,
+      });
+      expect(added.code).toBe(0);
+      const store = join(elsewhere, "state", "keys.sqlite");
+      expect(added.stderr).toContain(`key store: sqlite:${store}`);
+      expect(existsSync(store)).toBe(true);
+      const list = await runCli(["keys-api", "user", "list", "-c", relative], { env });
+      expect(list.stdout).toContain("rel@example.org");
+      expect(list.stderr).toContain(`key store: sqlite:${store}`);
+    } finally {
+      rmSync(elsewhere, { recursive: true, force: true });
+    }
   });
 
   it("refuses a short password and an invalid email, and never takes the password as an argument", async () => {

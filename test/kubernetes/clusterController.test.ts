@@ -143,6 +143,35 @@ describe("the controller in a cluster (API simulated on loopback, real nodes)", 
     expect(connections).toBeLessThan(requests.length / 4);
   });
 
+  it("evicts a pod an operator annotated for a restart, once, and leaves the others alone", async () => {
+    const { devnet, api, port } = await cluster(2);
+    const running = start(api);
+    await running.ready;
+    api.put(POOLS, poolObject(devnet, port));
+    await waitFor(() => inSync(api, "light-0") === "True" && inSync(api, "light-1") === "True", {
+      timeoutMs: 20_000,
+      what: "both pods routed",
+    });
+    const evictions = (pod: string) =>
+      api.calls.filter(
+        (c) => c.method === "POST" && c.path === `/api/v1/namespaces/eth/pods/${pod}/eviction`,
+      );
+    expect(evictions("light-1")).toEqual([]);
+    // As `kubectl annotate pod light-1 lightfleet.io/restart=...` (or lightfleet node restart --cluster) leaves it.
+    const pod = api.get(PODS, "eth", "light-1")!;
+    api.put(PODS, {
+      ...pod,
+      metadata: { ...pod.metadata, annotations: { "lightfleet.io/restart": "2026-11-24T13:00:00Z" } },
+    });
+    await waitFor(() => evictions("light-1").length > 0, { timeoutMs: 30_000, what: "light-1 evicted" });
+    expect(running.fleet.members("devnet").find((m) => m.name === "light-0")?.restarts).toEqual([]);
+    // The annotated pod is gone with the eviction: no second eviction, and the healthy pod is left alone.
+    await running.controller.runRound();
+    await running.controller.runRound();
+    expect(evictions("light-1")).toHaveLength(1);
+    expect(evictions("light-0")).toEqual([]);
+  });
+
   it("scales a pool on the rate scraped from the gateway pods, and reports it in the pool status and an Event", async () => {
     const { devnet, api, port } = await cluster(1);
     // One gateway pod whose /metrics counts 20 requests per second on the devnet network.

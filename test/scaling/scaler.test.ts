@@ -131,6 +131,27 @@ describe("Scaler", () => {
     expect(await metric(t.registry, "lightfleet_pool_desired_replicas")).toBeUndefined();
   });
 
+  it("tells its resize listeners of every resize carried out, and of nothing else", async () => {
+    const t = setup();
+    const resized: Array<{ current: number; replicas: number }> = [];
+    const unsubscribe = t.scaler.onResize((s) => resized.push({ current: s.current, replicas: s.replicas }));
+    await t.scaler.round("mainnet", engine(["Healthy"]));
+    t.serve(2_000);
+    t.advance(10_000);
+    await t.scaler.round("mainnet", engine(["Healthy"]));
+    t.refuse("quota exceeded");
+    t.serve(8_000);
+    t.advance(10_000);
+    await t.scaler.round("mainnet", engine(["Healthy"]));
+    expect(resized).toEqual([{ current: 1, replicas: 4 }]);
+    unsubscribe();
+    t.refuse(undefined);
+    await t.scaler.round("mainnet", engine(["Healthy"]));
+    // Resized again, unheard.
+    expect(t.replicas).toBeGreaterThan(4);
+    expect(resized).toHaveLength(1);
+  });
+
   it("holds in a systemic failure and says so", async () => {
     const t = setup();
     await t.scaler.round("mainnet", engine(["Healthy"]));

@@ -73,6 +73,8 @@ export class MemoryFleet implements Fleet {
       member.httpUrl = result.httpUrl;
       member.startedAt = Date.now();
       member.restarts.push({ at: member.startedAt, reason });
+      // As the annotated pod goes with its eviction.
+      member.restartRequested = undefined;
       return { outcome: "restarted" };
     } finally {
       member.restarting = false;
@@ -87,6 +89,12 @@ export class MemoryFleet implements Fleet {
   onChange(listener: (network: string) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+
+  /** An operator's restart request, as the restart annotation on a pod. */
+  requestRestart(network: string, name: string): void {
+    this.get(network, name).restartRequested = true;
+    this.changed(network);
   }
 
   routed(network: string): string[] {

@@ -25,6 +25,8 @@ export interface UpConfigOptions {
   health?: Record<string, unknown>;
   /** `scaling` of `alpha`, when the test scales. */
   scaling?: Record<string, unknown>;
+  /** The devnet's `basePort` (default 0, ephemeral ports). */
+  devnetBasePort?: number;
 }
 
 /**
@@ -47,7 +49,7 @@ export function writeUpConfig(options: UpConfigOptions = {}): string {
       `dataDir: ${JSON.stringify(join(dir, "data"))}`,
       "devnet:",
       "  blockTime: 500ms",
-      "  basePort: 0",
+      `  basePort: ${options.devnetBasePort ?? 0}`,
       `  networks: [{ name: alpha, chainId: 31337, fullNodes: ${options.fullNodes ?? 2} }]`,
       "networks:",
       "  - name: alpha",

@@ -68,4 +68,46 @@ describe("FleetView", () => {
       "sepolia  systemic failure over",
     ]);
   });
+
+  it("prints one line when a reserved peer goes down and one when it comes back", () => {
+    const lines: string[] = [];
+    const view = new FleetView({ write: (l) => lines.push(l) });
+    const nodes = [status("mainnet-light-0", "Healthy", true)];
+    const peer = (name: string, reachable: boolean, head?: number) => ({
+      name,
+      reachable,
+      ...(head !== undefined ? { head: { number: head, hash: "0x1", timestamp: head } } : {}),
+    });
+    // Not reached yet at start-up, then reached: not news.
+    view.onRound("mainnet", output(nodes), [peer("mainnet-full-0", false), peer("mainnet-full-1", true, 5)]);
+    view.onRound("mainnet", output(nodes), [
+      peer("mainnet-full-0", true, 5),
+      peer("mainnet-full-1", true, 5),
+    ]);
+    const peerLines = () => lines.filter((l) => l.includes("reserved peer"));
+    expect(peerLines()).toEqual([]);
+    view.onRound("mainnet", output(nodes), [
+      peer("mainnet-full-0", false, 5),
+      peer("mainnet-full-1", true, 6),
+    ]);
+    view.onRound("mainnet", output(nodes), [
+      peer("mainnet-full-0", false, 5),
+      peer("mainnet-full-1", true, 7),
+    ]);
+    view.onRound("mainnet", output(nodes), [
+      peer("mainnet-full-0", true, 8),
+      peer("mainnet-full-1", true, 8),
+    ]);
+    expect(peerLines()).toEqual([
+      "mainnet-full-0   reserved peer down (unreachable)",
+      "mainnet-full-0   reserved peer back (head 8)",
+    ]);
+  });
+
+  it("prints one line per resize of the autoscaler", () => {
+    const lines: string[] = [];
+    const view = new FleetView({ write: (l) => lines.push(l) });
+    view.onResize({ network: "mainnet", current: 3, replicas: 4, reason: "190 req/s needs 4 at 50/node" });
+    expect(lines).toEqual(["mainnet  scaled 3 -> 4 light nodes (190 req/s needs 4 at 50/node)"]);
+  });
 });

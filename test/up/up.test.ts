@@ -2,7 +2,10 @@ import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { createServer } from "node:net";
+import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
+import { freePort } from "../../src/process/freePort.js";
 import { expectProcessesGone } from "../support/devnet.js";
 import { anvilsUnder } from "../support/processTree.js";
 import { ROOT, runCli } from "../support/runCli.js";
@@ -15,13 +18,16 @@ afterEach(async () => {
 });
 
 /** `lightfleet up` as its own process (node --import tsx, so the pid is the supervisor itself). */
-function startUp(config: string): {
+function startUp(
+  config: string,
+  extraArgs: string[] = [],
+): {
   child: ChildProcessWithoutNullStreams;
   lines: () => Array<Record<string, unknown>>;
 } {
   const child = spawn(
     process.execPath,
-    ["--import", "tsx", join(ROOT, "src/cli.ts"), "up", "--config", config],
+    ["--import", "tsx", join(ROOT, "src/cli.ts"), "up", "--config", config, ...extraArgs],
     {
       cwd: ROOT,
       stdio: ["pipe", "pipe", "pipe"],
@@ -78,6 +84,42 @@ describe("lightfleet up", () => {
     expect(await exited).toBe(0);
     await expectProcessesGone(anvils);
     expect(lines().at(-1)?.msg).toBe("stopped");
+  });
+
+  it("is ready only once every component serves, and lists them all", async () => {
+    const adminPort = await freePort();
+    const { child } = startUp(writeUpConfig(), ["--admin-port", String(adminPort)]);
+    let exited = false;
+    child.once("exit", () => (exited = true));
+    // Polled from before the admin port opens: the first 200 must already list every component as serving.
+    const ready = await waitFor(
+      async () => {
+        if (exited) throw new Error("up exited");
+        const res = await fetch(`http://127.0.0.1:${adminPort}/readyz`).catch(() => undefined);
+        return res?.status === 200 ? await res.text() : undefined;
+      },
+      { what: "a 200 from /readyz", timeoutMs: 40_000, intervalMs: 50 },
+    );
+    for (const component of ["devnet", "process fleet", "controller", "gateway", "autoscaler", "key API"])
+      expect(ready).toContain(`[+]${component} ok`);
+    // By then the controller has evaluated the pool and the gateway serves a head.
+    const metrics = await (await fetch(`http://127.0.0.1:${adminPort}/metrics`)).text();
+    expect(metrics).toMatch(/lightfleet_pool_healthy_nodes\{network="alpha"\} \d/);
+    expect(metrics).toMatch(/lightfleet_gateway_served_head_block\{network="alpha"\} \d/);
+  });
+
+  it("names the devnet port that is taken", async () => {
+    const busy = createServer().listen(0, "127.0.0.1");
+    await new Promise((resolve) => busy.once("listening", resolve));
+    cleanup.push(() => new Promise((resolve) => busy.close(resolve)));
+    const port = (busy.address() as AddressInfo).port;
+    const result = await runCli(["up", "--config", writeUpConfig({ devnetBasePort: port })], {
+      timeoutMs: 40_000,
+    });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(`port ${port} is in use`);
+    expect(result.stderr).toContain("alpha-full-0");
+    expect(result.stderr).not.toMatch(/\n\s+at /);
   });
 
   it("exits 2 with the problems listed on a bad config", async () => {

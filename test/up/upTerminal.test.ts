@@ -49,7 +49,7 @@ describe("lightfleet up on a terminal", () => {
     expect(screen).toMatch(/lightfleet up: alpha \(chain 31337\)/);
     expect(screen).toMatch(/alpha-full-0\s+http:\/\/127\.0\.0\.1:\d+\s+\(full node, a block every 500 ms\)/);
     expect(screen).toMatch(/alpha-light-1\s+http:\/\/127\.0\.0\.1:\d+\s+\(light node\)/);
-    expect(screen).toContain("Inject a fault: lightfleet devnet lag alpha-light-1 5");
+    expect(screen).toContain("Inject a fault: npx lightfleet devnet lag alpha-light-1 5");
     // Each node turns Healthy in its own round: wait for both, and for the summary line that follows them.
     await waitFor(
       () =>
@@ -76,6 +76,25 @@ describe("lightfleet up on a terminal", () => {
     await waitFor(() => /1\/2 healthy\s+routed: alpha-light-0\n/.test(screen.replace(/\r/g, "")), {
       what: "the pool summary",
     });
+
+    // A reserved peer that dies and comes back gets one line each.
+    const peerFault = (kind: string) =>
+      fetch(`${admin}/devnet/faults/alpha-full-0`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ kind }),
+      });
+    expect((await peerFault("kill")).status).toBe(200);
+    await waitFor(() => /alpha-full-0\s+reserved peer down \(unreachable\)/.test(screen), {
+      what: "the peer-down line",
+      timeoutMs: 10_000,
+    });
+    expect((await peerFault("heal")).status).toBe(200);
+    await waitFor(() => /alpha-full-0\s+reserved peer back \(head \d+\)/.test(screen), {
+      what: "the peer-back line",
+      timeoutMs: 15_000,
+    });
+    expect(screen.match(/alpha-full-0\s+reserved peer down/g)).toHaveLength(1);
 
     const pid = up()!;
     const anvils = anvilsUnder(pid);

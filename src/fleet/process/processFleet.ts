@@ -50,6 +50,8 @@ interface Slot {
   routed: boolean;
   restarting: boolean;
   restarts: RestartRecord[];
+  /** `lightfleet node restart` asked for a restart the controller has not carried out yet. */
+  restartRequested: boolean;
   process: MemberProcess | undefined;
   /** Set when the member is being removed (scale down, shutdown); an exit is then expected. */
   leaving: boolean;
@@ -96,6 +98,7 @@ export class ProcessFleet implements Fleet {
       routed: slot.routed,
       restarting: slot.restarting,
       restarts: [...slot.restarts],
+      ...(slot.restartRequested ? { restartRequested: true } : {}),
     }));
   }
 
@@ -116,6 +119,7 @@ export class ProcessFleet implements Fleet {
     if (!slot) return { outcome: "gone" };
     if (slot.restarting) return { outcome: "deferred", message: "a restart is already under way" };
     slot.restarting = true;
+    slot.restartRequested = false;
     this.changed(network);
     this.logger.info({ network, member, reason }, "restarting member");
     try {
@@ -127,6 +131,29 @@ export class ProcessFleet implements Fleet {
       this.changed(network);
     }
     return { outcome: "restarted" };
+  }
+
+  /**
+   * Marks a member (of whichever network) for a restart by the controller, as the restart annotation does to a pod;
+   * returns its network, or undefined when no member has that name.
+   */
+  requestRestart(member: string): string | undefined {
+    for (const [network, slots] of this.slots) {
+      const slot = slots.find((s) => s.name === member);
+      if (!slot) continue;
+      // A restart under way already gives the member a new process: the request is met by it.
+      if (!slot.restarting) {
+        slot.restartRequested = true;
+        this.changed(network);
+      }
+      return network;
+    }
+    return undefined;
+  }
+
+  /** Every member's name, over all networks (for messages naming what exists). */
+  memberNames(): string[] {
+    return [...this.slots.values()].flatMap((slots) => slots.map((s) => s.name));
   }
 
   /** Starts or stops members to reach `replicas`; calls for one network run one after another. */
@@ -162,6 +189,7 @@ export class ProcessFleet implements Fleet {
         routed: false,
         restarting: false,
         restarts: [],
+        restartRequested: false,
         process: undefined,
         leaving: false,
       };

@@ -11,6 +11,9 @@ async function withService<T>(
 ): Promise<T> {
   const config: Config = flags.config ? await loadConfig(flags.config) : parseConfig({});
   const store = await openKeyStore(config.keys.databaseUrl, config.dataDir);
+  // On stderr, so the output stays the listing: which database the accounts are in (a wrong -c or working
+  // directory would otherwise show as "no accounts" from a new, empty one).
+  process.stderr.write(`key store: ${store.description}\n`);
   try {
     return await run(new KeysService({ store, pepper: loadPepper(process.env, config.dataDir).pepper }));
   } finally {

@@ -16,6 +16,11 @@ export const POOL_PLURAL = "lightnodepools";
 export const NODE_PLURAL = "lightnodes";
 /** The pod readiness gate through which the controller routes traffic. */
 export const IN_SYNC_CONDITION = "lightfleet.io/in-sync";
+/**
+ * A pod annotated with this (any value; `lightfleet node restart` writes the time) is restarted by the controller at
+ * once, by eviction, outside the restart budget. The pod it is on goes, and the annotation with it.
+ */
+export const RESTART_ANNOTATION = "lightfleet.io/restart";
 
 export interface ObjectMeta {
   name: string;

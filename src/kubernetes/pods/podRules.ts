@@ -1,6 +1,6 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import type { FleetMember } from "../../fleet/fleet.js";
-import { IN_SYNC_CONDITION } from "../api/crds.js";
+import { IN_SYNC_CONDITION, RESTART_ANNOTATION } from "../api/crds.js";
 
 /** How the pods of one LightNodePool are reached and routed. */
 export interface PoolBinding {
@@ -53,6 +53,7 @@ export function memberOf(pod: V1Pod, pool: PoolBinding): FleetMember | undefined
     routed: inSyncStatus(pod) === "True",
     restarting: pod.metadata?.deletionTimestamp !== undefined,
     restarts: [],
+    ...(pod.metadata?.annotations?.[RESTART_ANNOTATION] !== undefined ? { restartRequested: true } : {}),
   };
 }
 

@@ -64,6 +64,21 @@ describe("ProcessFleet", () => {
     expect(started.map((m) => m.name).sort()).toEqual(members.map((m) => m.name));
   });
 
+  it("marks a member for an operator's restart until it is restarted, and names no unknown one", async () => {
+    const fleet = fleetOf({ replicas: 1 });
+    await fleet.start();
+    const changes: string[] = [];
+    fleet.onChange((network) => changes.push(network));
+    expect(fleet.requestRestart("devnet-light-7")).toBeUndefined();
+    expect(fleet.memberNames()).toEqual(["devnet-light-0"]);
+    expect(fleet.requestRestart("devnet-light-0")).toBe("devnet");
+    expect(changes).toEqual(["devnet"]);
+    expect(fleet.members("devnet")[0]!.restartRequested).toBe(true);
+    await fleet.restart("devnet", "devnet-light-0", "manual");
+    expect(fleet.members("devnet")[0]).toMatchObject({ restarts: [{ reason: "manual" }] });
+    expect(fleet.members("devnet")[0]!.restartRequested).toBeUndefined();
+  });
+
   it("keeps the routing set and reports every change", async () => {
     const fleet = fleetOf({ replicas: 2 });
     await fleet.start();
