@@ -331,6 +331,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       const runtime = runtimes.get(route.network)!;
       const session = new WsSession(
         ws,
+        socket,
         runtime.handler,
         runtime.streams,
         {
