@@ -15,7 +15,9 @@
  * - 20,000 subscribers through the gateway: p99, memory per subscriber, and that every subscriber got every block,
  *   the clients spread over several loopback source addresses and processes (the open-file limit is per process).
  *
- * Prints the machine's load before the run, each result as it comes, and at the end the run as one markdown table
+ * Each server's CPU with no calls at all (its own polling) is measured first and printed beside it: it is in its
+ * CPU per call too. Prints the machine's load before the run, each result as it comes, and at the end the run as one
+ * markdown table
  * (docs/gateway.md keeps one per run). Bounded: a few seconds per HTTP run, a few blocks per fan-out size.
  *
  *   npm run bench:gateway -- [seconds=5] [connections=16]
@@ -329,7 +331,18 @@ const ratios = (r: Run, others: Map<string, Run>) =>
 
 const http = new Map<string, Map<string, Run>>();
 const fanOuts = new Map<number, Map<string, FanOut | string>>();
+/** CPU milliseconds per second each server spends with no calls (its own polling); in its CPU per call too. */
+const idle = new Map<string, number>();
 try {
+  const IDLE_SECONDS = 3;
+  const idleBefore = targets.map((t) => (t.pid === undefined ? NaN : cpuSeconds(t.pid)));
+  await new Promise((r) => setTimeout(r, IDLE_SECONDS * 1000));
+  targets.forEach((t, i) => {
+    if (t.pid !== undefined) idle.set(t.name, ((cpuSeconds(t.pid) - idleBefore[i]!) / IDLE_SECONDS) * 1000);
+  });
+  console.log(
+    `idle CPU (ms per second): ${[...idle].map(([name, ms]) => `${name} ${ms.toFixed(0)}`).join(", ")}`,
+  );
   console.log(`HTTP: ${CONNECTIONS} connections, ${SECONDS} s per run, same anvil node behind each`);
   for (const [call, body] of Object.entries(calls)) {
     const results = new Map<string, Run>();
@@ -418,7 +431,10 @@ function markdown(): string {
   ];
   const lines = [`| ${header.join(" | ")} |`, `|${header.map(() => "---").join("|")}|`];
   for (const target of targets) {
-    const cells = [target.name];
+    const idleMs = idle.get(target.name);
+    const cells = [
+      idleMs === undefined ? target.name : `${target.name} (idle ${idleMs.toFixed(0)} ms CPU/s)`,
+    ];
     for (const results of http.values()) {
       const r = results.get(target.name);
       if (!r) {
