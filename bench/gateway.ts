@@ -1,86 +1,86 @@
 /**
- * The gateway against the same anvil light node, in one run:
+ * The gateway against the same anvil light node, in one run, beside every peer that can run here:
  *
- * - HTTP: requests/s and p50/p99 latency of eth_blockNumber (answered from the served head) and eth_getBlockByNumber
+ * - HTTP: requests/s, p50/p99 latency and the server's CPU per call (from /proc, which the machine's other load
+ *   disturbs far less than requests/s) of eth_blockNumber (answered from the served head) and eth_getBlockByNumber
  *   (forwarded), called directly, through nginx as a plain reverse proxy (when Debian's nginx is installed), through
- *   `lightfleet gateway` as a process of its own, with one process and with 2 workers (node:cluster) under each of
- *   node:cluster's scheduling policies; ratios to direct, to nginx and to the one-process gateway.
- *   For eth_blockNumber also a bare node:http server answering a constant (bench/bareHttp.ts, a process of its own):
- *   the most any node:http server does here, with the gateway's ratio to it.
- * - WebSocket fan-out: N clients (in a child process) subscribed to newHeads through each gateway; the time from the
- *   node announcing a block (a direct subscription to the node, in that same child process) to each client receiving
- *   it, p50/p99, at 1,000 and 5,000 subscribers. Also through a bare `ws` server forwarding the node's notifications
- *   (bench/bareWsFanOut.ts, a process of its own): the least any Node fan-out takes here, with the gateway's p99 ratio
- *   to it.
+ *   proxyd and eRPC (Go-built, when `npm run bench:peers` could build them; otherwise the row says why not), and
+ *   through `lightfleet gateway` as a process of its own, with one process and with 2 workers (node:cluster) under
+ *   each of node:cluster's scheduling policies. For eth_blockNumber also a bare node:http server answering a constant
+ *   (bench/bareHttp.ts, a process of its own): the most any node:http server does here.
+ * - WebSocket fan-out: N clients (in child processes) subscribed to newHeads through each server; the time from the
+ *   node announcing a block (a direct subscription to the node, in the same child process) to each client receiving
+ *   it, p50/p99, at 1,000 and 5,000 subscribers, and the server's resident memory per subscriber. Also through a
+ *   bare `ws` server forwarding the node's notifications (bench/bareWsFanOut.ts): the least any Node fan-out takes.
+ * - 20,000 subscribers through the gateway: p99, memory per subscriber, and that every subscriber got every block,
+ *   the clients spread over several loopback source addresses and processes (the open-file limit is per process).
  *
- * Bounded: a few seconds per HTTP run, a few blocks per fan-out size.
+ * Each server's CPU with no calls at all (its own polling) is measured first and printed beside it: it is in its
+ * CPU per call too. Prints the machine's load before the run, each result as it comes, and at the end the run as one
+ * markdown table (docs/gateway.md keeps one per run). Bounded: a few seconds per HTTP run, a few blocks per fan-out
+ * size.
  *
  *   npm run bench:gateway -- [seconds=5] [connections=16]
  */
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import autocannon from "autocannon";
 import { startDevnet } from "../src/devnet/devnet.js";
 import { freePort } from "../src/process/freePort.js";
-import { spawnGatewayProcess, spawnListening } from "./gatewayProcess.js";
+import { spawnGatewayProcess, spawnListening, withRaisedFileLimit } from "./gatewayProcess.js";
+import { PEERS } from "./peers/pins.js";
+import { notBuiltReason, startPeer } from "./peers/startPeer.js";
+import { cpuSeconds, residentBytes } from "./processUsage.js";
 
 const SECONDS = Number(process.argv[2] ?? 5);
 const CONNECTIONS = Number(process.argv[3] ?? 16);
 const FAN_OUT_SIZES = [1_000, 5_000];
+const LARGE_FAN_OUT = 20_000;
 const FAN_OUT_BLOCKS = 5;
 const WORKERS = 2;
+/** Subscribers per client process: well under the usual 20,000 open files a process may have here. */
+const CLIENTS_PER_PROCESS = 10_000;
+/** Loopback source addresses of the subscribers: 127.0.0.2 to 127.0.0.9. */
+const FIRST_SOURCE = 2;
+const SOURCES = 8;
+const CHAIN_ID = 31_337;
+
+const [load1, load5, load15] = loadavg().map((l) => l.toFixed(2));
+const loadLine = `load average ${load1} / ${load5} / ${load15} (1 / 5 / 15 min) on ${cpus().length} cores`;
+console.log(`machine before the run: ${loadLine}`);
 
 const devnet = await startDevnet({
-  networks: [{ name: "bench", chainId: 31_337, lightNodes: 1 }],
+  networks: [{ name: "bench", chainId: CHAIN_ID, lightNodes: 1 }],
   blockTimeMs: 0,
 });
 for (let i = 0; i < 5; i++) await devnet.mine("bench");
 const light = devnet.nodes("bench").find((n) => n.role === "light")!;
-// Every gateway is `lightfleet gateway` as a process of its own, as it runs in production: one process, and two
-// workers under each of node:cluster's scheduling policies.
-const gateways = [
-  { name: "x1", ...(await spawnGatewayProcess({ workers: 1, policy: "none", ...light })) },
-  { name: `x${WORKERS} rr`, ...(await spawnGatewayProcess({ workers: WORKERS, policy: "rr", ...light })) },
-  {
-    name: `x${WORKERS} none`,
-    ...(await spawnGatewayProcess({ workers: WORKERS, policy: "none", ...light })),
-  },
+const anvilPid = devnet.status().nodes.find((n) => n.name === light.name)?.pid;
+
+/** Something the load is sent to: its HTTP and WebSocket URLs and, when known, its process (for CPU and memory). */
+interface Target {
+  name: string;
+  httpUrl: string;
+  wsUrl?: string;
+  pid?: number;
+  /** The process serving its WebSocket, when not the same one. */
+  wsPid?: number;
+  /** The gateway's own rows, which get the ratios. */
+  gateway?: boolean;
+  stop?: () => Promise<void> | void;
+}
+
+const targets: Target[] = [
+  { name: "anvil directly", httpUrl: light.httpUrl, wsUrl: light.wsUrl, pid: anvilPid },
 ];
-// The ceilings: what Node itself does here with no gateway code at all.
-const bareHttp = await spawnListening("bareHttp.ts");
-const bareWs = await spawnListening("bareWsFanOut.ts", [light.wsUrl]);
-
-interface Run {
-  rps: number;
-  p50: number;
-  p99: number;
-  errors: number;
-}
-
-async function run(url: string, body: unknown): Promise<Run> {
-  const result = await autocannon({
-    url,
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify(body),
-    connections: CONNECTIONS,
-    duration: SECONDS,
-    // The load generator runs in its own thread, so it does not share the gateway's event loop.
-    workers: 1,
-  });
-  return {
-    rps: result.requests.average,
-    p50: result.latency.p50,
-    p99: result.latency.p99,
-    errors: result.errors + result.non2xx,
-  };
-}
+/** Why a peer is not in the run. */
+const absent = new Map<string, string>();
 
 /** Debian's nginx as a plain keep-alive reverse proxy to the node, or undefined when it is not installed. */
-async function startNginx(upstream: string): Promise<{ url: string; stop: () => void } | undefined> {
+async function startNginx(upstream: string): Promise<Target | undefined> {
   const binary = ["/usr/sbin/nginx", "/usr/bin/nginx"].find((p) => existsSync(p));
   if (!binary) return undefined;
   const prefix = mkdtempSync(join(tmpdir(), "bench-nginx-"));
@@ -118,7 +118,9 @@ http {
     await new Promise((r) => setTimeout(r, 50));
   }
   return {
-    url,
+    name: "nginx",
+    httpUrl: url,
+    pid: child.pid,
     stop: () => {
       child.kill("SIGTERM");
       rmSync(prefix, { recursive: true, force: true });
@@ -126,120 +128,338 @@ http {
   };
 }
 
+const nginx = await startNginx(light.httpUrl);
+if (nginx) targets.push(nginx);
+else absent.set("nginx", "not installed (apt-get install nginx)");
+// The ceilings: what Node itself does here with no gateway code at all.
+const bareHttp = await spawnListening("bareHttp.ts");
+const bareWs = await spawnListening("bareWsFanOut.ts", [light.wsUrl]);
+targets.push({
+  name: "bare node:http / ws",
+  httpUrl: bareHttp.url,
+  wsUrl: bareWs.url,
+  pid: bareHttp.pid,
+  wsPid: bareWs.pid,
+  stop: async () => {
+    await bareHttp.stop();
+    await bareWs.stop();
+  },
+});
+for (const pin of PEERS) {
+  const reason = notBuiltReason(pin);
+  if (reason) {
+    absent.set(pin.name, reason);
+    continue;
+  }
+  try {
+    const peer = await startPeer(pin, { ...light, chainId: CHAIN_ID });
+    targets.push({ name: pin.name, ...peer });
+  } catch (error) {
+    absent.set(pin.name, `did not start: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}
+for (const [name, reason] of absent) console.log(`${name}: not in this run, ${reason}`);
+// Every gateway is `lightfleet gateway` as a process of its own, as it runs in production: one process, and two
+// workers under each of node:cluster's scheduling policies.
+for (const [name, workers, policy] of [
+  ["gateway x1", 1, "none"],
+  [`gateway x${WORKERS} rr`, WORKERS, "rr"],
+  [`gateway x${WORKERS} none`, WORKERS, "none"],
+] as const) {
+  const g = await spawnGatewayProcess({ workers, policy, ...light });
+  targets.push({
+    name,
+    httpUrl: `${g.url}/`,
+    wsUrl: `${g.url.replace("http", "ws")}/ws`,
+    pid: g.pid,
+    gateway: true,
+    stop: g.stop,
+  });
+}
+
+interface Run {
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+  /** CPU microseconds the server (and its workers) spent per call; NaN when its process is not known. */
+  cpuPerCall: number;
+}
+
+async function run(target: Target, body: unknown): Promise<Run> {
+  const cpuBefore = target.pid === undefined ? NaN : cpuSeconds(target.pid);
+  const result = await autocannon({
+    url: target.httpUrl,
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+    connections: CONNECTIONS,
+    duration: SECONDS,
+    // The load generator runs in its own thread, so it does not share the gateway's event loop.
+    workers: 1,
+  });
+  const cpuAfter = target.pid === undefined ? NaN : cpuSeconds(target.pid);
+  return {
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    errors: result.errors + result.non2xx,
+    cpuPerCall: ((cpuAfter - cpuBefore) / Math.max(1, result.requests.total)) * 1e6,
+  };
+}
+
 function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
 }
 
-/**
- * Delivery latency of newHeads to `size` gateway (or bare ws server) subscribers (in a child process), from the moment that process gets
- * the node's own announcement over a direct subscription (epoch ms, sub-millisecond).
- */
-async function fanOut(
-  gatewayUrl: string,
-  size: number,
-): Promise<{ p50: number; p99: number; delivered: number; expected: number }> {
+interface FanOut {
+  p50: number;
+  p99: number;
+  delivered: number;
+  expected: number;
+  /** Growth of the server's resident memory (all its processes) per subscriber, once all are subscribed. */
+  bytesPerSubscriber: number;
+}
+
+/** One process of subscribers; resolves once all are subscribed, with what to do next. */
+async function startClients(wsUrl: string, count: number, deadline: number) {
   const child = spawn(
-    process.execPath,
-    [
+    ...withRaisedFileLimit(process.execPath, [
       "--import",
       "tsx",
       join(import.meta.dirname, "gatewayFanOutClients.ts"),
-      `${gatewayUrl.replace("http", "ws")}/ws`,
-      String(size),
+      wsUrl,
+      String(count),
       light.wsUrl,
-    ],
+      String(FIRST_SOURCE),
+      String(SOURCES),
+    ]),
     // tsx is resolved from the package root, wherever the benchmark is started from.
     { stdio: ["pipe", "pipe", "inherit"], cwd: join(import.meta.dirname, "..") },
   );
   let output = "";
   child.stdout.on("data", (data: Buffer) => (output += String(data)));
-  try {
-    const deadline = Date.now() + 60_000;
-    while (!output.includes("ready\n")) {
-      if (Date.now() > deadline || child.exitCode !== null) throw new Error("fan-out clients did not start");
-      await new Promise((r) => setTimeout(r, 20));
+  while (!output.includes("ready\n")) {
+    if (Date.now() > deadline || child.exitCode !== null) {
+      child.kill();
+      throw new Error(`${count} subscribers did not all subscribe in time`);
     }
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return {
+    kill: () => child.kill(),
+    /** Blocks that every subscriber of this process has received. */
+    complete: () => output.split("\nall ").length - 1,
+    /** Ends the clients; their record of announcements and arrivals. */
+    async finish() {
+      const exited = new Promise((resolve) => child.once("exit", resolve));
+      child.stdin.write("done\n");
+      await exited;
+      return JSON.parse(output.trim().split("\n").at(-1)!) as {
+        announced: Record<string, number>;
+        arrivals: Record<string, number[]>;
+      };
+    },
+  };
+}
+
+/**
+ * Delivery latency of newHeads to `size` subscribers of `target` (in child processes), from the moment each process
+ * gets the node's own announcement over a direct subscription (epoch ms, sub-millisecond).
+ */
+async function fanOut(target: Target, size: number): Promise<FanOut> {
+  const pid = target.wsPid ?? target.pid;
+  const memoryBefore = pid === undefined ? NaN : residentBytes(pid);
+  // Bounded: connecting is a few milliseconds per subscriber at worst on a loaded machine.
+  const deadline = Date.now() + 60_000 + size * 10;
+  const processes = Math.ceil(size / CLIENTS_PER_PROCESS);
+  const clients: Awaited<ReturnType<typeof startClients>>[] = [];
+  try {
+    for (let p = 0; p < processes; p++)
+      clients.push(
+        await startClients(
+          target.wsUrl!,
+          Math.min(CLIENTS_PER_PROCESS, size - p * CLIENTS_PER_PROCESS),
+          deadline,
+        ),
+      );
+    const memoryAfter = pid === undefined ? NaN : residentBytes(pid);
     for (let b = 0; b < FAN_OUT_BLOCKS; b++) {
       await devnet.mine("bench");
-      // Let every subscriber receive the block before the next one (bounded).
-      await new Promise((r) => setTimeout(r, 500));
+      // Every subscriber receives the block before the next one; one that never does is counted as lost (bounded).
+      const blockDeadline = Date.now() + 10_000 + size;
+      while (clients.some((c) => c.complete() <= b) && Date.now() < blockDeadline)
+        await new Promise((r) => setTimeout(r, 20));
     }
-    const exited = new Promise((resolve) => child.once("exit", resolve));
-    child.stdin.write("done\n");
-    await exited;
+    const latencies: number[] = [];
+    for (const c of clients) {
+      const { announced, arrivals } = await c.finish();
+      for (const [hash, times] of Object.entries(arrivals)) {
+        const at = announced[hash];
+        if (at !== undefined) for (const t of times) latencies.push(t - at);
+      }
+    }
+    const sorted = latencies.sort((a, b) => a - b);
+    return {
+      p50: percentile(sorted, 50),
+      p99: percentile(sorted, 99),
+      delivered: sorted.length,
+      expected: size * FAN_OUT_BLOCKS,
+      bytesPerSubscriber: (memoryAfter - memoryBefore) / size,
+    };
   } finally {
-    child.kill();
+    for (const c of clients) c.kill();
   }
-  const { announced, arrivals } = JSON.parse(output.slice(output.indexOf("ready\n") + 6)) as {
-    announced: Record<string, number>;
-    arrivals: Record<string, number[]>;
-  };
-  const latencies: number[] = [];
-  for (const [hash, times] of Object.entries(arrivals)) {
-    const at = announced[hash];
-    if (at !== undefined) for (const t of times) latencies.push(t - at);
-  }
-  const sorted = latencies.sort((a, b) => a - b);
-  return {
-    p50: percentile(sorted, 50),
-    p99: percentile(sorted, 99),
-    delivered: sorted.length,
-    expected: size * FAN_OUT_BLOCKS,
-  };
 }
 
 const calls = {
   eth_blockNumber: { jsonrpc: "2.0", id: 1, method: "eth_blockNumber", params: [] },
   eth_getBlockByNumber: { jsonrpc: "2.0", id: 1, method: "eth_getBlockByNumber", params: ["0x3", false] },
 };
-const nginx = await startNginx(light.httpUrl);
-const ratios = (r: Run, direct: Run, nginx: Run | undefined, bare: Run | undefined) =>
-  `/direct ${(r.rps / direct.rps).toFixed(2)}x` +
-  (nginx ? `, /nginx ${(r.rps / nginx.rps).toFixed(2)}x` : "") +
-  (bare ? `, /bare ${(r.rps / bare.rps).toFixed(2)}x` : "") +
-  (r.errors > 0 ? `, ${r.errors} errors` : "");
+const fixed = (n: number, digits = 0) => (Number.isFinite(n) ? n.toFixed(digits) : "-");
+const thousands = (n: number) => (Number.isFinite(n) ? Math.round(n).toLocaleString("en-US") : "-");
 const fmt = (r: Run) =>
-  `${r.rps.toFixed(0).padStart(6)} req/s p50 ${String(r.p50).padStart(3)} ms p99 ${String(r.p99).padStart(3)} ms`;
+  `${fixed(r.rps).padStart(6)} req/s p50 ${String(r.p50).padStart(3)} ms p99 ${String(r.p99).padStart(3)} ms ` +
+  `${fixed(r.cpuPerCall, 1).padStart(5)} us CPU/call` +
+  (r.errors > 0 ? `, ${r.errors} errors` : "");
+/** The gateway's ratio of requests/s to each other server's of the same call. */
+const ratios = (r: Run, others: Map<string, Run>) =>
+  [...others]
+    .filter(([name]) => !name.startsWith("gateway"))
+    .map(([name, o]) => `/${name.split(" ")[0]} ${(r.rps / o.rps).toFixed(2)}x`)
+    .join(", ");
+
+const http = new Map<string, Map<string, Run>>();
+const fanOuts = new Map<number, Map<string, FanOut | string>>();
+/** CPU milliseconds per second each server spends with no calls (its own polling); in its CPU per call too. */
+const idle = new Map<string, number>();
 try {
+  const IDLE_SECONDS = 3;
+  const idleBefore = targets.map((t) => (t.pid === undefined ? NaN : cpuSeconds(t.pid)));
+  await new Promise((r) => setTimeout(r, IDLE_SECONDS * 1000));
+  targets.forEach((t, i) => {
+    if (t.pid !== undefined) idle.set(t.name, ((cpuSeconds(t.pid) - idleBefore[i]!) / IDLE_SECONDS) * 1000);
+  });
+  console.log(
+    `idle CPU (ms per second): ${[...idle].map(([name, ms]) => `${name} ${ms.toFixed(0)}`).join(", ")}`,
+  );
   console.log(`HTTP: ${CONNECTIONS} connections, ${SECONDS} s per run, same anvil node behind each`);
-  if (!nginx) console.log("  (nginx not installed: apt-get install nginx for the reverse-proxy baseline)");
-  for (const [name, body] of Object.entries(calls)) {
-    const direct = await run(light.httpUrl, body);
-    const proxied = nginx ? await run(nginx.url, body) : undefined;
-    // The bare server answers a constant, so it is a ceiling only for the call answered from the served head.
-    const bare = name === "eth_blockNumber" ? await run(bareHttp.url, body) : undefined;
-    console.log(`  ${name}`);
-    console.log(`    direct          ${fmt(direct)}`);
-    if (proxied) console.log(`    nginx           ${fmt(proxied)}`);
-    if (bare) console.log(`    bare node:http  ${fmt(bare)} | ${ratios(bare, direct, proxied, undefined)}`);
-    let one: Run | undefined;
-    for (const g of gateways) {
-      const r = await run(`${g.url}/`, body);
-      one ??= r;
-      const perWorker = g === gateways[0] ? "" : `, /x1 ${(r.rps / one.rps).toFixed(2)}x`;
+  for (const [call, body] of Object.entries(calls)) {
+    const results = new Map<string, Run>();
+    http.set(call, results);
+    console.log(`  ${call}`);
+    for (const target of targets) {
+      // The bare server answers a constant, so it is a ceiling only for the call answered from the served head.
+      if (target.name.startsWith("bare") && call !== "eth_blockNumber") continue;
+      const r = await run(target, body);
+      results.set(target.name, r);
       console.log(
-        `    gateway ${g.name.padEnd(7)} ${fmt(r)} | ${ratios(r, direct, proxied, bare)}${perWorker}`,
+        `    ${target.name.padEnd(19)} ${fmt(r)}${target.gateway ? ` | ${ratios(r, results)}` : ""}`,
       );
     }
   }
   console.log(
     `WebSocket newHeads fan-out (${FAN_OUT_BLOCKS} blocks each, from the node's own announcement):`,
   );
+  const row = (name: string, size: number, r: FanOut) =>
+    `  ${String(size).padStart(6)} subscribers, ${name.padEnd(19)}: p50 ${r.p50.toFixed(1)} ms p99 ` +
+    `${r.p99.toFixed(1)} ms, ${(r.bytesPerSubscriber / 1024).toFixed(1)} KiB/subscriber ` +
+    `(${r.delivered}/${r.expected} delivered)`;
   for (const size of FAN_OUT_SIZES) {
-    const row = (name: string, r: Awaited<ReturnType<typeof fanOut>>) =>
-      `  ${String(size).padStart(5)} subscribers, ${name.padEnd(15)}: ` +
-      `p50 ${r.p50.toFixed(1)} ms p99 ${r.p99.toFixed(1)} ms (${r.delivered}/${r.expected} delivered)`;
-    const bare = await fanOut(bareWs.url, size);
-    console.log(row("bare ws", bare));
-    for (const g of gateways) {
-      const r = await fanOut(g.url, size);
-      console.log(`${row(`gateway ${g.name}`, r)} | /bare p99 ${(r.p99 / bare.p99).toFixed(2)}x`);
+    const results = new Map<string, FanOut | string>();
+    fanOuts.set(size, results);
+    for (const target of targets.filter((t) => t.wsUrl && t.name !== "anvil directly")) {
+      const r = await fanOut(target, size).catch((error: unknown) => String(error));
+      results.set(target.name, r);
+      const bare = results.get("bare node:http / ws");
+      if (typeof r === "string")
+        console.log(`  ${String(size).padStart(6)} subscribers, ${target.name}: ${r}`);
+      else
+        console.log(
+          row(target.name, size, r) +
+            (target.gateway && bare && typeof bare !== "string"
+              ? ` | /bare p99 ${(r.p99 / bare.p99).toFixed(2)}x`
+              : ""),
+        );
     }
   }
+  // 20,000, through a gateway started for it (so its memory before is an idle gateway's, not the garbage of earlier
+  // runs): one process when the open-file limit lets one process hold them all, else two workers (round robin, so
+  // each holds half).
+  const hardLimit = Number(execFileSync("sh", ["-c", "ulimit -Hn"], { encoding: "utf8" }).trim());
+  const oneProcess = hardLimit > LARGE_FAN_OUT + 1_000;
+  const name = oneProcess ? "gateway x1" : `gateway x${WORKERS} rr`;
+  console.log(
+    `  (open files per process here: at most ${hardLimit}; ${LARGE_FAN_OUT} subscribers through ${name})`,
+  );
+  const fresh = await spawnGatewayProcess({
+    workers: oneProcess ? 1 : WORKERS,
+    policy: oneProcess ? "none" : "rr",
+    ...light,
+  });
+  try {
+    const r = await fanOut(
+      {
+        name,
+        httpUrl: fresh.url,
+        wsUrl: `${fresh.url.replace("http", "ws")}/ws`,
+        pid: fresh.pid,
+        gateway: true,
+      },
+      LARGE_FAN_OUT,
+    ).catch((error: unknown) => String(error));
+    fanOuts.set(LARGE_FAN_OUT, new Map([[name, r]]));
+    console.log(
+      typeof r === "string" ? `  ${LARGE_FAN_OUT} subscribers, ${name}: ${r}` : row(name, LARGE_FAN_OUT, r),
+    );
+  } finally {
+    await fresh.stop();
+  }
+  console.log(`\n${markdown()}`);
 } finally {
-  nginx?.stop();
-  await bareHttp.stop();
-  await bareWs.stop();
-  for (const g of gateways) await g.stop();
+  for (const target of targets) await target.stop?.();
   await devnet.stop();
+}
+
+/** The run as one markdown table: every server beside the gateway, the gateway rows with their ratios. */
+function markdown(): string {
+  const sizes = [...fanOuts.keys()];
+  const header = [
+    `server (${loadLine} before the run; ${SECONDS} s x ${CONNECTIONS} connections)`,
+    ...[...http.keys()].map((c) => `\`${c}\` req/s, p99, CPU/call`),
+    ...sizes.map((s) => `fan-out p99 / mem at ${s.toLocaleString("en-US")}`),
+  ];
+  const lines = [`| ${header.join(" | ")} |`, `|${header.map(() => "---").join("|")}|`];
+  for (const target of targets) {
+    const idleMs = idle.get(target.name);
+    const cells = [
+      idleMs === undefined ? target.name : `${target.name} (idle ${idleMs.toFixed(0)} ms CPU/s)`,
+    ];
+    for (const results of http.values()) {
+      const r = results.get(target.name);
+      if (!r) {
+        cells.push("");
+        continue;
+      }
+      const base = `${thousands(r.rps)}, ${r.p99} ms, ${fixed(r.cpuPerCall, 1)} us`;
+      cells.push(target.gateway ? `${base} (${ratios(r, results)})` : base);
+    }
+    for (const size of sizes) {
+      const r = fanOuts.get(size)!.get(target.name);
+      const bare = fanOuts.get(size)!.get("bare node:http / ws");
+      if (r === undefined) cells.push("");
+      else if (typeof r === "string") cells.push(r);
+      else
+        cells.push(
+          `${r.p99.toFixed(0)} ms / ${(r.bytesPerSubscriber / 1024).toFixed(1)} KiB` +
+            (target.gateway && bare && typeof bare !== "string"
+              ? ` (${(r.p99 / bare.p99).toFixed(2)}x bare)`
+              : "") +
+            (r.delivered !== r.expected ? `, ${r.delivered}/${r.expected} delivered` : ""),
+        );
+    }
+    lines.push(`| ${cells.join(" | ")} |`);
+  }
+  for (const [name, reason] of absent) lines.push(`| ${name} | ${reason} |${" |".repeat(header.length - 2)}`);
+  return lines.join("\n");
 }

@@ -2,15 +2,19 @@
  * The subscriber side of bench/gateway.ts's fan-out run, in its own process so that parsing 5,000 notifications does
  * not compete with the gateway for the same event loop: subscribes to newHeads directly on the node (the reference
  * time of each block) and through N WebSockets to the gateway, prints "ready", records when each notification
- * arrives (epoch ms), and on stdin "done" prints {announced: {hash: at}, arrivals: {hash: [at, ...]}} as JSON and
- * exits. The reference is taken here, not in the gateway's process, where it would wait for the gateway's own work.
+ * arrives (epoch ms), prints "all <hash>" once every subscriber has a block, and on stdin "done" prints {announced:
+ * {hash: at}, arrivals: {hash: [at, ...]}} as JSON on a line of its own and exits. The reference is taken here, not in the gateway's process, where it would wait for the gateway's own work.
+ * Connections come from `sources` loopback addresses from 127.0.0.<first> on, so tens of thousands of them (and the
+ * TIME_WAIT ports of earlier runs) never run out of one address's ephemeral ports.
  *
- *   node --import tsx bench/gatewayFanOutClients.ts <gatewayWsUrl> <count> <nodeWsUrl>
+ *   node --import tsx bench/gatewayFanOutClients.ts <gatewayWsUrl> <count> <nodeWsUrl> [first=1] [sources=1]
  */
 import WebSocket from "ws";
 
-const [wsUrl, countArg, nodeWsUrl] = process.argv.slice(2);
+const [wsUrl, countArg, nodeWsUrl, firstArg, sourcesArg] = process.argv.slice(2);
 const count = Number(countArg);
+const first = Number(firstArg ?? 1);
+const sources = Number(sourcesArg ?? 1);
 const HASH_KEY = Buffer.from('"hash":"');
 const arrivals: Record<string, number[]> = {};
 const announced: Record<string, number> = {};
@@ -29,8 +33,8 @@ direct.on("message", (data: Buffer) => {
 
 for (let i = 0; i < count; i += 250) {
   await Promise.all(
-    Array.from({ length: Math.min(250, count - i) }, async () => {
-      const ws = new WebSocket(wsUrl!);
+    Array.from({ length: Math.min(250, count - i) }, async (_, j) => {
+      const ws = new WebSocket(wsUrl!, { localAddress: `127.0.0.${first + ((i + j) % sources)}` });
       clients.push(ws);
       await new Promise((resolve, reject) => ws.once("open", resolve).once("error", reject));
       const subscribed = new Promise((resolve) => ws.once("message", resolve));
@@ -43,7 +47,10 @@ for (let i = 0; i < count; i += 250) {
         const start = data.indexOf(HASH_KEY);
         if (start < 0) return;
         const hash = data.toString("latin1", start + HASH_KEY.length, start + HASH_KEY.length + 66);
-        (arrivals[hash] ??= []).push(at);
+        const times = (arrivals[hash] ??= []);
+        times.push(at);
+        // Tells the benchmark when every subscriber has the block, so it waits no longer (nor less) than that.
+        if (times.length === count) process.stdout.write(`all ${hash}\n`);
       });
     }),
   );

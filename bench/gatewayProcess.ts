@@ -7,10 +7,20 @@ import { join } from "node:path";
 /** A server the benchmark runs as a process of its own. */
 export interface ChildServer {
   url: string;
+  /** The server's process id (its CPU time and memory are read from /proc). */
+  pid: number;
   stop(): Promise<void>;
 }
 
 const ROOT = join(import.meta.dirname, "..");
+
+/**
+ * A command run with its open-file limit raised to the hard limit (thousands of subscribers are as many sockets), by
+ * the shell, which then becomes the command itself: the child's pid is the command's.
+ */
+export function withRaisedFileLimit(command: string, args: string[]): [string, string[]] {
+  return ["sh", ["-c", 'ulimit -n "$(ulimit -Hn)" 2>/dev/null; exec "$0" "$@"', command, ...args]];
+}
 
 /**
  * `lightfleet gateway` with `gateway.workers: workers` as a process of its own (node:cluster needs one), in front of
@@ -22,6 +32,8 @@ export async function spawnGatewayProcess(options: {
   policy: "rr" | "none";
   httpUrl: string;
   wsUrl: string;
+  /** More `gateway:` settings. */
+  settings?: Record<string, unknown>;
 }): Promise<ChildServer> {
   const dir = mkdtempSync(join(tmpdir(), "bench-gateway-"));
   const file = join(dir, "gateway.yaml");
@@ -30,7 +42,12 @@ export async function spawnGatewayProcess(options: {
     JSON.stringify({
       log: { format: "json", level: "info" },
       admin: { host: "127.0.0.1" },
-      gateway: { host: "127.0.0.1", headPollInterval: "100ms", workers: options.workers },
+      gateway: {
+        host: "127.0.0.1",
+        headPollInterval: "100ms",
+        workers: options.workers,
+        ...options.settings,
+      },
       networks: [
         {
           name: "bench",
@@ -46,8 +63,7 @@ export async function spawnGatewayProcess(options: {
     }),
   );
   const child: ChildProcess = spawn(
-    process.execPath,
-    [
+    ...withRaisedFileLimit(process.execPath, [
       "--import",
       "tsx",
       join(ROOT, "src/cli.ts"),
@@ -58,7 +74,7 @@ export async function spawnGatewayProcess(options: {
       "0",
       "--admin-port",
       "0",
-    ],
+    ]),
     {
       cwd: ROOT,
       env: { ...process.env, NODE_CLUSTER_SCHED_POLICY: options.policy },
@@ -79,7 +95,7 @@ export async function spawnGatewayProcess(options: {
       const ready = await fetch(`${admin}/readyz`)
         .then((r) => r.ok)
         .catch(() => false);
-      if (ready) return { url, stop };
+      if (ready) return { url, pid: child.pid!, stop };
     }
     if (Date.now() > deadline || child.exitCode !== null) {
       await stop();
@@ -94,10 +110,13 @@ export async function spawnGatewayProcess(options: {
  * "listening <url>".
  */
 export async function spawnListening(script: string, args: string[] = []): Promise<ChildServer> {
-  const child = spawn(process.execPath, ["--import", "tsx", join(ROOT, "bench", script), ...args], {
-    cwd: ROOT,
-    stdio: ["ignore", "pipe", "inherit"],
-  });
+  const child = spawn(
+    ...withRaisedFileLimit(process.execPath, ["--import", "tsx", join(ROOT, "bench", script), ...args]),
+    {
+      cwd: ROOT,
+      stdio: ["ignore", "pipe", "inherit"],
+    },
+  );
   let stdout = "";
   try {
     const url = await new Promise<string>((resolve, reject) => {
@@ -115,7 +134,7 @@ export async function spawnListening(script: string, args: string[] = []): Promi
         reject(new Error(`${script} exited (${code}) before listening`));
       });
     });
-    return { url, stop: () => stopChild(child) };
+    return { url, pid: child.pid!, stop: () => stopChild(child) };
   } catch (error) {
     await stopChild(child);
     throw error;

@@ -1,7 +1,8 @@
-import { Counter, Gauge, Histogram } from "prom-client";
+import { Counter, Gauge } from "prom-client";
 import type { Registry } from "prom-client";
 import type { CountCell } from "./pendingCounts.js";
 import { PendingCounts } from "./pendingCounts.js";
+import { PendingHistogram } from "./pendingHistogram.js";
 
 /** How a call ended; "ok" is success (the alerts count everything else as errors). */
 export const GATEWAY_OUTCOMES = [
@@ -20,7 +21,8 @@ export interface GatewayMetrics {
   requests: Counter<"network" | "method" | "outcome">;
   /** Hot-path counts of `requests`, added to it at each scrape. */
   pendingRequests: PendingCounts<"network" | "method" | "outcome">;
-  duration: Histogram<"network" | "method">;
+  /** Observed through cells on the hot path (see PendingHistogram). */
+  duration: PendingHistogram<"network" | "method">;
   upstreamRequests: Counter<"network" | "upstream" | "outcome">;
   /** Hot-path counts of `upstreamRequests`, added to it at each scrape. */
   pendingUpstreamRequests: PendingCounts<"network" | "upstream" | "outcome">;
@@ -69,7 +71,7 @@ export function createGatewayMetrics(registry: Registry): GatewayMetrics {
         pendingRequests.flushInto(this);
       },
     }),
-    duration: new Histogram({
+    duration: new PendingHistogram({
       name: "lightfleet_gateway_request_duration_seconds",
       help: "Time to answer one JSON-RPC call.",
       labelNames: ["network", "method"],

@@ -88,7 +88,7 @@ describe("newHeads notification bytes", () => {
     const header = { ...block, extraData: "0x6869 é" };
     const notification = new HeadsNotification(JSON.stringify(header));
     for (const id of [newSubscriptionId(), newSubscriptionId()]) {
-      expect(JSON.parse(notification.for(id).toString("utf8"))).toEqual({
+      expect(JSON.parse(notification.textFor(id))).toEqual({
         jsonrpc: "2.0",
         method: "eth_subscription",
         params: { subscription: id, result: header },

@@ -124,7 +124,7 @@ export class CallHandler {
       const network = this.network;
       const outcomes = new Map<GatewayOutcome, CountCell>();
       series = {
-        duration: metrics.duration.labels({ network, method }),
+        duration: metrics.duration.cell({ network, method }),
         outcome: (outcome) => {
           let cell = outcomes.get(outcome);
           if (!cell) {

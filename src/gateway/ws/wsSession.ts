@@ -1,3 +1,4 @@
+import type { Writable } from "node:stream";
 import WebSocket from "ws";
 import type { Logger } from "../../log/logger.js";
 import type { GatewayMetrics } from "../../metrics/gatewayMetrics.js";
@@ -8,7 +9,7 @@ import { errorResponse, parseBody } from "../rpc/parseRequest.js";
 import type { ParsedBody } from "../rpc/parseRequest.js";
 import { serializeBody } from "../rpc/serialize.js";
 import type { FeedBlock } from "./headFeed.js";
-import { newSubscriptionId } from "./headsNotification.js";
+import { newSubscriptionId, subscriptionIdBytes } from "./headsNotification.js";
 import type { Log, LogFilter } from "./logFilter.js";
 import { matchesFilter, parseLogFilter } from "./logFilter.js";
 import type { NetworkStreams } from "./networkStreams.js";
@@ -23,10 +24,8 @@ export interface WsLimits {
   maxInFlight: number;
 }
 
-/** Notification bytes are JSON text: sent as a text frame, not a binary one. */
-const TEXT_FRAME = { binary: false };
-
-type Subscription = { type: "newHeads" } | { type: "logs"; filter: LogFilter };
+/** A newHeads subscription keeps its id's bytes, written into every notification frame. */
+type Subscription = { type: "newHeads"; idBytes: Buffer } | { type: "logs"; filter: LogFilter };
 
 /**
  * One client WebSocket on a network's `/ws`: calls routed like HTTP, and `newHeads` / `logs` subscriptions served
@@ -47,6 +46,8 @@ export class WsSession {
 
   constructor(
     private readonly socket: WebSocket,
+    /** The socket `ws` upgraded: newHeads frames, framed once per block, are written to it directly. */
+    private readonly frames: Writable,
     private readonly handler: CallHandler,
     private readonly streams: NetworkStreams,
     private readonly limits: WsLimits,
@@ -193,7 +194,9 @@ export class WsSession {
         { limit: this.limits.maxSubscriptions },
       );
     let subscription: Subscription;
-    if (params[0] === "newHeads" && params.length === 1) subscription = { type: "newHeads" };
+    const subscriptionId = newSubscriptionId();
+    if (params[0] === "newHeads" && params.length === 1)
+      subscription = { type: "newHeads", idBytes: subscriptionIdBytes(subscriptionId) };
     else if (params[0] === "logs" && params.length <= 2) {
       const filter = parseLogFilter(params[1]);
       if (typeof filter === "string")
@@ -206,7 +209,6 @@ export class WsSession {
         'invalid params: supported subscriptions are "newHeads" and "logs"',
       );
     }
-    const subscriptionId = newSubscriptionId();
     this.subscriptions.set(subscriptionId, subscription);
     this.metrics.wsSubscriptions.inc({ network, type: subscription.type });
     return { jsonrpc: "2.0", id, result: subscriptionId };
@@ -251,14 +253,14 @@ export class WsSession {
 
   private deliver(block: FeedBlock, blockLogs: Log[]): void {
     for (const [id, sub] of this.subscriptions) {
-      if (sub.type === "newHeads") this.sendHead(block, id);
+      if (sub.type === "newHeads") this.sendHead(block, sub.idBytes);
       else for (const log of blockLogs) if (matchesFilter(log, sub.filter)) this.notify(id, log);
     }
   }
 
-  private sendHead(block: FeedBlock, id: string): void {
+  private sendHead(block: FeedBlock, idBytes: Buffer): void {
     if (!this.writable()) return;
-    this.socket.send(block.notification.for(id), TEXT_FRAME);
+    block.notification.writeTo(this.frames, idBytes);
   }
 
   /** Runs notification work in order; a failed step (logs that could not be fetched) does not stop later ones. */
