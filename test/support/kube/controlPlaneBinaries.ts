@@ -2,15 +2,23 @@ import { execFile, spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { mkdir, open, rename, rm, stat } from "node:fs/promises";
 import { homedir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { promisify } from "node:util";
-import { ROOT } from "../runCli.js";
 import { waitFor } from "../waitFor.js";
 
 const run = promisify(execFile);
 
 /** The Go module that pins the control plane (k8s.io/kubernetes and etcd); see its tools.go. */
-export const CONTROL_PLANE_MODULE = join(ROOT, "test/kube/controlplane");
+export const CONTROL_PLANE_MODULE = findModule(import.meta.dirname);
+
+/** Found upwards from this file, which also runs compiled from node_modules/.cache (bench:controller). */
+function findModule(from: string): string {
+  for (let dir = from; ; dir = dirname(dir)) {
+    const candidate = join(dir, "test/kube/controlplane");
+    if (existsSync(join(candidate, "go.mod"))) return candidate;
+    if (dirname(dir) === dir) throw new Error(`test/kube/controlplane/go.mod not found above ${from}`);
+  }
+}
 
 export interface ControlPlaneBinaries {
   etcd: string;
