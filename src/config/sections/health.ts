@@ -47,6 +47,11 @@ export const healthSchema = z.strictObject({
   syncingIsUnhealthy: z.boolean().default(true),
   /** Fraction of a pool that turning bad at once is treated as systemic (no restarts). */
   systemicBadFraction: z.number().gt(0).max(1).default(0.5),
+  /**
+   * The longest a systemic failure holds restarts and routing (fail static); after it the nodes are judged on their
+   * own again, restarted one at a time under the usual budget.
+   */
+  failStaticMaxHold: duration.default(300_000),
   /** Peers whose head has not advanced for this long are considered halted (systemic). Defaults to 10 block intervals. */
   peerHaltAfter: duration.optional(),
 });
