@@ -87,15 +87,16 @@ function observeNodes(
   };
   const count = nodes.length;
   const lookup = new NodeMemoryLookup(memory);
-  const round: ObservedRound = {
-    bases: new Array(count),
-    befores: new Array(count),
-    conditions: new Array(count),
-    inFlight: new Array(count),
-    nexts: new Array(count),
-    turn: { established: 0, turningBad: 0, keepingUp: 0 },
-    inFlightCount: 0,
-  };
+  // Locals in the loop, gathered into the round at the end: this loop runs for every node every round.
+  const bases: NodeMemory[] = new Array(count);
+  const befores: Array<NodeState | undefined> = new Array(count);
+  const conditions: NodeCondition[] = new Array(count);
+  const inFlight: boolean[] = new Array(count);
+  const nexts: Array<Mutable<NodeMemory>> = new Array(count);
+  let established = 0;
+  let turningBad = 0;
+  let keepingUp = 0;
+  let inFlightCount = 0;
   for (let i = 0; i < count; i++) {
     const obs = nodes[i]!;
     const previous = lookup.get(obs.name, i);
@@ -110,17 +111,17 @@ function observeNodes(
     const good = condition.tier === "ok";
     const restartIssuedAt = pendingRestart(base.restartIssuedAt, obs, now, health.restartBackoffBase);
     const restarting = obs.restartInFlight === true || restartIssuedAt !== undefined;
-    if (restarting) round.inFlightCount++;
+    if (restarting) inFlightCount++;
     else if (base.state !== "Starting" && base.state !== "Restarting") {
-      round.turn.established++;
-      if (base.state === "Healthy" && !good) round.turn.turningBad++;
+      established++;
+      if (base.state === "Healthy" && !good) turningBad++;
     }
-    if (good && reference !== undefined) round.turn.keepingUp++;
-    round.bases[i] = base;
-    round.befores[i] = previous?.state;
-    round.conditions[i] = condition;
-    round.inFlight[i] = restarting;
-    round.nexts[i] = {
+    if (good && reference !== undefined) keepingUp++;
+    bases[i] = base;
+    befores[i] = previous?.state;
+    conditions[i] = condition;
+    inFlight[i] = restarting;
+    nexts[i] = {
       state: base.state,
       since: base.since,
       startedAt: obs.startedAt,
@@ -136,6 +137,15 @@ function observeNodes(
       crashLoopClearedAt: base.crashLoopClearedAt,
     };
   }
+  const round: ObservedRound = {
+    bases,
+    befores,
+    conditions,
+    inFlight,
+    nexts,
+    turn: { established, turningBad, keepingUp },
+    inFlightCount,
+  };
   return round;
 }
 
