@@ -78,7 +78,7 @@ function observeNodes(
     chainId: network.chainId,
     health,
     reference,
-    settledHashAt: (height) => {
+    peersHashAt: (height) => {
       if (!settledHashes.has(height))
         settledHashes.set(height, referenceHashAt(peers, reference?.peers ?? [], height));
       return settledHashes.get(height);
