@@ -18,6 +18,7 @@ import type { Fault } from "../src/devnet/faults.js";
 import { createControllerMetrics } from "../src/metrics/controllerMetrics.js";
 import { createRegistry } from "../src/metrics/registry.js";
 import { HttpRpcClient } from "../src/rpc/httpRpcClient.js";
+import { startAnvil } from "../src/devnet/anvil.js";
 import { withDevnetPeers } from "../src/up/devnetPeers.js";
 import { startUp } from "../src/up/runUp.js";
 
@@ -156,6 +157,23 @@ const signal = (pid: number | undefined, sig: NodeJS.Signals) => {
   }
 };
 
+/** Replaces the running controller by a new one (a controller restart), with the given reserved peers. */
+async function restartController(
+  extraPeers: Array<{ name: string; http: string; ws?: string }> = [],
+): Promise<void> {
+  await controller.stop();
+  controller = new Controller({
+    networks: withDevnetPeers(up.context.config.networks, devnet).map((n) => ({
+      ...n,
+      reservedPeers: [...n.reservedPeers, ...extraPeers],
+    })),
+    fleet,
+    logger: up.context.logger,
+    metrics: createControllerMetrics(createRegistry({ defaultMetrics: false })),
+  });
+  controller.start();
+}
+
 interface Scenario {
   name: string;
   /** Light nodes that turn bad, and restarts they warrant. */
@@ -277,6 +295,30 @@ const SCENARIOS: Scenario[] = [
     heal: async () => {},
   },
   {
+    name: "wrong-chain-peer",
+    bad: [],
+    warranted: 0,
+    inject: async () => {
+      // A third reserved peer on another chain under the same chain id (another genesis), 500 blocks ahead and mining.
+      const stranger = await startAnvil({
+        name: "stranger",
+        chainId: 31_337,
+        extraArgs: ["--block-time", "1"],
+      });
+      try {
+        await new HttpRpcClient(stranger.httpUrl, 60_000).call("anvil_mine", ["0x1f4"]);
+        await restartController([{ name: "stranger", http: stranger.httpUrl, ws: stranger.wsUrl }]);
+        await pause(12_000);
+        await restartController();
+      } finally {
+        await stranger.stop();
+      }
+      return new Map();
+    },
+    watchMs: 2_000,
+    heal: async () => {},
+  },
+  {
     name: "two-dead",
     bad: [LIGHT[0]!, LIGHT[1]!],
     warranted: 2,
@@ -332,14 +374,7 @@ const SCENARIOS: Scenario[] = [
       // Killed again at once: the next restart is due only after the backoff, which a new controller must honour.
       await fault(LIGHT[2]!, { kind: "kill" });
       await pause(2_000);
-      await controller.stop();
-      controller = new Controller({
-        networks: withDevnetPeers(up.context.config.networks, devnet),
-        fleet,
-        logger: up.context.logger,
-        metrics: createControllerMetrics(createRegistry({ defaultMetrics: false })),
-      });
-      controller.start();
+      await restartController();
       return new Map([[LIGHT[2]!, at]]);
     },
     watchMs: 16_000,
