@@ -54,6 +54,8 @@ describe("health decisions on a real devnet when several things break", () => {
     const stalled = "devnet-light-2";
     await f.devnet.fault(stalled, { kind: "stall" });
     await waitFor(() => !f.routed().includes(stalled), { what: `${stalled} unrouted`, timeoutMs: 10_000 });
+    // A chain of some length, so the respawned full node takes seconds to replay and is seen low meanwhile.
+    for (let i = 0; i < 600; i++) await f.devnet.mine("devnet");
     const from = f.outputs.length;
     await f.devnet.fault("devnet-full-0", { kind: "kill" });
     // Down for ten blocks, then respawned and replayed from its genesis by the devnet.
