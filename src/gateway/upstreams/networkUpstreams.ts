@@ -55,9 +55,9 @@ export interface NetworkUpstreamsOptions {
 
 /**
  * The upstreams of one network as the gateway uses them: each followed by newHeads (HTTP polling as fallback, chain
- * id checked), with its outstanding request count. A block is served only once the routed nodes (every reachable
- * one in panic) agree on it by hash (`agreeOnHead`): a node that forks is outvoted, and one that has another block
- * at an agreed height gets no calls. Emits `head` (upstream name, BlockRef, the node's header or undefined) when the
+ * id checked), with its outstanding request count. A block is served only once the reserved peers agree on its
+ * hash, or, while they do not have it yet, two routed nodes (every reachable one in panic) have it (`agreeOnHead`):
+ * a node that forks is outvoted, and one with another block than the peers or the agreed chain gets no calls. Emits `head` (upstream name, BlockRef, the node's header or undefined) when the
  * agreed head moves, and `change` when the set or the served head moves.
  *
  * Calls to a node go over one WebSocket kept open for them when the node has a ws URL: many calls share a socket, so
@@ -123,7 +123,7 @@ export class NetworkUpstreams extends EventEmitter {
         ...(upstream.wsUrl ? { ws: upstream.wsUrl } : {}),
       });
       const added: Member = { upstream, follower, calls: this.callsTo(upstream), outstanding: 0 };
-      follower.on("head", (head: BlockRef, header: unknown) => this.onHead(added, head, header));
+      follower.on("head", (_head: BlockRef, header: unknown) => this.onHead(added, header));
       this.members.set(name, added);
       follower.start();
     }
@@ -234,7 +234,7 @@ export class NetworkUpstreams extends EventEmitter {
     return calls;
   }
 
-  private onHead(member: Member, head: BlockRef, header: unknown): void {
+  private onHead(member: Member, header: unknown): void {
     if (this.members.get(member.upstream.name) !== member) return;
     this.updateAgreement(member, header);
   }
