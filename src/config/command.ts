@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import { EXIT_CONFIG } from "../cli/fail.js";
+import { configWarnings } from "./configWarnings.js";
 import { ConfigError, formatProblems } from "./errors.js";
 import { loadConfig } from "./loadConfig.js";
 
@@ -13,7 +14,10 @@ export function registerConfigCommand(program: Command): void {
       try {
         const loaded = await loadConfig(file);
         const networks = loaded.networks.map((n) => `${n.name} (chain ${n.chainId})`).join(", ") || "none";
-        process.stdout.write(`${file}: ok (networks: ${networks})\n`);
+        const warnings = configWarnings(loaded);
+        const note = warnings.length > 0 ? `, ${warnings.length} warning(s)` : "";
+        process.stdout.write(`${file}: ok (networks: ${networks})${note}\n`);
+        for (const w of warnings) process.stderr.write(`warning: ${w.path}: ${w.message}\n`);
       } catch (error) {
         if (!(error instanceof ConfigError)) throw error;
         process.stderr.write(

@@ -98,6 +98,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       pollIntervalMs: settings.headPollInterval,
       timeoutMs: Math.min(settings.upstreamTimeout, 5_000),
       logger: log,
+      peers: network.reservedPeers,
     });
     metrics.countCallSockets(network.name, () => upstreams.openCallSockets());
     const handler = new CallHandler({

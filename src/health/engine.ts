@@ -2,13 +2,19 @@ import { NodeMemoryLookup, readMemory, toState, type EngineMemory, type NodeMemo
 import { nextStallClock } from "./headProgress.js";
 import { countProbe, nextState } from "./hysteresis.js";
 import { coldStart, newIncarnation, pendingRestart } from "./nodeLifecycle.js";
-import { assessNode, type NodeCondition } from "./nodeCondition.js";
+import { assessNode, type ConditionContext, type NodeCondition } from "./nodeCondition.js";
 import { referenceHashAt } from "./referenceHead.js";
-import { trackReference } from "./referenceTracker.js";
-import { planRestarts, type RestartCandidate } from "./restartPlanner.js";
+import { trackReference, type ReferenceRound } from "./referenceTracker.js";
+import { planRestarts, type RestartCandidate, type RestartPlan } from "./restartPlanner.js";
 import { describeStatus } from "./statusMessage.js";
-import { isPoolMostlyBad } from "./systemic.js";
-import type { Decision, EngineInput, EngineOutput, NodeState, NodeStatus } from "./types.js";
+import {
+  decideFailStatic,
+  isPoolMostlyBad,
+  type FailStaticRound,
+  type PoolTurn,
+  type SystemicProblem,
+} from "./systemic.js";
+import type { Decision, EngineInput, EngineOutput, NodeState, NodeStatus, ReferenceHead } from "./types.js";
 
 export class EngineInputError extends Error {
   override name = "EngineInputError";
@@ -21,27 +27,67 @@ const RESTART_TIER_STATES: ReadonlySet<NodeState> = new Set(["Lagging", "Unrespo
 /**
  * One evaluation round of one network's pool: (observations, previous state, config, clock) to (new state, node
  * statuses, decisions). Pure and deterministic; hand `state` back as `previous` next round.
+ *
+ * It runs as named passes over the nodes, in arrays indexed like `input.nodes` (no per-node objects beyond the
+ * memory each node needs anyway): the reference, what each probe says, whether the pool fails static, each node's
+ * state and restart candidacy, the restart plan, and the statuses and decisions that follow.
  */
 export function evaluateNetwork(input: EngineInput): EngineOutput {
-  const { now, network, peers, nodes } = input;
-  const { health } = network;
+  const { now, network } = input;
   if (!Number.isFinite(now)) throw new EngineInputError(`now must be a finite clock time in ms (got ${now})`);
   const memory = readMemory(input.previous);
+  const ref = trackReference(input.peers, network, memory, now);
+  const round = observeNodes(input, memory, ref.reference);
+  const failStatic = decideFailStatic(
+    ref.problem ?? poolMostlyBad(round.turn, network.health.systemicBadFraction),
+    memory.failStaticSince,
+    now,
+    network.health.failStaticMaxHold,
+  );
+  const holding = failStatic.hold !== undefined;
+  const candidates = judgeStates(round, input, holding);
+  const plan = holding ? undefined : planRestarts(candidates, round.inFlightCount, network.health, now);
+  const report = applyPlan(round, input, plan, failStatic.hold?.message);
+  const duplicate = findDuplicate(report.names, memory.names);
+  if (duplicate !== undefined) throw new EngineInputError(`duplicate node name ${JSON.stringify(duplicate)}`);
+  return assembleOutput(input, ref, round, report, failStatic);
+}
 
-  const ref = trackReference(peers, network, memory, now);
-  const reference = ref.reference;
+/** What pass 1 learns of every node, by index, and of the pool. */
+interface ObservedRound {
+  bases: NodeMemory[];
+  befores: Array<NodeState | undefined>;
+  conditions: NodeCondition[];
+  inFlight: boolean[];
+  /** Each node's next memory: created here, completed by the later passes (new this round, so the engine stays pure). */
+  nexts: Array<Mutable<NodeMemory>>;
+  turn: PoolTurn;
+  inFlightCount: number;
+}
+
+/** Pass 1: each node's memory carried over (or started), this probe's condition, streaks, and the pool's turn. */
+function observeNodes(
+  input: EngineInput,
+  memory: EngineMemory,
+  reference: ReferenceHead | undefined,
+): ObservedRound {
+  const { now, network, peers, nodes } = input;
+  const { health } = network;
   const settledHashes = new Map<number, string | undefined>();
-  const settledHashAt = (height: number): string | undefined => {
-    if (!settledHashes.has(height))
-      settledHashes.set(height, referenceHashAt(peers, reference?.peers ?? [], height));
-    return settledHashes.get(height);
+  const context: ConditionContext = {
+    chainId: network.chainId,
+    health,
+    reference,
+    peersHashAt: (height) => {
+      if (!settledHashes.has(height))
+        settledHashes.set(height, referenceHashAt(peers, reference?.peers ?? [], height));
+      return settledHashes.get(height);
+    },
+    now,
   };
-  const conditionContext = { chainId: network.chainId, health, reference, settledHashAt, now };
-
-  // Pass 1: per-node condition and counters. Each node's next memory is created here and completed by the later
-  // passes (it is new this round, so filling it in keeps the engine pure), which saves an allocation per node.
   const count = nodes.length;
   const lookup = new NodeMemoryLookup(memory);
+  // Locals in the loop, gathered into the round at the end: this loop runs for every node every round.
   const bases: NodeMemory[] = new Array(count);
   const befores: Array<NodeState | undefined> = new Array(count);
   const conditions: NodeCondition[] = new Array(count);
@@ -49,6 +95,8 @@ export function evaluateNetwork(input: EngineInput): EngineOutput {
   const nexts: Array<Mutable<NodeMemory>> = new Array(count);
   let established = 0;
   let turningBad = 0;
+  let keepingUp = 0;
+  let inFlightCount = 0;
   for (let i = 0; i < count; i++) {
     const obs = nodes[i]!;
     const previous = lookup.get(obs.name, i);
@@ -59,14 +107,16 @@ export function evaluateNetwork(input: EngineInput): EngineOutput {
           ? previous
           : newIncarnation(previous, obs, now);
     const stallClockFrom = nextStallClock(base, obs.head, reference?.number, now);
-    const condition = assessNode(obs, stallClockFrom, conditionContext);
+    const condition = assessNode(obs, stallClockFrom, context);
     const good = condition.tier === "ok";
     const restartIssuedAt = pendingRestart(base.restartIssuedAt, obs, now, health.restartBackoffBase);
     const restarting = obs.restartInFlight === true || restartIssuedAt !== undefined;
-    if (!restarting && base.state !== "Starting" && base.state !== "Restarting") {
+    if (restarting) inFlightCount++;
+    else if (base.state !== "Starting" && base.state !== "Restarting") {
       established++;
       if (base.state === "Healthy" && !good) turningBad++;
     }
+    if (good && reference !== undefined) keepingUp++;
     bases[i] = base;
     befores[i] = previous?.state;
     conditions[i] = condition;
@@ -87,29 +137,44 @@ export function evaluateNetwork(input: EngineInput): EngineOutput {
       crashLoopClearedAt: base.crashLoopClearedAt,
     };
   }
+  const round: ObservedRound = {
+    bases,
+    befores,
+    conditions,
+    inFlight,
+    nexts,
+    turn: { established, turningBad, keepingUp },
+    inFlightCount,
+  };
+  return round;
+}
 
-  const systemic =
-    ref.problem ??
-    (isPoolMostlyBad({ established, turningBad }, health.systemicBadFraction)
-      ? {
-          cause: "pool-mostly-bad" as const,
-          message: `${turningBad} of ${established} established nodes turned bad at once`,
-        }
-      : undefined);
+/** The pool-side systemic cause: most of the pool turned bad at once and no node keeps up with the peers. */
+function poolMostlyBad(turn: PoolTurn, systemicBadFraction: number): SystemicProblem | undefined {
+  if (!isPoolMostlyBad(turn, systemicBadFraction)) return undefined;
+  return {
+    cause: "pool-mostly-bad",
+    message: `${turn.turningBad} of ${turn.established} established nodes turned bad at once and none keeps up with the peers`,
+  };
+}
 
-  // Pass 2: states (frozen while systemic), restart candidates.
+/**
+ * Pass 2: each node's next state (kept as it was while the pool holds), its restart clock, and whether it is due
+ * for a restart.
+ */
+function judgeStates(round: ObservedRound, input: EngineInput, holding: boolean): RestartCandidate[] {
+  const { now, nodes } = input;
+  const { health } = input.network;
   const candidates: RestartCandidate[] = [];
-  let inFlightCount = 0;
-  for (let i = 0; i < count; i++) {
-    const base = bases[i]!;
-    const next = nexts[i]!;
-    const condition = conditions[i]!;
-    if (inFlight[i]) inFlightCount++;
+  for (let i = 0; i < nodes.length; i++) {
+    const base = round.bases[i]!;
+    const next = round.nexts[i]!;
+    const condition = round.conditions[i]!;
     // A restart that is no longer in flight (done under the same start time, or refused and to be retried) starts over.
     const resolvedPrevious: NodeState = base.state === "Restarting" ? "Starting" : base.state;
     let state: NodeState;
-    if (inFlight[i]) state = "Restarting";
-    else if (systemic) state = resolvedPrevious;
+    if (round.inFlight[i]) state = "Restarting";
+    else if (holding) state = resolvedPrevious;
     else {
       const inStartupGrace = !base.caughtUp && now < next.startedAt + health.startupGrace;
       state = nextState(
@@ -118,14 +183,13 @@ export function evaluateNetwork(input: EngineInput): EngineOutput {
       );
     }
     next.state = state;
-    // The restart clock does not run while systemic (restart timers start over afterwards) nor while Starting.
+    // The restart clock does not run while holding (restart timers start over afterwards) nor while Starting.
     const since =
-      systemic || condition.tier !== "restart" || state === "Starting"
+      holding || condition.tier !== "restart" || state === "Starting"
         ? undefined
         : (base.restartTierSince ?? (condition.kind === "stall" ? next.stallClockFrom : now));
     next.restartTierSince = since;
     if (
-      !systemic &&
       since !== undefined &&
       RESTART_TIER_STATES.has(state) &&
       now - since >= health.restartAfter &&
@@ -141,21 +205,35 @@ export function evaluateNetwork(input: EngineInput): EngineOutput {
       });
     }
   }
-  const plan = systemic ? undefined : planRestarts(candidates, inFlightCount, health, now);
+  return candidates;
+}
+
+interface RoundReport {
+  statuses: NodeStatus[];
+  decisions: Decision[];
+  names: string[];
+}
+
+/** Pass 3: the restart plan applied, then each node's routing, status and decisions. */
+function applyPlan(
+  round: ObservedRound,
+  input: EngineInput,
+  plan: RestartPlan | undefined,
+  holdMessage: string | undefined,
+): RoundReport {
+  const { now, nodes } = input;
+  const { health } = input.network;
   const restartNow = new Map(plan?.restart.map((p) => [p.name, p.reason]));
   const crashLoopNow = new Set(plan?.crashLoop);
   const held = plan?.held ?? new Map<string, string>();
-
-  // Pass 3: the plan applied, statuses, decisions.
-  const statuses: NodeStatus[] = new Array(count);
-  const decisions: Decision[] = [];
-  const names: string[] = new Array(count);
+  const count = nodes.length;
+  const report: RoundReport = { statuses: new Array(count), decisions: [], names: new Array(count) };
   for (let i = 0; i < count; i++) {
     const obs = nodes[i]!;
-    const base = bases[i]!;
-    const next = nexts[i]!;
-    const before = befores[i];
-    const condition = conditions[i]!;
+    const base = round.bases[i]!;
+    const next = round.nexts[i]!;
+    const before = round.befores[i];
+    const condition = round.conditions[i]!;
     const name = obs.name;
     const restartReason = restartNow.size > 0 ? restartNow.get(name) : undefined;
     if (restartReason) {
@@ -173,7 +251,7 @@ export function evaluateNetwork(input: EngineInput): EngineOutput {
       next.crashLoop = true;
     }
     const currentRouted = obs.routed ?? base.routed;
-    const routed = systemic ? currentRouted : state === "Healthy";
+    const routed = holdMessage !== undefined ? currentRouted : state === "Healthy";
     next.routed = routed;
     next.since = state === before ? base.since : now;
     const message = describeStatus(
@@ -181,12 +259,12 @@ export function evaluateNetwork(input: EngineInput): EngineOutput {
       obs,
       next,
       condition,
-      systemic?.message,
+      holdMessage,
       held.size > 0 ? held.get(name) : undefined,
       health.unhealthyAfter,
       health.healthyAfter,
     );
-    statuses[i] = {
+    report.statuses[i] = {
       name,
       state,
       routed,
@@ -198,28 +276,42 @@ export function evaluateNetwork(input: EngineInput): EngineOutput {
       since: next.since,
     };
     if (state !== before)
-      decisions.push({ kind: "transition", node: name, from: before, to: state, message });
-    if (routed !== currentRouted) decisions.push({ kind: routed ? "route" : "unroute", node: name });
-    if (restartReason) decisions.push({ kind: "restart", node: name, reason: restartReason });
-    names[i] = name;
+      report.decisions.push({ kind: "transition", node: name, from: before, to: state, message });
+    if (routed !== currentRouted) report.decisions.push({ kind: routed ? "route" : "unroute", node: name });
+    if (restartReason) report.decisions.push({ kind: "restart", node: name, reason: restartReason });
+    report.names[i] = name;
   }
+  return report;
+}
 
-  const duplicate = findDuplicate(names, memory.names);
-  if (duplicate !== undefined) throw new EngineInputError(`duplicate node name ${JSON.stringify(duplicate)}`);
-
+/** The round's output and the memory handed back as `previous` next round. */
+function assembleOutput(
+  input: EngineInput,
+  ref: ReferenceRound,
+  round: ObservedRound,
+  report: RoundReport,
+  failStatic: FailStaticRound,
+): EngineOutput {
+  const { reference } = ref;
   const nextMemory: EngineMemory = {
     version: 2,
     reference,
     referenceAdvancedAt: ref.referenceAdvancedAt,
     quorumAt: ref.quorumAt,
-    names,
-    nodes: nexts,
+    failStaticSince: failStatic.since,
+    names: report.names,
+    nodes: round.nexts,
   };
-  const output: EngineOutput = { state: toState(nextMemory), reference, nodes: statuses, decisions };
-  if (systemic) output.systemic = { cause: systemic.cause, message: systemic.message };
-  if (reference && reference.number - health.settledDepth >= 0) {
-    output.checkHeight = reference.number - health.settledDepth;
-  }
+  const output: EngineOutput = {
+    state: toState(nextMemory),
+    reference,
+    nodes: report.statuses,
+    decisions: report.decisions,
+  };
+  if (failStatic.hold) output.systemic = failStatic.hold;
+  if (failStatic.released) output.failStaticReleased = failStatic.released;
+  const settledDepth = input.network.health.settledDepth;
+  if (reference && reference.number - settledDepth >= 0) output.checkHeight = reference.number - settledDepth;
   if (ref.ignored) {
     const { head, peers: by } = ref.ignored;
     output.ignoredReference = { number: head.number, hash: head.hash, peers: by, reason: "implausible-jump" };

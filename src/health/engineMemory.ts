@@ -12,6 +12,8 @@ export interface EngineMemory {
   readonly referenceAdvancedAt?: number;
   /** When peers last agreed on a head (quorum); disagreement is tolerated briefly. */
   readonly quorumAt?: number;
+  /** When the current systemic episode began (bounds the fail-static hold). */
+  readonly failStaticSince?: number;
   /** Per-node memory in the order the nodes were observed; `names[i]` is the node of `nodes[i]`. */
   readonly names: ReadonlyArray<string>;
   readonly nodes: ReadonlyArray<NodeMemory>;

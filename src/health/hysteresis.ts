@@ -43,7 +43,7 @@ export function nextState(input: HysteresisInput, health: ResolvedHealthConfig):
     return previous === "Healthy" || streaks.goodStreak >= health.healthyAfter ? "Healthy" : previous;
   }
   if (input.crashLoop) return "CrashLoop";
-  const confirmed = streaks.badStreak >= health.unhealthyAfter;
+  const confirmed = streaks.badStreak >= health.unhealthyAfter || condition.atOnce === true;
   if (previous === "Healthy") return confirmed ? stateForProblem(condition.kind) : "Healthy";
   if (previous === "Starting") {
     if (input.inStartupGrace && CATCHING_UP_KINDS.has(condition.kind)) return "Starting";

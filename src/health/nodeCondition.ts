@@ -10,6 +10,8 @@ export interface NodeCondition {
   tier: Tier;
   message: string;
   restartReason?: RestartReason;
+  /** Leaves Healthy on this one probe, without waiting for `unhealthyAfter` (a forked head must not be served). */
+  atOnce?: boolean;
   lagBlocks?: number;
   lagSeconds?: number;
 }
@@ -18,8 +20,8 @@ export interface ConditionContext {
   chainId: number;
   health: ResolvedHealthConfig;
   reference: ReferenceHead | undefined;
-  /** The peers' hash at a settled height, for the divergence check. */
-  settledHashAt: (height: number) => string | undefined;
+  /** The reference peers' hash at a height (their head's or a recent one), for the divergence checks. */
+  peersHashAt: (height: number) => string | undefined;
   now: number;
 }
 
@@ -57,7 +59,7 @@ export function assessNode(
   }
   const check = node.check;
   if (check && check.hash !== null && reference && check.number <= reference.number - health.settledDepth) {
-    const expected = ctx.settledHashAt(check.number);
+    const expected = ctx.peersHashAt(check.number);
     if (expected !== undefined && expected !== check.hash) {
       return {
         kind: "hash-mismatch",
@@ -68,6 +70,19 @@ export function assessNode(
     }
   }
   const head = node.head;
+  if (head !== undefined && reference && head.number <= reference.number) {
+    // A head the peers have another block for: out of routing on this probe, before clients are served its blocks.
+    const expected = head.number === reference.number ? reference.hash : ctx.peersHashAt(head.number);
+    if (expected !== undefined && expected !== head.hash) {
+      return {
+        kind: "hash-mismatch",
+        tier: "restart",
+        restartReason: "diverged",
+        atOnce: true,
+        message: `head block ${head.number} is ${head.hash}, the peers have ${expected}`,
+      };
+    }
+  }
   if (head === undefined) {
     return { kind: "no-head", tier: "restart", restartReason: "lag", message: "has never reported a head" };
   }

@@ -42,23 +42,30 @@ export function trackReference(
     };
   }
 
-  const agreed = agreedHeads(eligible, health.peerQuorum);
+  const voters = peersInStep(eligible, previous.reference);
+  const agreed = agreedHeads(voters, health.peerQuorum);
   if (agreed.length === 0) {
     const withinGrace =
       previous.quorumAt !== undefined && now - previous.quorumAt <= disagreementGraceMs(network);
     if (withinGrace) return withHalt({ ...previous }, health.peerHaltAfter, now);
-    const heads = eligible.map((p) => `${p.name}@${p.head!.number}`).join(", ");
+    const heads = voters.map((p) => `${p.name}@${p.head!.number}`).join(", ");
     return {
       ...previous,
       problem: {
         cause: "peers-disagree",
-        message: `no ${Math.min(health.peerQuorum, eligible.length)} reserved peers agree on a head by hash (${heads})`,
+        message: `no ${Math.min(health.peerQuorum, voters.length)} reserved peers agree on a head by hash (${heads})`,
       },
     };
   }
 
   const gate = { blockTimeMs: network.blockTimeMs, slackBlocks: health.referenceJumpSlack };
-  const chosen = agreed.find((a) => isPlausibleAdvance(previous.reference, a.head.number, now, gate));
+  // The gate is for a peer racing ahead alone: a head every voting peer (two at least) agrees on by hash is real,
+  // however far it is (the controller lost sight of the peers for a while, or they caught up together).
+  const chosen = agreed.find(
+    (a) =>
+      (a.peers.length >= 2 && a.peers.length === voters.length) ||
+      isPlausibleAdvance(previous.reference, a.head.number, now, gate),
+  );
   const ignored = chosen === agreed[0] ? undefined : agreed[0];
   if (!chosen) return withHalt({ ...previous, quorumAt: now, ignored }, health.peerHaltAfter, now);
 
@@ -80,6 +87,21 @@ export function trackReference(
     referenceAdvancedAt = now;
   }
   return withHalt({ reference, referenceAdvancedAt, quorumAt: now, ignored }, health.peerHaltAfter, now);
+}
+
+/**
+ * The peers that vote on the reference. A peer whose head is below the last adopted reference while another peer is
+ * at or above it is catching up (a restarted full node replaying its chain): it sits out until it is back, so one
+ * peer rejoining low never pulls the reference backwards. When every peer is below it (a reorg to a shorter chain),
+ * they all vote and the reference follows them down.
+ */
+export function peersInStep(
+  eligible: PeerObservation[],
+  previous: ReferenceHead | undefined,
+): PeerObservation[] {
+  if (previous === undefined) return eligible;
+  const inStep = eligible.filter((p) => p.head!.number >= previous.number);
+  return inStep.length === 0 || inStep.length === eligible.length ? eligible : inStep;
 }
 
 function withHalt(round: ReferenceRound, peerHaltAfter: number, now: number): ReferenceRound {

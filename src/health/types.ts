@@ -155,8 +155,13 @@ export interface EngineOutput {
   reference?: ReferenceHead;
   nodes: NodeStatus[];
   decisions: Decision[];
-  /** Set while the pool is in a systemic failure: no restarts, routing kept as it was. */
-  systemic?: { cause: SystemicCause; message: string };
+  /**
+   * Set while the pool holds in a systemic failure: no restarts, routing kept as it was. The engine says when the hold
+   * began (`since`) and when it ends at the latest (`holdUntil`, after failStaticMaxHold).
+   */
+  systemic?: { cause: SystemicCause; message: string; since?: number; holdUntil?: number };
+  /** The systemic condition outlasted failStaticMaxHold: the hold is over and nodes are judged on their own. */
+  failStaticReleased?: { cause: SystemicCause; message: string; since: number };
   /** The settled height whose hash the probes should fetch from every node next round (divergence check). */
   checkHeight?: number;
   /** A head the reserved peers reported but the engine refused as the reference (jumped further than time allows). */

@@ -2,16 +2,18 @@ import { startGateway } from "../gateway/gateway.js";
 import { networksWithoutHead } from "../gateway/gatewayProcess.js";
 import { FleetUpstreamSource } from "../gateway/upstreams/fleetSource.js";
 import type { UpComponent } from "./component.js";
+import { withDevnetPeers } from "./devnetPeers.js";
 
 /** The public RPC gateway in front of the process fleet: routed members only, panic mode when none is routed. */
 export const gatewayComponent: UpComponent = {
   name: "gateway",
   async start(context) {
-    const { config, fleet, logger, registry, flags } = context;
+    const { config, devnet, fleet, logger, registry, flags } = context;
     if (!fleet) throw new Error("the gateway needs the process fleet");
     if (!config.networks.some((n) => n.nodes !== undefined)) return undefined;
     const gateway = await startGateway({
-      config,
+      // Served blocks are checked against the reserved peers: with a devnet, its full nodes.
+      config: { ...config, networks: withDevnetPeers(config.networks, devnet) },
       source: new FleetUpstreamSource(fleet),
       logger,
       registry,

@@ -4,7 +4,7 @@ import { readBlockParam } from "../../src/gateway/rpc/blockParams.js";
 import { checkGetLogs } from "../../src/gateway/rpc/getLogsRule.js";
 import { checkMethod, methodLabel } from "../../src/gateway/rpc/methodPolicy.js";
 import { parseBody } from "../../src/gateway/rpc/parseRequest.js";
-import { nextServedHead, pickCandidate, rankCandidates } from "../../src/gateway/upstreams/balancer.js";
+import { pickCandidate, rankCandidates } from "../../src/gateway/upstreams/balancer.js";
 import type { Candidate } from "../../src/gateway/upstreams/balancer.js";
 import { matchesFilter, parseLogFilter } from "../../src/gateway/ws/logFilter.js";
 
@@ -179,14 +179,6 @@ describe("balancing and the served head", () => {
       node("c", 30, { routed: false, reachable: false }),
     ];
     expect(rankCandidates(panic, undefined, new Set()).map((n) => n.name)).toEqual(["b", "a"]);
-  });
-
-  it("serves the highest routed head and never goes back", () => {
-    expect(nextServedHead(undefined, [node("a", 10), node("b", 12), node("c", 50, { routed: false })])).toBe(
-      12,
-    );
-    expect(nextServedHead(12, [node("a", 11)])).toBe(12);
-    expect(nextServedHead(12, [])).toBe(12);
   });
 });
 

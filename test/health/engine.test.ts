@@ -93,7 +93,7 @@ describe("the failures other RPC proxies have hit", () => {
     expect(statusOf(last, "n1")).toMatchObject({ state: "Healthy", routed: true, lagBlocks: 0 });
   });
 
-  it("more than half the pool bad at once: systemic, no restarts and routing kept", () => {
+  it("more than half the pool bad at once while the rest keeps up with the peers: the bad nodes are bad", () => {
     const sc = new Scenario();
     const names = Array.from({ length: 10 }, (_, i) => `n${i}`);
     const nodesAt = (now: number, bad: number) =>
@@ -101,13 +101,31 @@ describe("the failures other RPC proxies have hit", () => {
         i < bad ? node(name, undefined, { reachable: false, error: "timeout" }) : node(name, headAt(now)),
       );
     sc.round({ peers: [peer("a", headAt(sc.now))], nodes: nodesAt(sc.now, 0) });
-    const outputs = sc.run(150, PROBE, (_i, now) => ({
+    const outputs = sc.run(10, PROBE, (_i, now) => ({
       peers: [peer("a", headAt(now))],
       nodes: nodesAt(now, 6),
     }));
+    expect(outputs.every((o) => o.systemic === undefined)).toBe(true);
+    // Out of routing after unhealthyAfter probes, all six at once.
+    expect(allDecisions(outputs, "unroute")).toEqual(names.slice(0, 6));
+    expect(outputs.at(-1)!.nodes.filter((n) => n.routed)).toHaveLength(4);
+  });
+
+  it("the whole pool bad at once while the peers agree: systemic, no restarts and routing kept", () => {
+    const sc = new Scenario();
+    const names = Array.from({ length: 10 }, (_, i) => `n${i}`);
+    const nodesAt = (now: number, bad: number) =>
+      names.map((name, i) =>
+        i < bad ? node(name, undefined, { reachable: false, error: "timeout" }) : node(name, headAt(now)),
+      );
+    sc.round({ peers: [peer("a", headAt(sc.now))], nodes: nodesAt(sc.now, 0) });
+    const outputs = sc.run(100, PROBE, (_i, now) => ({
+      peers: [peer("a", headAt(now))],
+      nodes: nodesAt(now, 10),
+    }));
     for (const out of outputs) {
       expect(out.systemic).toMatchObject({ cause: "pool-mostly-bad" });
-      expect(out.systemic?.message).toContain("6 of 10");
+      expect(out.systemic?.message).toContain("10 of 10");
       expect(out.decisions).toEqual([]);
       expect(out.nodes.filter((n) => n.routed)).toHaveLength(10);
     }

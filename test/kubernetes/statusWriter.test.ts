@@ -449,6 +449,57 @@ describe("status writing at the wire", () => {
     expect(events).toHaveLength(4);
   });
 
+  it("a fail-static hold that ran out says so in the pool's Degraded condition and a Warning Event", async () => {
+    const writes = recordWrites();
+    const events: Array<Record<string, unknown>> = [];
+    nock(SERVER)
+      .persist()
+      .post("/apis/events.k8s.io/v1/namespaces/eth/events")
+      .reply(201, (_path, body) => {
+        events.push(body as Record<string, unknown>);
+        return body as object;
+      });
+    const recorder = new EventRecorder(kubeConfig, {
+      identity: "controller-0",
+      logger: silentLogger(),
+      clock: () => now,
+    });
+    const writer = new StatusWriter(kubeConfig, {
+      pools: () => new Map([["mainnet", pool]]),
+      fleet,
+      logger: silentLogger(),
+      clock: () => now,
+      events: recorder,
+    });
+    now = T0;
+    await writer.onRound(
+      "mainnet",
+      output([node("light-0", "Healthy")], {
+        failStaticReleased: {
+          cause: "no-peer-reachable",
+          message: "no reserved peer answers",
+          since: T0 - 300_000,
+        },
+      }),
+    );
+    const status = writes.filter((w) => w.path.includes("/lightnodepools/")).at(-1)!.body.status as {
+      conditions: Array<Record<string, string>>;
+    };
+    expect(status.conditions.find((c) => c.type === "Degraded")).toMatchObject({
+      status: "True",
+      reason: "FailStaticReleased",
+      message: expect.stringContaining("the hold ran out"),
+    });
+    expect(status.conditions.find((c) => c.type === "PeersReachable")).toMatchObject({ status: "False" });
+    expect(events).toContainEqual(
+      expect.objectContaining({
+        type: "Warning",
+        reason: "FailStaticReleased",
+        regarding: expect.objectContaining({ kind: "LightNodePool", name: "mainnet" }),
+      }),
+    );
+  });
+
   it("the schema check bites: a status the CRD refuses is reported", () => {
     const object = {
       apiVersion: "lightfleet.io/v1alpha1",

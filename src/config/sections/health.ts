@@ -16,8 +16,11 @@ export const healthSchema = z.strictObject({
   maxLagSeconds: duration.optional(),
   /** Lag in blocks that makes a node a restart candidate. */
   restartLagBlocks: z.number().int().min(1).default(32),
-  /** A head that has not climbed for this long while the peers' did is a stall (restart candidate). */
-  stallAfter: duration.default(120_000),
+  /**
+   * A head that has not climbed for this long while the peers' did is a stall (restart candidate). Defaults to 2 minutes,
+   * or three block intervals on a slower chain.
+   */
+  stallAfter: duration.optional(),
   /** Consecutive bad probes before a Healthy node leaves routing. */
   unhealthyAfter: z.number().int().min(1).default(2),
   /** Consecutive good probes before a node returns to routing. */
@@ -47,8 +50,67 @@ export const healthSchema = z.strictObject({
   syncingIsUnhealthy: z.boolean().default(true),
   /** Fraction of a pool that turning bad at once is treated as systemic (no restarts). */
   systemicBadFraction: z.number().gt(0).max(1).default(0.5),
+  /**
+   * The longest a systemic failure holds restarts and routing (fail static); after it the nodes are judged on their
+   * own again, restarted one at a time under the usual budget.
+   */
+  failStaticMaxHold: duration.default(300_000),
   /** Peers whose head has not advanced for this long are considered halted (systemic). Defaults to 10 block intervals. */
   peerHaltAfter: duration.optional(),
 });
 
 export type HealthConfig = z.infer<typeof healthSchema>;
+
+/** Block timestamps are whole seconds: no threshold compared with them can be finer. */
+export const TIMESTAMP_RESOLUTION_MS = 1_000;
+
+/**
+ * Time thresholds left out of the config, derived from the block time so they work on fast chains too:
+ * `maxLagSeconds` is maxLagBlocks block intervals but never under the timestamp resolution (a node in sync reads up
+ * to a second behind when a block crosses a second), `peerHaltAfter` is ten block intervals but at least three
+ * probe intervals (a peer followed by polling is seen once per probe), and `stallAfter` is two minutes but at least
+ * three block intervals.
+ */
+export function derivedTimeThresholds(
+  health: HealthConfig,
+  blockTimeMs: number,
+): { maxLagSeconds: number; peerHaltAfter: number; stallAfter: number } {
+  return {
+    stallAfter: health.stallAfter ?? Math.max(120_000, 3 * blockTimeMs),
+    maxLagSeconds:
+      health.maxLagSeconds ?? Math.max(health.maxLagBlocks * blockTimeMs, TIMESTAMP_RESOLUTION_MS),
+    peerHaltAfter: health.peerHaltAfter ?? Math.max(10 * blockTimeMs, 3 * health.probeInterval),
+  };
+}
+
+/** Time thresholds given in a config that cannot work with the network's block time; each names its option. */
+export function timeThresholdProblems(
+  health: HealthConfig,
+  blockTimeMs: number,
+): Array<{ option: keyof HealthConfig; message: string }> {
+  const problems: Array<{ option: keyof HealthConfig; message: string }> = [];
+  const blockTime = formatMs(blockTimeMs);
+  if (health.maxLagSeconds !== undefined && health.maxLagSeconds < TIMESTAMP_RESOLUTION_MS) {
+    problems.push({
+      option: "maxLagSeconds",
+      message: `is ${formatMs(health.maxLagSeconds)}, under the one-second resolution of block timestamps: nodes in sync would flap out of routing; use 1s or more, or leave it out (default maxLagBlocks x blockTime, at least 1s)`,
+    });
+  }
+  if (health.peerHaltAfter !== undefined && health.peerHaltAfter < 2 * blockTimeMs) {
+    problems.push({
+      option: "peerHaltAfter",
+      message: `is ${formatMs(health.peerHaltAfter)}, within two block intervals (blockTime ${blockTime}): the ordinary wait for the next block would read as a network halt`,
+    });
+  }
+  if (health.stallAfter !== undefined && health.stallAfter < 2 * blockTimeMs) {
+    problems.push({
+      option: "stallAfter",
+      message: `is ${formatMs(health.stallAfter)}, within two block intervals (blockTime ${blockTime}): a node waiting for the next block would read as stalled`,
+    });
+  }
+  return problems;
+}
+
+function formatMs(ms: number): string {
+  return ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`;
+}

@@ -4,7 +4,7 @@ import { duration } from "../duration.js";
 import { NETWORK_PRESETS, PRESET_NAMES } from "../presets.js";
 import { httpUrl, wsUrl } from "../urls.js";
 import { networkGatewaySchema } from "./gateway.js";
-import { healthSchema } from "./health.js";
+import { derivedTimeThresholds, healthSchema, timeThresholdProblems } from "./health.js";
 import { processFleetSchema } from "./processFleet.js";
 import { scalingSchema } from "./scaling.js";
 
@@ -65,6 +65,10 @@ export const networkSchema = z
         message: "set gateway.upstreams or gateway.service, not both",
       });
     }
+    const blockTimeMs = network.blockTime ?? preset?.blockTimeMs ?? 12_000;
+    for (const problem of timeThresholdProblems(network.health, blockTimeMs)) {
+      ctx.addIssue({ code: "custom", path: ["health", problem.option], message: problem.message });
+    }
     const names = new Set<string>();
     network.reservedPeers?.forEach((peer, i) => {
       if (names.has(peer.name)) {
@@ -88,8 +92,7 @@ export const networkSchema = z
       blockTimeMs,
       health: {
         ...network.health,
-        maxLagSeconds: network.health.maxLagSeconds ?? network.health.maxLagBlocks * blockTimeMs,
-        peerHaltAfter: network.health.peerHaltAfter ?? 10 * blockTimeMs,
+        ...derivedTimeThresholds(network.health, blockTimeMs),
       },
     };
   });

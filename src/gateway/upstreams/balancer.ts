@@ -61,21 +61,3 @@ function hasBlock(n: Candidate, minBlock: number | undefined): boolean {
 export function inPanic(nodes: readonly Candidate[]): boolean {
   return !nodes.some((n) => n.routed && n.reachable);
 }
-
-/**
- * The served head: the highest head a routed node has (every node when in panic), never going back, so
- * eth_blockNumber and `latest` only move forward for clients that see several nodes.
- */
-export function nextServedHead(
-  previous: number | undefined,
-  nodes: readonly Candidate[],
-): number | undefined {
-  const panic = inPanic(nodes);
-  let best: number | undefined;
-  for (const n of nodes) {
-    if (!n.reachable || n.head === undefined || (!panic && !n.routed)) continue;
-    if (best === undefined || n.head > best) best = n.head;
-  }
-  if (best === undefined) return previous;
-  return previous === undefined ? best : Math.max(previous, best);
-}

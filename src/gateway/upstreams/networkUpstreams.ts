@@ -1,5 +1,6 @@
 import { EventEmitter } from "node:events";
-import type { BlockRef } from "../../health/types.js";
+import type { PeerConfig } from "../../config/sections/network.js";
+import type { BlockRef, PeerObservation } from "../../health/types.js";
 import type { Logger } from "../../log/logger.js";
 import { PeerFollower } from "../../probe/peerFollower.js";
 import type { JsonRpcRequest, JsonRpcResponse } from "../../rpc/jsonRpc.js";
@@ -7,7 +8,8 @@ import { RpcTransportError } from "../../rpc/jsonRpc.js";
 import { isKnownMethod } from "../rpc/methodPolicy.js";
 import { WsRpcClient } from "../../rpc/wsRpcClient.js";
 import type { Candidate } from "./balancer.js";
-import { inPanic, nextServedHead } from "./balancer.js";
+import { agreeOnHead, type HeadAgreement } from "./agreedHead.js";
+import { inPanic } from "./balancer.js";
 import { forward } from "./forward.js";
 import { readNodeAnswer } from "./nodeAnswer.js";
 import type { Upstream, UpstreamSource } from "./upstreamSource.js";
@@ -47,12 +49,16 @@ export interface NetworkUpstreamsOptions {
   pollIntervalMs: number;
   timeoutMs: number;
   logger: Logger;
+  /** The network's reserved peers: a block is served once they agree on it (see agreeOnHead). */
+  peers?: ReadonlyArray<PeerConfig>;
 }
 
 /**
  * The upstreams of one network as the gateway uses them: each followed by newHeads (HTTP polling as fallback, chain
- * id checked), with its outstanding request count. Emits `head` (upstream name, BlockRef, the node's header) for heads
- * of nodes that may serve (routed, or any in panic), and `change` when the set or the served head moves.
+ * id checked), with its outstanding request count. A block is served only once the reserved peers agree on its
+ * hash, or, while they do not have it yet, two routed nodes (every reachable one in panic) have it (`agreeOnHead`):
+ * a node that forks is outvoted, and one with another block than the peers or the agreed chain gets no calls. Emits `head` (upstream name, BlockRef, the node's header or undefined) when the
+ * agreed head moves, and `change` when the set or the served head moves.
  *
  * Calls to a node go over one WebSocket kept open for them when the node has a ws URL: many calls share a socket, so
  * under load one read or write carries several, where HTTP costs a write and a read per call (pass-through went from
@@ -62,10 +68,22 @@ export interface NetworkUpstreamsOptions {
 export class NetworkUpstreams extends EventEmitter {
   private readonly members = new Map<string, Member>();
   private served: number | undefined;
+  private agreement: HeadAgreement = agreeOnHead([], []);
   private readonly unsubscribe: () => void;
+  /** Recounts the agreement when nothing else does: a node that stops answering changes who votes. */
+  private readonly recount: NodeJS.Timeout;
+  private readonly peers: PeerFollower[];
 
   constructor(private readonly options: NetworkUpstreamsOptions) {
     super();
+    this.peers = (options.peers ?? []).map((peer) => {
+      const follower = this.follow(peer);
+      follower.on("head", () => this.updateAgreement(undefined, undefined));
+      follower.start();
+      return follower;
+    });
+    this.recount = setInterval(() => this.updateAgreement(undefined, undefined), options.pollIntervalMs);
+    this.recount.unref();
     this.unsubscribe = options.source.onChange((network) => {
       if (network === options.network) this.sync();
     });
@@ -99,21 +117,17 @@ export class NetworkUpstreams extends EventEmitter {
         member.upstream = upstream;
         continue;
       }
-      const follower = new PeerFollower({
-        network: this.options.network,
-        peer: { name, http: upstream.httpUrl, ...(upstream.wsUrl ? { ws: upstream.wsUrl } : {}) },
-        expectedChainId: this.options.chainId,
-        pollIntervalMs: this.options.pollIntervalMs,
-        timeoutMs: this.options.timeoutMs,
-        logger: this.options.logger,
-        historyDepth: 128,
+      const follower = this.follow({
+        name,
+        http: upstream.httpUrl,
+        ...(upstream.wsUrl ? { ws: upstream.wsUrl } : {}),
       });
       const added: Member = { upstream, follower, calls: this.callsTo(upstream), outstanding: 0 };
-      follower.on("head", (head: BlockRef, header: unknown) => this.onHead(added, head, header));
+      follower.on("head", (_head: BlockRef, header: unknown) => this.onHead(added, header));
       this.members.set(name, added);
       follower.start();
     }
-    this.updateServed();
+    this.updateAgreement(undefined, undefined);
     this.emit("change");
   }
 
@@ -122,7 +136,7 @@ export class NetworkUpstreams extends EventEmitter {
       const observation = m.follower.observation();
       return {
         name: m.upstream.name,
-        routed: m.upstream.routed,
+        routed: m.upstream.routed && !this.agreement.dissenters.has(m.upstream.name),
         reachable: observation.reachable && observation.chainId === this.options.chainId,
         head: observation.head?.number,
         outstanding: m.outstanding,
@@ -180,12 +194,26 @@ export class NetworkUpstreams extends EventEmitter {
   }
 
   async close(): Promise<void> {
+    clearInterval(this.recount);
+    for (const peer of this.peers) peer.stop();
     this.unsubscribe();
     for (const member of this.members.values()) {
       member.follower.stop();
       member.calls?.close();
     }
     this.members.clear();
+  }
+
+  private follow(peer: PeerConfig): PeerFollower {
+    return new PeerFollower({
+      network: this.options.network,
+      peer,
+      expectedChainId: this.options.chainId,
+      pollIntervalMs: this.options.pollIntervalMs,
+      timeoutMs: this.options.timeoutMs,
+      logger: this.options.logger,
+      historyDepth: 128,
+    });
   }
 
   private callsTo(upstream: Upstream): WsRpcClient | undefined {
@@ -206,17 +234,49 @@ export class NetworkUpstreams extends EventEmitter {
     return calls;
   }
 
-  private onHead(member: Member, head: BlockRef, header: unknown): void {
+  private onHead(member: Member, header: unknown): void {
     if (this.members.get(member.upstream.name) !== member) return;
-    const previous = this.served;
-    this.updateServed();
-    const candidates = this.candidates();
-    const mayServe = member.upstream.routed || inPanic(candidates);
-    if (mayServe) this.emit("head", member.upstream.name, head, header);
-    if (this.served !== previous) this.emit("change");
+    this.updateAgreement(member, header);
   }
 
-  private updateServed(): void {
-    this.served = nextServedHead(this.served, this.candidates());
+  /**
+   * Recounts what the nodes agree on after a head or a routing change; announces a new agreed head (with the header
+   * of the node that just reported it, when that is the agreed block) and a new served head.
+   */
+  private updateAgreement(reporter: Member | undefined, header: unknown): void {
+    const previous = this.agreement.head;
+    const served = this.served;
+    this.agreement = agreeOnHead(this.voters(), this.usablePeers());
+    const agreed = this.agreement.head;
+    if (agreed !== undefined) this.served = Math.max(this.served ?? agreed.number, agreed.number);
+    if (agreed !== undefined && (agreed.number !== previous?.number || agreed.hash !== previous.hash)) {
+      const own = reporter && reporter.follower.observation().head?.hash === agreed.hash;
+      const from = own ? reporter.upstream.name : this.agreement.supporters[0]!;
+      this.emit("head", from, agreed, own ? header : undefined);
+    }
+    if (this.served !== served) this.emit("change");
+  }
+
+  private usablePeers(): PeerObservation[] {
+    const usable: PeerObservation[] = [];
+    for (const peer of this.peers) {
+      const observation = peer.observation();
+      if (observation.reachable && observation.chainId === this.options.chainId && observation.head)
+        usable.push(observation);
+    }
+    return usable;
+  }
+
+  /** The nodes whose blocks count: the routed ones with a head on the right chain, or every such node in panic. */
+  private voters(): PeerObservation[] {
+    const usable: Array<{ routed: boolean; observation: PeerObservation }> = [];
+    for (const m of this.members.values()) {
+      const observation = m.follower.observation();
+      if (!observation.reachable || observation.chainId !== this.options.chainId || !observation.head)
+        continue;
+      usable.push({ routed: m.upstream.routed, observation });
+    }
+    const routed = usable.filter((u) => u.routed);
+    return (routed.length > 0 ? routed : usable).map((u) => u.observation);
   }
 }

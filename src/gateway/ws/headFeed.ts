@@ -76,7 +76,8 @@ export class HeadFeed extends EventEmitter {
     const client = new HttpRpcClient(url, this.options.timeoutMs);
     const from = last ? Math.max(last.number + 1, head.number - DEPTH + 1) : head.number;
     let blocks = await this.fetch(client, from, head.number);
-    if (!blocks) return;
+    // The node moved on to another block at that height since it agreed: wait for the next agreed head.
+    if (!blocks || blocks.at(-1)!.hash !== head.hash) return;
     if (last && blocks[0]!.number === last.number + 1 && blocks[0]!.header.parentHash !== last.hash) {
       const ancestor = await this.findAncestor(client);
       if (ancestor === undefined) return;

@@ -210,6 +210,18 @@ export function poolHealthStatus(input: {
         now,
       ),
     );
+  } else if (output.failStaticReleased) {
+    conditions.push(
+      condition(
+        "Degraded",
+        "True",
+        "FailStaticReleased",
+        `${output.failStaticReleased.cause}: ${output.failStaticReleased.message}; the hold ran out (failStaticMaxHold), nodes are judged on their own`,
+        prev,
+        generation,
+        now,
+      ),
+    );
   } else if (healthy < total) {
     conditions.push(
       condition(
@@ -227,18 +239,11 @@ export function poolHealthStatus(input: {
       condition("Degraded", "False", "AllHealthy", "every node is healthy", prev, generation, now),
     );
   }
-  const noPeer = output.systemic?.cause === "no-peer-reachable";
+  const peerOutage = output.systemic ?? output.failStaticReleased;
+  const noPeer = peerOutage?.cause === "no-peer-reachable";
   conditions.push(
     noPeer
-      ? condition(
-          "PeersReachable",
-          "False",
-          "NoPeerReachable",
-          output.systemic!.message,
-          prev,
-          generation,
-          now,
-        )
+      ? condition("PeersReachable", "False", "NoPeerReachable", peerOutage!.message, prev, generation, now)
       : condition(
           "PeersReachable",
           "True",

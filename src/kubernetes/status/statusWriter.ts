@@ -234,6 +234,19 @@ export class StatusWriter {
         action: "FailStatic",
         note: `${output.systemic.cause}: ${output.systemic.message}; no restarts, routing frozen`,
       });
+    if (output.failStaticReleased)
+      events.push({
+        target: {
+          kind: "LightNodePool",
+          apiVersion: API_VERSION,
+          namespace: pool.namespace,
+          name: pool.name,
+        },
+        type: "Warning",
+        reason: "FailStaticReleased",
+        action: "FailStatic",
+        note: `${output.failStaticReleased.cause}: ${output.failStaticReleased.message}; the hold ran out (failStaticMaxHold), nodes are judged on their own`,
+      });
     // Each Event is a new object: its own key, so none replaces another.
     return events.map((event) => this.writes.submit(`event/${++this.events}`, () => recorder.record(event)));
   }

@@ -1,0 +1,512 @@
+/**
+ * The health decisions scored over fault scenarios on the real single-host system (`lightfleet up`'s devnet, process
+ * fleet, controller and gateway on ephemeral ports): for each scenario, restarts made against restarts warranted,
+ * restarts missed and unwarranted, how long a bad node stayed routed after it turned bad (goal: one block interval plus
+ * one probe interval), and blocks served (newHeads and `latest`) that the full nodes do not have by hash.
+ *
+ *   npx tsx bench/scenarios.ts [scenario ...]     (default: every scenario; see SCENARIOS for the names)
+ *
+ * Each scenario starts from a pool of three routed light nodes and two full nodes, ends with everything healed and
+ * routed again, and is bounded in time. Not a test: it prints what it measured.
+ */
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import WebSocket from "ws";
+import { Controller } from "../src/controller/controller.js";
+import type { Fault } from "../src/devnet/faults.js";
+import { createControllerMetrics } from "../src/metrics/controllerMetrics.js";
+import { createRegistry } from "../src/metrics/registry.js";
+import { HttpRpcClient } from "../src/rpc/httpRpcClient.js";
+import { startAnvil } from "../src/devnet/anvil.js";
+import { withDevnetPeers } from "../src/up/devnetPeers.js";
+import { startUp } from "../src/up/runUp.js";
+
+const NETWORK = "bench";
+const BLOCK_MS = 1_000;
+const PROBE_MS = 250;
+const MAX_LAG = 3;
+const GOAL_MS = BLOCK_MS + PROBE_MS;
+const LIGHT = [0, 1, 2].map((i) => `${NETWORK}-light-${i}`);
+const FULL = [0, 1].map((i) => `${NETWORK}-full-${i}`);
+
+const dir = mkdtempSync(join(tmpdir(), "lightfleet-bench-scenarios-"));
+const config = join(dir, "bench.yaml");
+writeFileSync(
+  config,
+  `
+log: { level: error, format: json }
+admin: { host: 127.0.0.1, port: 0 }
+gateway: { host: 127.0.0.1, port: 0, headPollInterval: 250ms }
+keys: { host: 127.0.0.1, port: 0 }
+dataDir: ${JSON.stringify(join(dir, "data"))}
+devnet:
+  blockTime: ${BLOCK_MS}ms
+  networks: [{ name: ${NETWORK}, chainId: 31337, fullNodes: 2 }]
+networks:
+  - name: ${NETWORK}
+    chainId: 31337
+    blockTime: ${BLOCK_MS}ms
+    health:
+      probeInterval: ${PROBE_MS}ms
+      maxLagBlocks: ${MAX_LAG}
+      restartLagBlocks: 12
+      stallAfter: 8s
+      restartAfter: 4s
+      restartBackoffBase: 8s
+      startupGrace: 30s
+      failStaticMaxHold: 20s
+    nodes:
+      command: ["{anvil}", "--port", "{port}", "--chain-id", "{chainId}", "--timestamp", "{genesisTimestamp}", "--no-mining"]
+      replicas: 3
+`,
+);
+
+const up = await startUp({ config, logFormat: "json", stdout: process.stderr });
+const { devnet: startedDevnet, fleet: startedFleet, controller: startedController } = up.context;
+if (!startedDevnet || !startedFleet || !startedController)
+  throw new Error("the bench config needs a devnet, a fleet and a controller");
+const devnet = startedDevnet;
+const fleet = startedFleet;
+let controller: Controller = startedController;
+const rpc = up.endpoints.find((e) => e.label === `${NETWORK} RPC`)!.url;
+const wsUrl = up.endpoints.find((e) => e.label === `${NETWORK} WebSocket`)!.url;
+
+async function until<T>(
+  check: () => T | undefined | false | Promise<T | undefined | false>,
+  what: string,
+  timeoutMs = 60_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+const pause = (ms: number) => until(() => false, "", ms).catch(() => undefined);
+
+/** Every routing change as the fleet makes it (ms since the epoch). */
+const routingChanges: Array<{ node: string; at: number; routed: boolean }> = [];
+const lastRouted = new Map<string, boolean>();
+fleet.onChange(() => {
+  for (const m of fleet.members(NETWORK)) {
+    if (lastRouted.get(m.name) !== m.routed)
+      routingChanges.push({ node: m.name, at: Date.now(), routed: m.routed });
+    lastRouted.set(m.name, m.routed);
+  }
+});
+
+/** What clients were served: every newHeads announcement and every `latest` answer. */
+const served: Array<{ number: number; hash: string }> = [];
+const ws = new WebSocket(wsUrl);
+await new Promise((resolve, reject) => ws.once("open", resolve).once("error", reject));
+ws.on("message", (data: Buffer) => {
+  const m = JSON.parse(String(data)) as { params?: { result: { number: string; hash: string } } };
+  if (m.params) served.push({ number: Number(m.params.result.number), hash: m.params.result.hash });
+});
+ws.send(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_subscribe", params: ["newHeads"] }));
+let polling = true;
+const client = new HttpRpcClient(rpc, 5_000);
+const poller = (async () => {
+  while (polling) {
+    const block = await client
+      .call<{ number: string; hash: string } | null>("eth_getBlockByNumber", ["latest", false])
+      .catch(() => null);
+    if (block) served.push({ number: Number(block.number), hash: block.hash });
+    await pause(50);
+  }
+})();
+
+const fault = (node: string, f: Fault) => devnet.fault(node, f);
+const headOf = (node: string) => devnet.status().nodes.find((n) => n.name === node)?.head?.number ?? 0;
+const routed = () =>
+  fleet
+    .members(NETWORK)
+    .filter((m) => m.routed)
+    .map((m) => m.name);
+const restartCount = () => new Map(fleet.members(NETWORK).map((m) => [m.name, m.restarts.length]));
+
+/** Stops a light node's process without killing it (a hung node), and lets it go on. */
+function anvilPid(node: string): number | undefined {
+  const port = new URL(fleet.members(NETWORK).find((m) => m.name === node)!.httpUrl).port;
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const args = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0");
+      if (
+        /(^|\/)anvil$/.test(args[0] ?? "") &&
+        args.includes("--port") &&
+        args[args.indexOf("--port") + 1] === port
+      )
+        return Number(entry);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return undefined;
+}
+const hung = new Set<number>();
+const signal = (pid: number | undefined, sig: NodeJS.Signals) => {
+  if (pid === undefined) return;
+  try {
+    process.kill(pid, sig);
+  } catch {
+    // already gone
+  }
+};
+
+/** Replaces the running controller by a new one (a controller restart), with the given reserved peers. */
+async function restartController(
+  extraPeers: Array<{ name: string; http: string; ws?: string }> = [],
+): Promise<void> {
+  await controller.stop();
+  controller = new Controller({
+    networks: withDevnetPeers(up.context.config.networks, devnet).map((n) => ({
+      ...n,
+      reservedPeers: [...n.reservedPeers, ...extraPeers],
+    })),
+    fleet,
+    logger: up.context.logger,
+    metrics: createControllerMetrics(createRegistry({ defaultMetrics: false })),
+  });
+  controller.start();
+}
+
+interface Scenario {
+  name: string;
+  /** Light nodes that turn bad, and restarts they warrant. */
+  bad: string[];
+  warranted: number;
+  /** Breaks things; resolves with when each bad node turned bad (for the routed-time figure). */
+  inject(): Promise<Map<string, number>>;
+  /** How long to watch after the injection before healing. */
+  watchMs: number;
+  heal(): Promise<void>;
+}
+
+/** A node held back: bad once the chain is more than MAX_LAG past where it stopped. */
+async function holdBack(node: string, f: Fault): Promise<[string, number]> {
+  const frozen = headOf(node);
+  await fault(node, f);
+  const crossed = await until(
+    () => devnet.head(NETWORK).number > frozen + MAX_LAG && Date.now(),
+    `${node} crossing`,
+  );
+  return [node, crossed];
+}
+async function now(node: string, f: Fault): Promise<[string, number]> {
+  await fault(node, f);
+  return [node, Date.now()];
+}
+const healAll = async (nodes: string[]) => {
+  for (const n of nodes) await fault(n, { kind: "heal" }).catch(() => undefined);
+};
+
+const SCENARIOS: Scenario[] = [
+  {
+    name: "lag",
+    bad: [LIGHT[0]!],
+    warranted: 0,
+    inject: async () => new Map([await holdBack(LIGHT[0]!, { kind: "lag", blocks: MAX_LAG + 2 })]),
+    watchMs: 6_000,
+    heal: () => healAll([LIGHT[0]!]),
+  },
+  {
+    name: "stall",
+    bad: [LIGHT[1]!],
+    warranted: 1,
+    inject: async () => new Map([await holdBack(LIGHT[1]!, { kind: "stall" })]),
+    watchMs: 14_000,
+    heal: () => healAll([LIGHT[1]!]),
+  },
+  {
+    name: "fork",
+    bad: [LIGHT[2]!],
+    warranted: 1,
+    inject: async () => new Map([await now(LIGHT[2]!, { kind: "fork" })]),
+    watchMs: 12_000,
+    heal: () => healAll([LIGHT[2]!]),
+  },
+  {
+    name: "kill",
+    bad: [LIGHT[0]!],
+    warranted: 1,
+    inject: async () => new Map([await now(LIGHT[0]!, { kind: "kill" })]),
+    watchMs: 12_000,
+    heal: async () => {},
+  },
+  {
+    name: "hang",
+    bad: [LIGHT[1]!],
+    warranted: 1,
+    inject: async () => {
+      const pid = anvilPid(LIGHT[1]!);
+      if (pid !== undefined) hung.add(pid);
+      signal(pid, "SIGSTOP");
+      return new Map([[LIGHT[1]!, Date.now()]]);
+    },
+    watchMs: 14_000,
+    heal: async () => {
+      for (const pid of hung) signal(pid, "SIGCONT");
+      hung.clear();
+    },
+  },
+  {
+    name: "one-peer-down",
+    bad: [],
+    warranted: 0,
+    inject: async () => {
+      await fault(FULL[0]!, { kind: "kill" });
+      await pause(8_000);
+      await fault(FULL[0]!, { kind: "heal" });
+      return new Map();
+    },
+    watchMs: 8_000,
+    heal: async () => {},
+  },
+  {
+    name: "both-peers-down",
+    bad: [],
+    warranted: 0,
+    inject: async () => {
+      await fault(FULL[0]!, { kind: "kill" });
+      await fault(FULL[1]!, { kind: "kill" });
+      await pause(10_000);
+      await healAll(FULL);
+      return new Map();
+    },
+    watchMs: 8_000,
+    heal: async () => {},
+  },
+  {
+    name: "network-halt",
+    bad: [],
+    warranted: 0,
+    inject: async () => {
+      await fault(FULL[0]!, { kind: "stall" });
+      await fault(FULL[1]!, { kind: "stall" });
+      await pause(15_000);
+      await healAll(FULL);
+      return new Map();
+    },
+    watchMs: 6_000,
+    heal: async () => {},
+  },
+  {
+    name: "wrong-chain-peer",
+    bad: [],
+    warranted: 0,
+    inject: async () => {
+      // A third reserved peer on another chain under the same chain id (another genesis), 500 blocks ahead and mining.
+      const stranger = await startAnvil({
+        name: "stranger",
+        chainId: 31_337,
+        extraArgs: ["--block-time", "1"],
+      });
+      try {
+        await new HttpRpcClient(stranger.httpUrl, 60_000).call("anvil_mine", ["0x1f4"]);
+        await restartController([{ name: "stranger", http: stranger.httpUrl, ws: stranger.wsUrl }]);
+        await pause(12_000);
+        await restartController();
+      } finally {
+        await stranger.stop();
+      }
+      return new Map();
+    },
+    watchMs: 2_000,
+    heal: async () => {},
+  },
+  {
+    name: "two-dead",
+    bad: [LIGHT[0]!, LIGHT[1]!],
+    warranted: 2,
+    inject: async () =>
+      new Map([await now(LIGHT[0]!, { kind: "kill" }), await now(LIGHT[1]!, { kind: "kill" })]),
+    watchMs: 20_000,
+    heal: async () => {},
+  },
+  {
+    name: "two-stalled",
+    bad: [LIGHT[1]!, LIGHT[2]!],
+    warranted: 2,
+    inject: async () => {
+      const frozen = Math.min(headOf(LIGHT[1]!), headOf(LIGHT[2]!));
+      await fault(LIGHT[1]!, { kind: "stall" });
+      await fault(LIGHT[2]!, { kind: "stall" });
+      const crossed = await until(
+        () => devnet.head(NETWORK).number > frozen + MAX_LAG && Date.now(),
+        "crossing",
+      );
+      return new Map([
+        [LIGHT[1]!, crossed],
+        [LIGHT[2]!, crossed],
+      ]);
+    },
+    watchMs: 26_000,
+    heal: () => healAll([LIGHT[1]!, LIGHT[2]!]),
+  },
+  {
+    name: "flap-at-threshold",
+    bad: [],
+    warranted: 0,
+    inject: async () => {
+      await fault(LIGHT[0]!, { kind: "lag", blocks: MAX_LAG });
+      return new Map();
+    },
+    watchMs: 12_000,
+    heal: () => healAll([LIGHT[0]!]),
+  },
+  {
+    name: "controller-restart-mid-backoff",
+    bad: [LIGHT[2]!],
+    warranted: 2,
+    inject: async () => {
+      const before = fleet.members(NETWORK).find((m) => m.name === LIGHT[2])!.restarts.length;
+      await fault(LIGHT[2]!, { kind: "kill" });
+      const at = Date.now();
+      await until(
+        () =>
+          fleet.members(NETWORK).find((m) => m.name === LIGHT[2] && m.routed && m.restarts.length > before),
+        "the first restart to bring it back",
+      );
+      // Killed again at once: the next restart is due only after the backoff, which a new controller must honour.
+      await fault(LIGHT[2]!, { kind: "kill" });
+      await pause(2_000);
+      await restartController();
+      return new Map([[LIGHT[2]!, at]]);
+    },
+    watchMs: 16_000,
+    heal: async () => {},
+  },
+];
+
+interface Row {
+  name: string;
+  made: number;
+  warranted: number;
+  missed: number;
+  unwarranted: number;
+  routedMs: number | undefined;
+  /** Nodes that were not made bad but left routing. */
+  goodUnrouted: number;
+  unagreed: number;
+}
+
+async function canonicalHash(n: number): Promise<string | undefined> {
+  const full = devnet.nodes(NETWORK).find((m) => m.role === "full")!;
+  const block = await new HttpRpcClient(full.httpUrl, 5_000)
+    .call<{ hash: string } | null>("eth_getBlockByNumber", [`0x${n.toString(16)}`, false])
+    .catch(() => null);
+  return block?.hash;
+}
+
+async function settle(): Promise<void> {
+  await until(
+    () => routed().length === 3 && devnet.status().nodes.every((n) => n.reachable !== false),
+    "all routed",
+    90_000,
+  );
+}
+
+const selected = process.argv.slice(2);
+const unknown = selected.filter((s) => !SCENARIOS.some((c) => c.name === s));
+if (unknown.length > 0)
+  throw new Error(
+    `unknown scenario(s) ${unknown.join(", ")}; known: ${SCENARIOS.map((s) => s.name).join(", ")}`,
+  );
+const rows: Row[] = [];
+try {
+  await settle();
+  for (const scenario of SCENARIOS.filter((s) => selected.length === 0 || selected.includes(s.name))) {
+    process.stderr.write(`scenario ${scenario.name}\n`);
+    const restartsBefore = restartCount();
+    const servedFrom = served.length;
+    const changesFrom = routingChanges.length;
+    const badAt = await scenario.inject();
+    await pause(scenario.watchMs);
+    await scenario.heal();
+    await settle();
+    const restartsAfter = restartCount();
+    let made = 0;
+    let onBad = 0;
+    for (const [name, count] of restartsAfter) {
+      const extra = count - (restartsBefore.get(name) ?? 0);
+      made += extra;
+      if (scenario.bad.includes(name)) onBad += extra;
+    }
+    const unwarranted = made - Math.min(onBad, scenario.warranted);
+    const missed = Math.max(0, scenario.warranted - onBad);
+    // How long each bad node stayed routed after it turned bad (it left at its first unroute after that).
+    const changes = routingChanges.slice(changesFrom);
+    let routedMs: number | undefined;
+    for (const [node, at] of badAt) {
+      const left = changes.find((c) => c.node === node && !c.routed && c.at >= at - PROBE_MS);
+      const stayed = left === undefined ? Number.POSITIVE_INFINITY : Math.max(0, left.at - at);
+      routedMs = Math.max(routedMs ?? 0, stayed);
+    }
+    const goodUnrouted = new Set(
+      changes.filter((c) => !c.routed && !scenario.bad.includes(c.node)).map((c) => c.node),
+    ).size;
+    let unagreed = 0;
+    for (const b of served.slice(servedFrom)) if ((await canonicalHash(b.number)) !== b.hash) unagreed++;
+    rows.push({
+      name: scenario.name,
+      made,
+      warranted: scenario.warranted,
+      missed,
+      unwarranted,
+      routedMs,
+      goodUnrouted,
+      unagreed,
+    });
+  }
+} finally {
+  polling = false;
+  await poller;
+  ws.close();
+  for (const pid of hung) signal(pid, "SIGCONT");
+  await controller.stop().catch(() => undefined);
+  await up.stop();
+  rmSync(dir, { recursive: true, force: true });
+}
+
+const header = [
+  "scenario",
+  "restarts",
+  "warranted",
+  "missed",
+  "unwarranted",
+  "bad node routed (s)",
+  "good nodes unrouted",
+  "unagreed blocks served",
+];
+const lines = rows.map((r) => [
+  r.name,
+  String(r.made),
+  String(r.warranted),
+  String(r.missed),
+  String(r.unwarranted),
+  r.routedMs === undefined
+    ? "-"
+    : Number.isFinite(r.routedMs)
+      ? (r.routedMs / 1000).toFixed(2)
+      : "never left",
+  String(r.goodUnrouted),
+  String(r.unagreed),
+]);
+const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
+const format = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join("  ");
+const total = (key: "missed" | "unwarranted" | "unagreed") => rows.reduce((sum, r) => sum + r[key], 0);
+const worst = Math.max(0, ...rows.map((r) => r.routedMs ?? 0));
+process.stdout.write(
+  [
+    `health scenarios on the devnet (block ${BLOCK_MS} ms, probe ${PROBE_MS} ms, maxLagBlocks ${MAX_LAG}, 3 light nodes, 2 full nodes):`,
+    format(header),
+    ...lines.map(format),
+    `totals: ${rows.reduce((s, r) => s + r.made, 0)} restarts for ${rows.reduce((s, r) => s + r.warranted, 0)} warranted, ${total("missed")} missed, ${total("unwarranted")} unwarranted, ${total("unagreed")} unagreed blocks served`,
+    `worst time a bad node stayed routed: ${Number.isFinite(worst) ? (worst / 1000).toFixed(2) + " s" : "never left"} (goal: one block + one probe = ${(GOAL_MS / 1000).toFixed(2)} s, ratio ${(worst / GOAL_MS).toFixed(2)})`,
+    "",
+  ].join("\n"),
+);

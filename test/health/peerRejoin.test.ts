@@ -1,0 +1,79 @@
+import { describe, expect, it } from "vitest";
+import type { PeerObservation } from "../../src/health/types.js";
+import { Scenario, T0, allDecisions, networkParams, node, peer, recentHashes, statusOf } from "./scenario.js";
+
+/** A fast chain: one block a second from block 500 at T0, probed every second. */
+const BLOCK_MS = 1_000;
+const headAt = (now: number) => 500 + Math.floor((now - T0) / BLOCK_MS);
+const network = networkParams({ probeInterval: "1s", maxLagBlocks: 3, stallAfter: "20s" }, "1s");
+const fullPeer = (name: string, head: number, options: Partial<PeerObservation> & { chain?: string } = {}) =>
+  peer(name, head, { blockSeconds: 1, recentHashes: recentHashes(head, options.chain, 256), ...options });
+const lightNode = (name: string, head: number) => node(name, head, { blockSeconds: 1 });
+
+describe("a reserved peer that is killed and comes back replaying its chain", () => {
+  it("never pulls the reference backwards, never blinds the controller, and a stalled node is still seen Lagging", () => {
+    const sc = new Scenario(network);
+    const stalledAt = headAt(T0);
+    sc.round({
+      peers: [fullPeer("full-0", headAt(T0)), fullPeer("full-1", headAt(T0))],
+      nodes: [lightNode("n1", headAt(T0)), lightNode("n2", headAt(T0)), lightNode("stuck", stalledAt)],
+    });
+    // full-0 is down for 20 s, then a fresh node replays from a low height, 40 blocks a second, until it is back at
+    // the head; the light node "stuck" stopped climbing at the start.
+    let replayed = headAt(T0) - 150;
+    const outputs = sc.run(60, BLOCK_MS, (i, now) => {
+      const head = headAt(now);
+      const down = i < 20;
+      if (!down) replayed = Math.min(head, replayed + 40);
+      return {
+        peers: [
+          down ? fullPeer("full-0", head, { reachable: false }) : fullPeer("full-0", replayed),
+          fullPeer("full-1", head),
+        ],
+        nodes: [lightNode("n1", head), lightNode("n2", head), lightNode("stuck", stalledAt)],
+      };
+    });
+    const references = outputs.map((o) => o.reference!.number);
+    for (let i = 1; i < references.length; i++)
+      expect(references[i]).toBeGreaterThanOrEqual(references[i - 1]!);
+    for (const out of outputs) {
+      expect(out.systemic).toBeUndefined();
+      expect(out.ignoredReference).toBeUndefined();
+      expect(out.reference!.number).toBeGreaterThanOrEqual(headAt(sc.now) - 60);
+    }
+    expect(outputs.at(-1)!.reference!.number).toBe(headAt(sc.now));
+    // "stuck" left routing within a few probes of falling behind, and stayed out.
+    const unroutedAt = outputs.findIndex((o) =>
+      o.decisions.some((d) => d.kind === "unroute" && d.node === "stuck"),
+    );
+    expect(unroutedAt).toBeGreaterThanOrEqual(0);
+    expect(unroutedAt).toBeLessThan(8);
+    for (const out of outputs.slice(unroutedAt)) expect(statusOf(out, "stuck").routed).toBe(false);
+    expect(statusOf(outputs.at(-1)!, "stuck").state).toBe("Lagging");
+    expect(statusOf(outputs.at(-1)!, "stuck").lagBlocks).toBeGreaterThan(50);
+    expect(allDecisions(outputs, "unroute")).toEqual(["stuck"]);
+  });
+
+  it("a climb every healthy peer agrees on by hash is adopted, however far it is", () => {
+    const sc = new Scenario(network);
+    sc.round({ peers: [fullPeer("a", 500), fullPeer("b", 500)], nodes: [lightNode("n1", 500)] });
+    // Both peers were cut off together (the controller's link to them) and come back 200 blocks on, agreeing.
+    const out = sc.after(5_000, {
+      peers: [fullPeer("a", 700), fullPeer("b", 700)],
+      nodes: [lightNode("n1", 700)],
+    });
+    expect(out.reference).toMatchObject({ number: 700, peers: ["a", "b"] });
+    expect(out.ignoredReference).toBeUndefined();
+    expect(statusOf(out, "n1").lagBlocks).toBe(0);
+  });
+
+  it("all peers going down together (a reorg to a shorter chain) still moves the reference down", () => {
+    const sc = new Scenario(network);
+    sc.round({ peers: [fullPeer("a", 500), fullPeer("b", 500)], nodes: [lightNode("n1", 500)] });
+    const out = sc.after(1_000, {
+      peers: [fullPeer("a", 499, { chain: "reorg" }), fullPeer("b", 499, { chain: "reorg" })],
+      nodes: [lightNode("n1", 499)],
+    });
+    expect(out.reference).toMatchObject({ number: 499, hash: "0xreorg-499" });
+  });
+});
