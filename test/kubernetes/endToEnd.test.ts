@@ -27,6 +27,8 @@ describe("controller end to end: API simulated at the wire, real nodes", () => {
     const { port } = await startPodNodes(devnet, 3);
     const pool = devnetPool(devnet, port, {
       spec: {
+        // Blocks come when the test mines them; a 500 ms block time lets a 1 s stall count (two block times).
+        blockTime: "500ms",
         health: { ...POOL_HEALTH, stallAfter: "1s", restartAfter: "1s", maxConcurrentRestarts: 1 },
       },
     });
