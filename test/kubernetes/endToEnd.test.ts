@@ -27,9 +27,10 @@ describe("controller end to end: API simulated at the wire, real nodes", () => {
     const { port } = await startPodNodes(devnet, 3);
     const pool = devnetPool(devnet, port, {
       spec: {
-        // Blocks come when the test mines them; a 500 ms block time lets a 1 s stall count (two block times).
-        blockTime: "500ms",
-        health: { ...POOL_HEALTH, stallAfter: "1s", restartAfter: "1s", maxConcurrentRestarts: 1 },
+        // Blocks come when the test mines them, each a second later than the last by its timestamp: lag in seconds is
+        // judged against a 1 s block time, and a stall is two of them.
+        blockTime: "1s",
+        health: { ...POOL_HEALTH, stallAfter: "2s", restartAfter: "1s", maxConcurrentRestarts: 1 },
       },
     });
     const { network, binding, ref } = poolNetwork(pool);
