@@ -146,20 +146,23 @@ image: {{ include "lightfleet.image" .root | quote }}
 imagePullPolicy: {{ .root.Values.image.pullPolicy }}
 securityContext:
   {{- toYaml .root.Values.securityContext | nindent 2 }}
+{{- $values := get .root.Values (ternary "keys" .component (eq .component "keys-api")) }}
+{{- $probes := mustMergeOverwrite (deepCopy .root.Values.probes) (deepCopy (default dict $values.probes)) }}
+startupProbe:
+  httpGet:
+    path: /healthz
+    port: admin
+  {{- toYaml $probes.startup | nindent 2 }}
 livenessProbe:
   httpGet:
     path: /healthz
     port: admin
-  periodSeconds: 10
-  timeoutSeconds: 3
-  failureThreshold: 6
+  {{- toYaml $probes.liveness | nindent 2 }}
 readinessProbe:
   httpGet:
     path: /readyz
     port: admin
-  periodSeconds: 5
-  timeoutSeconds: 3
-  failureThreshold: 2
+  {{- toYaml $probes.readiness | nindent 2 }}
 {{- end }}
 
 {{/* Environment of every lightfleet container. */}}
