@@ -137,7 +137,17 @@ export function poolSpecSchemas(): Record<string, JsonSchema> {
   const peer = crd(peerSchema);
   const scaling = crd(scalingSchema);
   return {
-    network: { ...network.name!, maxLength: 63 },
+    network: {
+      ...network.name!,
+      maxLength: 63,
+      // A pool's metrics, LightNodes and gateway routes are its network's: another network is another pool.
+      "x-kubernetes-validations": [
+        {
+          rule: "self == oldSelf",
+          message: "spec.network cannot be changed; create a LightNodePool for the other network",
+        },
+      ],
+    },
     preset: network.preset!,
     chainId: { ...network.chainId!, format: "int64" },
     blockTime: network.blockTime!,
