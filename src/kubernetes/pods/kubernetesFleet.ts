@@ -208,7 +208,9 @@ export class KubernetesFleet implements Fleet {
 
   async restart(network: string, member: string, reason: RestartReason): Promise<RestartResult> {
     const entry = this.watchers.get(network);
-    if (!entry || !entry.watcher.get(member)) return { outcome: "gone" };
+    const pod = entry?.watcher.get(member);
+    if (!entry || !pod) return { outcome: "gone" };
+    const uid = pod.metadata?.uid;
     try {
       await this.core.createNamespacedPodEviction({
         name: member,
@@ -217,6 +219,8 @@ export class KubernetesFleet implements Fleet {
           apiVersion: "policy/v1",
           kind: "Eviction",
           metadata: { name: member, namespace: entry.pool.namespace },
+          // A StatefulSet's new pod takes the old one's name: evict only the pod that was judged (409 otherwise).
+          ...(uid ? { deleteOptions: { preconditions: { uid } } } : {}),
         },
       });
     } catch (error) {
@@ -225,7 +229,8 @@ export class KubernetesFleet implements Fleet {
           outcome: "deferred",
           message: "eviction refused for now (PodDisruptionBudget); retried later",
         };
-      if (error instanceof ApiException && error.code === 404) return { outcome: "gone" };
+      if (error instanceof ApiException && (error.code === 404 || error.code === 409))
+        return { outcome: "gone" };
       throw error;
     }
     const history = [...(this.restarts.get(member) ?? []), { at: this.clock(), reason }];
