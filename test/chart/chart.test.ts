@@ -288,6 +288,19 @@ describe("helm chart", () => {
         ].flatMap((pair) => ["--set", pair]),
         "networks[a]: enable workload, or name an existing workload in pool.workload",
       ],
+      // controller-revision-hash (<StatefulSet>-<10 characters>) must fit a 63-character label value.
+      [
+        [
+          ...[
+            `networks[0].name=${"n".repeat(50)}`,
+            "networks[0].chainId=7",
+            "networks[0].reservedPeers[0].name=p",
+          ],
+          ...["networks[0].reservedPeers[0].http=http://p:8545", "networks[0].workload.enabled=true"],
+          ...["networks[0].workload.image.repository=client"],
+        ].flatMap((pair) => ["--set", pair]),
+        "allows 52",
+      ],
       // The pod must live through the shutdown delay and the drain, or the rollout drops requests after all.
       [["--set", "gateway.terminationGracePeriodSeconds=15"], "must cover gateway.shutdownDelaySeconds"],
     ];

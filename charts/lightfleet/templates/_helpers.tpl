@@ -217,6 +217,10 @@ checksum/config: {{ include "lightfleet.config" . | sha256sum }}
 {{- end }}
 {{- $_ := set $names .name true }}
 {{- $workload := include "lightfleet.workload" (dict "root" $ "network" .) | fromYaml }}
+{{- $sts := printf "%s-%s" (include "lightfleet.fullname" $) .name }}
+{{- if and $workload.enabled (gt (len $sts) 52) }}
+{{- fail (printf "networks[%s]: the StatefulSet name %s has %d characters; its pods' controller-revision-hash label (name, '-', 10 characters) allows 52: shorten the network name, or the release name (fullnameOverride)" .name $sts (len $sts)) }}
+{{- end }}
 {{- if and $workload.enabled (not $workload.image.repository) }}
 {{- fail (printf "networks[%s].workload.image.repository is required when the workload is enabled" .name) }}
 {{- end }}
