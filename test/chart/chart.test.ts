@@ -58,7 +58,11 @@ describe("helm chart", () => {
   });
 
   it("passes helm lint with default values and with the full-featured values file", async () => {
-    for (const args of [[], ["--values", FULL]]) {
+    for (const args of [
+      [],
+      ["--values", FULL],
+      ["--values", "charts/lightfleet/examples/production-values.yaml"],
+    ]) {
       const result = await helm(["lint", CHART_DIR, "--strict", ...args]);
       expect(result.stderr + result.stdout).toContain("1 chart(s) linted, 0 chart(s) failed");
       expect(result.code).toBe(0);
