@@ -92,6 +92,12 @@ app.kubernetes.io/component: {{ .component }}
 {{- $networks := list }}
 {{- range .Values.networks }}
 {{- $network := include "lightfleet.configNetwork" . | fromYaml }}
+{{- /* The chart-wide target per node, as the LightNodePool gets it. */}}
+{{- $scaling := default dict $network.scaling }}
+{{- if not (hasKey $scaling "targetRequestsPerNode") }}
+{{- $_ := set $scaling "targetRequestsPerNode" $.Values.autoscaling.targetRequestsPerNode }}
+{{- end }}
+{{- $_ := set $network "scaling" $scaling }}
 {{- if ne (include "lightfleet.autoscalingMode" $) "controller" }}
 {{- /* Another autoscaler (or nobody) sizes the pools; the controller still exports the rate and desired size. */}}
 {{- $_ := set $network "scaling" (merge (dict "enabled" false) (default dict $network.scaling)) }}
