@@ -33,6 +33,8 @@ export interface AnvilOptions {
   /** Mine only on evm_mine (the devnet's block driver decides when blocks happen). */
   noMining?: boolean;
   extraArgs?: string[];
+  /** Runs anvil through this command prefix (e.g. `ip netns exec NAME`, to listen inside another network namespace). */
+  launcher?: string[];
   logger?: Logger;
   startTimeoutMs?: number;
 }
@@ -61,9 +63,10 @@ export function startAnvil(options: AnvilOptions): Promise<AnvilNode> {
   args.push(...(options.extraArgs ?? []));
   return new Promise((resolve, reject) => {
     let settled = false;
+    const [command, ...prefix] = [...(options.launcher ?? []), anvilBinary()];
     const child = spawnChild({
-      command: anvilBinary(),
-      args,
+      command: command!,
+      args: [...prefix, ...args],
       name: options.name,
       logger: options.logger ?? silentLogger(),
       onLine: (line) => {

@@ -100,13 +100,18 @@ describe("the controller in a cluster (API simulated on loopback, real nodes)", 
     expect(inSync(api, "light-0")).toBe("True");
     expect(routedPatches()).toBe(before);
 
-    // A second pool for the same network, and a broken one: each gets a Warning Event saying why.
+    // A second pool for the same network, and a broken one (its schema passes, but every list of its pods would be
+    // refused): each gets a Warning Event saying why.
     api.put(POOLS, poolObject(devnet, port, { name: "copy" }));
     api.put(
       POOLS,
       poolObject(devnet, port, {
         name: "broken",
-        spec: { network: "other", chainId: 5, reservedPeers: [{ http: "ftp://x" }] },
+        spec: {
+          network: "other",
+          chainId: 5,
+          selector: { matchExpressions: [{ key: "app", operator: "In", values: [] }] },
+        },
       }),
     );
     const warned = (name: string, reason: string) =>

@@ -5,7 +5,13 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { TLSSocket } from "node:tls";
-import { CoreV1Api, CustomObjectsApi, KubeConfig } from "@kubernetes/client-node";
+import {
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  PatchStrategy,
+  setHeaderOptions,
+} from "@kubernetes/client-node";
 import { afterEach, describe, expect, it } from "vitest";
 import { makeApiClient } from "../../src/kubernetes/api/kubeClients.js";
 import { startFakeApiServer } from "../support/fakeApiServer.js";
@@ -61,14 +67,18 @@ function execKubeConfig(server: string): KubeConfig {
 async function podReadsAndStatusWrites(core: CoreV1Api, custom: CustomObjectsApi): Promise<void> {
   for (let i = 0; i < CALLS / 2; i++) {
     await core.readNamespacedPod({ name: "light-0", namespace: "eth" });
-    await custom.patchNamespacedCustomObjectStatus({
-      group: "lightfleet.io",
-      version: "v1alpha1",
-      namespace: "eth",
-      plural: "lightnodepools",
-      name: "mainnet",
-      body: { status: { observedGeneration: i } },
-    });
+    // A merge patch, as the status writer sends (the client's default, a JSON Patch, wants a list of operations).
+    await custom.patchNamespacedCustomObjectStatus(
+      {
+        group: "lightfleet.io",
+        version: "v1alpha1",
+        namespace: "eth",
+        plural: "lightnodepools",
+        name: "mainnet",
+        body: { status: { observedGeneration: i } },
+      },
+      setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+    );
   }
 }
 
@@ -77,7 +87,18 @@ describe("API clients at the wire", () => {
     const api = await startFakeApiServer();
     cleanup.push(() => api.close());
     api.put(PODS, { apiVersion: "v1", kind: "Pod", metadata: { name: "light-0", namespace: "eth" } });
-    api.put(POOLS, { kind: "LightNodePool", metadata: { name: "mainnet", namespace: "eth" } });
+    api.put(POOLS, {
+      apiVersion: "lightfleet.io/v1alpha1",
+      kind: "LightNodePool",
+      metadata: { name: "mainnet", namespace: "eth" },
+      spec: {
+        network: "mainnet",
+        chainId: 1,
+        workloadRef: { kind: "StatefulSet", name: "light" },
+        selector: { matchLabels: { app: "light" } },
+        reservedPeers: [{ http: "http://full-0:8545" }],
+      },
+    });
     const kubeConfig = execKubeConfig(api.url);
 
     // Two clients of one KubeConfig: they share the connection.

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
-import type { LightNodePool } from "../../src/kubernetes/api/crds.js";
+import type { LabelSelector, LightNodePool } from "../../src/kubernetes/api/crds.js";
 import { poolNetwork, resolvePools, selectorString } from "../../src/kubernetes/controller/poolNetworks.js";
+import { parseSelector, selectorRequirements } from "../support/fakeApi/labelSelector.js";
 
 const pool = (spec: Partial<LightNodePool["spec"]> = {}): LightNodePool => ({
   apiVersion: "lightfleet.io/v1alpha1",
@@ -32,6 +33,54 @@ describe("LightNodePool to controller network", () => {
         ],
       }),
     ).toBe("a=b,tier in (x,y),!old,z,k notin (v)");
+  });
+
+  it("writes selectors the API server reads as the pool means them", () => {
+    const selectors: LabelSelector[] = [
+      { matchLabels: { app: "light", "app.kubernetes.io/instance": "lf-1" } },
+      {
+        matchLabels: { a: "b" },
+        matchExpressions: [
+          { key: "tier", operator: "In", values: ["x", "y"] },
+          { key: "example.org/old", operator: "DoesNotExist" },
+          { key: "z", operator: "Exists" },
+          { key: "k", operator: "NotIn", values: ["v", ""] },
+        ],
+      },
+      {},
+    ];
+    for (const selector of selectors)
+      expect(parseSelector(selectorString(selector))).toEqual(selectorRequirements(selector));
+  });
+
+  it("refuses a selector the API server would refuse (400 on every list), naming the field", () => {
+    for (const [selector, field] of [
+      [
+        { matchExpressions: [{ key: "tier", operator: "In", values: [] }] },
+        "spec.selector.matchExpressions[0].values",
+      ],
+      [
+        { matchExpressions: [{ key: "tier", operator: "NotIn" }] },
+        "spec.selector.matchExpressions[0].values",
+      ],
+      [
+        { matchExpressions: [{ key: "tier", operator: "Exists", values: ["x"] }] },
+        "spec.selector.matchExpressions[0].values",
+      ],
+      [
+        { matchExpressions: [{ key: "bad key", operator: "Exists" }] },
+        "spec.selector.matchExpressions[0].key",
+      ],
+      [{ matchLabels: { app: "light node" } }, "spec.selector.matchLabels.app"],
+      [{ matchLabels: { "-app": "x" } }, "spec.selector.matchLabels.-app"],
+      [{ matchLabels: { app: "x".repeat(64) } }, "spec.selector.matchLabels.app"],
+    ] as const) {
+      expect(() => poolNetwork(pool({ selector: selector as LightNodePool["spec"]["selector"] }))).toThrow(
+        field,
+      );
+      const { rejected } = resolvePools([pool({ selector: selector as LightNodePool["spec"]["selector"] })]);
+      expect(rejected.map((r) => r.reason)).toEqual(["InvalidSpec"]);
+    }
   });
 
   it("gives the same network config a file would, with the pool's health overrides and defaults", () => {

@@ -20,8 +20,8 @@ const pod = (name: string): KubeObject => ({
   status: { podIP: "10.0.0.1", conditions: [] },
 });
 
-async function setup(watchSilenceMs?: number) {
-  const api = await startFakeApiServer();
+async function setup(watchSilenceMs?: number, bookmarkIntervalMs?: number) {
+  const api = await startFakeApiServer(bookmarkIntervalMs ? { bookmarkIntervalMs } : {});
   cleanup.push(() => api.close());
   api.put(PODS, pod("light-0"));
   const registry = createRegistry({ defaultMetrics: false });
@@ -79,6 +79,26 @@ describe("pod watch scenarios against a simulated API server", () => {
     );
   });
 
+  it("takes a quiet collection's bookmarks as confirmation, and resumes a cut watch from the bookmark's version", async () => {
+    const { api, fleet } = await setup(undefined, 100);
+    const syncedBefore = fleet.oldestSync()!;
+    // Writes elsewhere move the resource version; the pod watch sees none of them, only the bookmarks.
+    api.put("api/v1/configmaps", {
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name: "c", namespace: "eth" },
+    });
+    const moved = api.resourceVersion();
+    const sent = api.bookmarksSent();
+    await waitFor(() => api.bookmarksSent() >= sent + 2 && fleet.oldestSync()! > syncedBefore, {
+      what: "bookmarks confirming the pod cache",
+    });
+    api.dropWatches();
+    await waitFor(() => api.watching(PODS) === 1, { what: "the watch made again" });
+    const resumed = api.calls.filter((c) => c.path.endsWith("/pods") && c.query.watch).at(-1)!;
+    expect(Number(resumed.query.resourceVersion)).toBe(moved);
+  });
+
   it("makes another watch when a watch request is never answered", async () => {
     const { api, names, restarts } = await setup(300);
     api.setUnanswered(true);
@@ -134,9 +154,34 @@ describe("pod watch scenarios against a simulated API server", () => {
     expect(api.calls.filter((c) => c.method === "DELETE")).toEqual([]);
   });
 
+  it("a pod replaced under a stale cache is not evicted in its predecessor's place", async () => {
+    const { api, fleet } = await setup();
+    const judged = api.get(PODS, "eth", "light-0")!.metadata.uid;
+    api.setSilent(true); // the cache still has the old light-0 when the controller decides to restart it
+    api.remove(PODS, "eth", "light-0");
+    api.put(PODS, pod("light-0")); // the StatefulSet's new light-0: same name, new uid
+    const replacement = api.get(PODS, "eth", "light-0")!.metadata.uid;
+    expect(replacement).not.toBe(judged);
+    expect(await fleet.restart("mainnet", "light-0", "stall")).toEqual({ outcome: "gone" });
+    expect(api.get(PODS, "eth", "light-0")?.metadata.uid).toBe(replacement);
+    const eviction = api.calls.find((c) => c.path.endsWith("/eviction"));
+    expect(eviction?.body).toMatchObject({ deleteOptions: { preconditions: { uid: judged } } });
+    expect(fleet.members("mainnet")[0]!.restarts).toEqual([]);
+  });
+
   it("a refused eviction (PodDisruptionBudget) is deferred, never turned into a delete", async () => {
     const { api, fleet } = await setup();
-    api.setRefuseEvictions(true);
+    // light-0 is the pool's one ready pod and the budget wants one available: the eviction is refused (429).
+    api.put(PODS, {
+      ...pod("light-0"),
+      status: { phase: "Running", conditions: [{ type: "Ready", status: "True" }] },
+    });
+    api.put("apis/policy/v1/poddisruptionbudgets", {
+      apiVersion: "policy/v1",
+      kind: "PodDisruptionBudget",
+      metadata: { name: "light", namespace: "eth" },
+      spec: { minAvailable: 1, selector: { matchLabels: { app: "light" } } },
+    });
     const result = await fleet.restart("mainnet", "light-0", "stall");
     expect(result.outcome).toBe("deferred");
     expect(api.get(PODS, "eth", "light-0")).toBeDefined();

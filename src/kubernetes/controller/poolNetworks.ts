@@ -3,6 +3,7 @@ import type { NetworkConfig } from "../../config/sections/network.js";
 import type { LabelSelector, LightNodePool } from "../api/crds.js";
 import type { PoolBinding } from "../pods/podRules.js";
 import type { PoolRef } from "../status/statusWriter.js";
+import { selectorProblems } from "./selectorProblems.js";
 
 /** A label selector in the query form the API takes (`a=b,c in (x,y),!d`). */
 export function selectorString(selector: LabelSelector): string {
@@ -45,10 +46,11 @@ export function poolNetwork(pool: LightNodePool): PoolNetwork {
     // A pool that says nothing of scaling is not resized: its rate and desired size are still reported.
     scaling: spec.scaling ? { ...spec.scaling } : { enabled: false },
   });
-  if (!parsed.success)
-    throw new Error(
-      `${where}: ${parsed.error.issues.map((i) => `spec.${i.path.join(".")}: ${i.message}`).join("; ")}`,
-    );
+  const problems = [
+    ...(parsed.success ? [] : parsed.error.issues.map((i) => `spec.${i.path.join(".")}: ${i.message}`)),
+    ...selectorProblems(spec.selector),
+  ];
+  if (!parsed.success || problems.length > 0) throw new Error(`${where}: ${problems.join("; ")}`);
   return {
     network: parsed.data,
     binding: {

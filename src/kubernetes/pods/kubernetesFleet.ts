@@ -219,18 +219,19 @@ export class KubernetesFleet implements Fleet {
           apiVersion: "policy/v1",
           kind: "Eviction",
           metadata: { name: member, namespace: entry.pool.namespace },
-          // A StatefulSet's new pod takes the old one's name: evict only the pod that was judged (409 otherwise).
+          // Only the pod the engine judged: a StatefulSet's replacement of the same name (not yet in the cache)
+          // fails the precondition (409) and is judged on its own probes.
           ...(uid ? { deleteOptions: { preconditions: { uid } } } : {}),
         },
       });
     } catch (error) {
+      if (error instanceof ApiException && error.code === 409) return { outcome: "gone" };
       if (error instanceof ApiException && error.code === 429)
         return {
           outcome: "deferred",
           message: "eviction refused for now (PodDisruptionBudget); retried later",
         };
-      if (error instanceof ApiException && (error.code === 404 || error.code === 409))
-        return { outcome: "gone" };
+      if (error instanceof ApiException && error.code === 404) return { outcome: "gone" };
       throw error;
     }
     const history = [...(this.restarts.get(member) ?? []), { at: this.clock(), reason }];
