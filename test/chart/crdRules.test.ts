@@ -83,6 +83,12 @@ describe("the LightNodePool CRD's validation rules (evaluated with a CEL interpr
     expect(refusals(pools, source, { type: "gateway", url: "http://p:9090" })).not.toEqual([]);
     expect(refusals(pools, source, { type: "prometheus", url: "http://p:9090" })).toEqual([]);
     expect(refusals(pools, source, { type: "gateway" })).toEqual([]);
+    // Open bounds of numbers (the config's positive() and lt(1)) are rules too.
+    const target = [...scaling, "targetRequestsPerNode"];
+    expect(refusals(pools, target, 0.0)).toEqual(["must be greater than 0"]);
+    expect(refusals(pools, target, 0.5)).toEqual([]);
+    expect(refusals(pools, [...scaling, "tolerance"], 1.0)).toEqual(["must be less than 1"]);
+    expect(refusals(pools, [...scaling, "tolerance"], 0.1)).toEqual([]);
   });
 
   it("show Ready by default and let kubectl wait on a LightNode's Ready condition", async () => {
