@@ -1,10 +1,18 @@
 # syntax=docker/dockerfile:1
 # One image for every lightfleet subcommand: `docker run IMAGE gateway --config ...`, `... controller`, `... keys-api`.
-# The base is pinned to an exact Node.js LTS release; bump NODE_IMAGE deliberately (and to a digest in your registry).
+# The base is pinned to an exact Node.js LTS release; bump NODE_IMAGE deliberately. The release pipeline pins it by
+# digest too: it resolves the tag against the registry it pulls from and builds with
+#   --build-arg NODE_IMAGE=node:24.11.1-bookworm-slim@sha256:<digest>
+# (a digest written here could not be checked against the registry, and differs per registry mirror).
 ARG NODE_IMAGE=node:24.11.1-bookworm-slim
+# Set by the release pipeline for the OCI labels below.
+ARG VERSION=0.1.0
+ARG REVISION=unknown
+ARG CREATED=unknown
 
 # Production dependencies, with better-sqlite3 compiled for this Node.js and libc. Install scripts are skipped for
-# everything else (none of the runtime dependencies needs one).
+# everything else (none of the runtime dependencies needs one). Test tooling (anvil, the devnet's node) is a dev
+# dependency and stays out.
 FROM ${NODE_IMAGE} AS deps
 # node-gyp compiles against the headers the base image ships instead of downloading them.
 ENV npm_config_nodedir=/usr/local
@@ -28,6 +36,18 @@ COPY src ./src
 RUN npm run build
 
 FROM ${NODE_IMAGE}
+ARG NODE_IMAGE
+ARG VERSION
+ARG REVISION
+ARG CREATED
+LABEL org.opencontainers.image.title="lightfleet" \
+      org.opencontainers.image.description="Light-node fleet orchestrator, health controller, public Ethereum JSON-RPC gateway and key API" \
+      org.opencontainers.image.source="https://github.com/lightfleet/lightfleet" \
+      org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.created="${CREATED}" \
+      org.opencontainers.image.base.name="${NODE_IMAGE}"
 ENV NODE_ENV=production \
     LIGHTFLEET_DATA_DIR=/data
 WORKDIR /app

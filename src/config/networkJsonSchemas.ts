@@ -76,6 +76,25 @@ function tidy(schema: JsonSchema, crd: boolean): JsonSchema {
     out.minimum = (out.minimum as number) + 1;
     delete out.exclusiveMinimum;
   }
+  // An open bound of a number as a CEL rule: OpenAPI 3.0's boolean exclusiveMinimum is one more dialect for every
+  // schema tool in between to get wrong, and a rule says what is wrong in words.
+  if (crd && out.type === "number") {
+    const rules: { rule: string; message: string }[] = [];
+    for (const [exclusive, bound, op, words] of [
+      ["exclusiveMinimum", "minimum", ">", "greater than"],
+      ["exclusiveMaximum", "maximum", "<", "less than"],
+    ] as const) {
+      if (out[exclusive] !== true) continue;
+      const limit = out[bound] as number;
+      rules.push({
+        rule: `self ${op} ${Number.isInteger(limit) ? `${limit}.0` : limit}`,
+        message: `must be ${words} ${limit}`,
+      });
+      delete out[exclusive];
+      delete out[bound];
+    }
+    if (rules.length > 0) out["x-kubernetes-validations"] = rules;
+  }
   if (crd && Array.isArray(out.oneOf)) return mergeVariants(out, "type");
   return out;
 }
@@ -137,7 +156,17 @@ export function poolSpecSchemas(): Record<string, JsonSchema> {
   const peer = crd(peerSchema);
   const scaling = crd(scalingSchema);
   return {
-    network: { ...network.name!, maxLength: 63 },
+    network: {
+      ...network.name!,
+      maxLength: 63,
+      // A pool's metrics, LightNodes and gateway routes are its network's: another network is another pool.
+      "x-kubernetes-validations": [
+        {
+          rule: "self == oldSelf",
+          message: "spec.network cannot be changed; create a LightNodePool for the other network",
+        },
+      ],
+    },
     preset: network.preset!,
     chainId: { ...network.chainId!, format: "int64" },
     blockTime: network.blockTime!,

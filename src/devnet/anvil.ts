@@ -15,7 +15,8 @@ export function anvilBinary(): string {
     return join(dirname(require.resolve(`${platformPackage}/package.json`)), "bin", "anvil");
   } catch {
     throw new Error(
-      `anvil is not installed for ${process.platform}/${process.arch} (package ${platformPackage}); run npm ci`,
+      `anvil is not installed for ${process.platform}/${process.arch} (package ${platformPackage}, a dev ` +
+        "dependency: run npm ci in a checkout; the production image and npm ci --omit=dev leave it out)",
     );
   }
 }

@@ -121,4 +121,48 @@ describe("alert rules", () => {
     const rule = objects.find((o) => o.kind === "PrometheusRule");
     expect((rule?.spec as { groups: unknown }).groups).toEqual((await rules()).groups);
   });
+
+  it("render only for the components that are enabled, for every combination of them", async () => {
+    /** The components whose metrics an alert reads; it means something only when one of them runs. */
+    const componentsOf = (expr: string): string[] => {
+      const found = new Set<string>();
+      if (/component="keys-api"|lightfleet_keys_/.test(expr)) found.add("keys");
+      if (/lightfleet_gateway_/.test(expr)) found.add("gateway");
+      if (/lightfleet_(pool|node|probe|controller)_|component="controller"/.test(expr))
+        found.add("controller");
+      // The Kubernetes cache metrics come from the controller and from the gateway.
+      if (/lightfleet_kube_cache_/.test(expr)) ["controller", "gateway"].forEach((c) => found.add(c));
+      return [...found];
+    };
+    const all = (await rules()).groups.flatMap((g) => g.rules);
+    for (const rule of all) expect(componentsOf(rule.expr), rule.alert).not.toEqual([]);
+    let combinations = 0;
+    for (const controller of [true, false])
+      for (const gateway of [true, false])
+        for (const keys of [true, false]) {
+          const enabled = new Set(
+            Object.entries({ controller, gateway, keys })
+              .filter(([, on]) => on)
+              .map(([c]) => c),
+          );
+          const { objects } = await renderChart({
+            set: [
+              "monitoring.prometheusRule.enabled=true",
+              `controller.enabled=${controller}`,
+              `gateway.enabled=${gateway}`,
+              `keys.enabled=${keys}`,
+            ],
+          });
+          const rule = objects.find((o) => o.kind === "PrometheusRule");
+          const rendered = ((rule?.spec as { groups: { rules: Rule[] }[] } | undefined)?.groups ?? [])
+            .flatMap((g) => g.rules)
+            .map((r) => r.alert);
+          const expected = all
+            .filter((r) => componentsOf(r.expr).some((c) => enabled.has(c)))
+            .map((r) => r.alert);
+          expect(rendered, [...enabled].join(",") || "none").toEqual(expected);
+          combinations++;
+        }
+    expect(combinations).toBe(8);
+  });
 });

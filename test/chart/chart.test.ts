@@ -1,4 +1,4 @@
-import { readdir } from "node:fs/promises";
+import { readFile, readdir } from "node:fs/promises";
 import { join } from "node:path";
 import type { ValidateFunction } from "ajv";
 import { parse } from "yaml";
@@ -58,7 +58,11 @@ describe("helm chart", () => {
   });
 
   it("passes helm lint with default values and with the full-featured values file", async () => {
-    for (const args of [[], ["--values", FULL]]) {
+    for (const args of [
+      [],
+      ["--values", FULL],
+      ["--values", "charts/lightfleet/examples/production-values.yaml"],
+    ]) {
       const result = await helm(["lint", CHART_DIR, "--strict", ...args]);
       expect(result.stderr + result.stdout).toContain("1 chart(s) linted, 0 chart(s) failed");
       expect(result.code).toBe(0);
@@ -155,9 +159,6 @@ describe("helm chart", () => {
       expect(labels["app.kubernetes.io/instance"], object.kind).toBe("lightfleet");
       expect(labels["app.kubernetes.io/managed-by"], object.kind).toBe("Helm");
       expect(labels["helm.sh/chart"], object.kind).toMatch(/^lightfleet-\d/);
-      for (const container of podSpec(object)?.containers ?? []) {
-        expect(container.resources, `${object.kind} ${container.name}: no default resources`).toBeUndefined();
-      }
     }
   });
 
@@ -291,6 +292,19 @@ describe("helm chart", () => {
         ].flatMap((pair) => ["--set", pair]),
         "networks[a]: enable workload, or name an existing workload in pool.workload",
       ],
+      // controller-revision-hash (<StatefulSet>-<10 characters>) must fit a 63-character label value.
+      [
+        [
+          ...[
+            `networks[0].name=${"n".repeat(50)}`,
+            "networks[0].chainId=7",
+            "networks[0].reservedPeers[0].name=p",
+          ],
+          ...["networks[0].reservedPeers[0].http=http://p:8545", "networks[0].workload.enabled=true"],
+          ...["networks[0].workload.image.repository=client"],
+        ].flatMap((pair) => ["--set", pair]),
+        "allows 52",
+      ],
       // The pod must live through the shutdown delay and the drain, or the rollout drops requests after all.
       [["--set", "gateway.terminationGracePeriodSeconds=15"], "must cover gateway.shutdownDelaySeconds"],
     ];
@@ -389,5 +403,76 @@ describe("helm chart", () => {
       const pool = objects.find((o) => o.kind === "LightNodePool")!;
       expect(pool.metadata.labels?.["lightfleet.io/class"]).toBe(`${release}-lightfleet`);
     }
+  });
+
+  it("gives every lightfleet container measured resource requests and startup, liveness and readiness probes, each configurable", async () => {
+    const { objects } = await renderChart();
+    type Probed = Container & {
+      startupProbe?: { httpGet: { path: string }; failureThreshold: number };
+      livenessProbe?: { periodSeconds: number };
+      readinessProbe?: { periodSeconds: number };
+      resources?: { requests?: { cpu?: string; memory?: string } };
+    };
+    for (const name of ["controller", "gateway", "keys"]) {
+      const container = podSpec(find(objects, "Deployment", `lightfleet-${name}`))!.containers[0] as Probed;
+      expect(container.resources?.requests?.cpu, name).toBeDefined();
+      expect(container.resources?.requests?.memory, name).toBeDefined();
+      expect(container.startupProbe?.httpGet.path, name).toBe("/healthz");
+      expect(container.livenessProbe, name).toBeDefined();
+      expect(container.readinessProbe, name).toBeDefined();
+    }
+    const { objects: tuned } = await renderChart({
+      set: ["probes.startup.failureThreshold=90", "gateway.probes.readiness.periodSeconds=2"],
+    });
+    const gateway = podSpec(find(tuned, "Deployment", "lightfleet-gateway"))!.containers[0] as Probed;
+    const keys = podSpec(find(tuned, "Deployment", "lightfleet-keys"))!.containers[0] as Probed;
+    expect(gateway.startupProbe?.failureThreshold).toBe(90);
+    expect(keys.startupProbe?.failureThreshold).toBe(90);
+    expect(gateway.readinessProbe?.periodSeconds).toBe(2);
+    expect(keys.readinessProbe?.periodSeconds).toBe(5);
+  });
+
+  it("keeps replicas of the controller and of a shared key API on different nodes and under a PodDisruptionBudget", async () => {
+    const { objects } = await renderChart({ values: ["charts/lightfleet/examples/production-values.yaml"] });
+    const controller = find(objects, "Deployment", "lightfleet-controller");
+    const anti = JSON.stringify(
+      (controller.spec as { template: { spec: { affinity?: unknown } } }).template.spec.affinity,
+    );
+    expect(anti).toContain("podAntiAffinity");
+    expect(anti).toContain("kubernetes.io/hostname");
+    expect(anti).toContain('"app.kubernetes.io/component":"controller"');
+    const keys = find(objects, "Deployment", "lightfleet-keys");
+    const spread = JSON.stringify(
+      (keys.spec as { template: { spec: { topologySpreadConstraints?: unknown } } }).template.spec
+        .topologySpreadConstraints,
+    );
+    expect(spread).toContain("kubernetes.io/hostname");
+    expect(spread).toContain('"app.kubernetes.io/component":"keys-api"');
+    const pdb = find(objects, "PodDisruptionBudget", "lightfleet-keys");
+    expect(JSON.stringify(pdb.spec)).toContain('"app.kubernetes.io/component":"keys-api"');
+    // One SQLite replica: no PDB (it would block every node drain).
+    expect(
+      (await renderChart()).objects.some(
+        (o) => o.kind === "PodDisruptionBudget" && o.metadata.name === "lightfleet-keys",
+      ),
+    ).toBe(false);
+  });
+
+  it("documents a CRD upgrade path that applies exactly the CRDs this chart version ships", async () => {
+    // Helm installs crds/ once and never upgrades them; docs/helm.md tells operators to apply them before upgrading.
+    const shown = await helm(["show", "crds", CHART_DIR]);
+    expect(shown.code).toBe(0);
+    const shownCrds = parseObjects(shown.stdout).map((o) => JSON.stringify(o));
+    const files = (await loadCrds()).map((c) => JSON.stringify(c));
+    expect(shownCrds.sort()).toEqual(files.sort());
+    const docs = await readFile(join(CHART_DIR, "../../docs/helm.md"), "utf8");
+    const upgrading = docs.slice(
+      docs.indexOf("## Upgrading"),
+      docs.indexOf("\n## ", docs.indexOf("## Upgrading") + 1),
+    );
+    expect(upgrading).toContain("kubectl apply --server-side --force-conflicts -f charts/lightfleet/crds/");
+    expect(upgrading).toMatch(
+      /helm show crds \S+ --version \S+ \| kubectl apply --server-side --force-conflicts -f -/,
+    );
   });
 });

@@ -25,8 +25,12 @@ async function load() {
         ins.getRange().start.line > stageStart[i]! &&
         ins.getRange().start.line < (stageStart[i + 1] ?? Infinity),
     );
+  // Global ARGs with their defaults (a stage re-declares one without a value to bring it into scope).
   const args = new Map(
-    dockerfile.getARGs().map((a) => [a.getProperty()?.getName() ?? "", a.getProperty()?.getValue() ?? ""]),
+    dockerfile
+      .getARGs()
+      .filter((a) => a.getProperty()?.getValue())
+      .map((a) => [a.getProperty()?.getName() ?? "", a.getProperty()?.getValue() ?? ""]),
   );
   return { dockerfile, froms, stage, args };
 }
@@ -126,5 +130,48 @@ describe("Dockerfile", () => {
       expect(existsSync(join(ROOT, source)), `${source} exists`).toBe(true);
       expect(ignore.ignores(source), `${source} is in the build context`).toBe(false);
     }
+  });
+
+  it("ships no test tooling: anvil (the devnet's node) is a dev dependency, left out by npm ci --omit=dev", async () => {
+    const lock = JSON.parse(await readFile(join(ROOT, "package-lock.json"), "utf8")) as {
+      packages: Record<string, { dev?: boolean; optional?: boolean; devOptional?: boolean }>;
+    };
+    const anvil = Object.entries(lock.packages).filter(([path]) =>
+      path.includes("node_modules/@foundry-rs/"),
+    );
+    expect(anvil.length).toBeGreaterThan(0);
+    // npm ci --omit=dev drops exactly the packages the lock marks dev (an optional one stays).
+    for (const [path, entry] of anvil) expect(entry.dev, path).toBe(true);
+  });
+
+  it("labels the image with the OCI annotations and leaves the base digest to the release pipeline", async () => {
+    const { froms, stage, args } = await load();
+    const labels = new Map(
+      stage(froms.length - 1)
+        .filter((i) => i.getKeyword() === "LABEL")
+        .flatMap((i) =>
+          (i as unknown as { getProperties(): { getName(): string; getValue(): string }[] })
+            .getProperties()
+            .map((p) => [p.getName(), p.getValue()] as const),
+        ),
+    );
+    for (const key of [
+      "title",
+      "description",
+      "source",
+      "licenses",
+      "version",
+      "revision",
+      "created",
+      "base.name",
+    ])
+      expect(labels.get(`org.opencontainers.image.${key}`), key).toBeDefined();
+    expect(labels.get("org.opencontainers.image.licenses")).toBe("Apache-2.0");
+    expect(labels.get("org.opencontainers.image.base.name")).toBe("${NODE_IMAGE}");
+    // The pipeline passes the digest it resolved (NODE_IMAGE=node:X@sha256:...); the default is an exact release.
+    expect(args.get("NODE_IMAGE")).toMatch(/^node:\d+\.\d+\.\d+-bookworm-slim$/);
+    expect(await readFile(join(ROOT, "Dockerfile"), "utf8")).toMatch(
+      /NODE_IMAGE=node:[^\s]+@sha256:<digest>/,
+    );
   });
 });

@@ -87,3 +87,57 @@ describe("metric names in the dashboard and the alerts", () => {
     }
   });
 });
+
+describe("the Grafana dashboard", () => {
+  type Target = { expr: string; refId?: string };
+  type Panel = {
+    type: string;
+    title: string;
+    targets?: Target[];
+    fieldConfig?: {
+      defaults?: { unit?: string };
+      overrides?: {
+        matcher: { id: string; options: string };
+        properties: { id: string; value: unknown }[];
+      }[];
+    };
+  };
+  const load = async () =>
+    JSON.parse(await readFile(join(CHART_DIR, "files/dashboard.json"), "utf8")) as {
+      panels: Panel[];
+      templating: { list: { name: string; definition?: string }[] };
+    };
+
+  it("filters every query by cluster, namespace and job", async () => {
+    const dashboard = await load();
+    const variables = dashboard.templating.list.map((v) => v.name);
+    for (const name of ["datasource", "cluster", "namespace", "job", "network"])
+      expect(variables).toContain(name);
+    const selectors = dashboard.panels
+      .flatMap((p) => p.targets ?? [])
+      .flatMap((t) => t.expr.match(/\b(lightfleet_[a-z0-9_]+|up)(\{[^}]*\})?/g) ?? []);
+    expect(selectors.length).toBeGreaterThan(20);
+    for (const selector of selectors)
+      for (const label of ["cluster", "namespace", "job"])
+        expect(selector, label).toContain(`${label}=~"$${label}"`);
+  });
+
+  it("gives rates a per-second unit and keeps a rate off an axis of counts", async () => {
+    for (const panel of (await load()).panels) {
+      const targets = panel.targets ?? [];
+      const isRate = (t: Target) => /^\s*sum[^(]*\(\s*rate\(/.test(t.expr) || /_request_rate\b/.test(t.expr);
+      const rates = targets.filter(isRate);
+      if (rates.length === 0) continue;
+      const overridden = (t: Target) =>
+        (panel.fieldConfig?.overrides ?? []).some(
+          (o) =>
+            o.matcher.options === t.refId &&
+            o.properties.some((p) => p.id === "unit" && p.value === "reqps") &&
+            o.properties.some((p) => p.id === "custom.axisPlacement" && p.value === "right"),
+        );
+      if (rates.length === targets.length)
+        expect(panel.fieldConfig?.defaults?.unit, panel.title).toBe("reqps");
+      else for (const t of rates) expect(overridden(t), `${panel.title}: ${t.expr}`).toBe(true);
+    }
+  });
+});

@@ -55,6 +55,7 @@ describe("a LightNodePool the chart writes", () => {
         "networks[0].workload.image.repository=client",
         "networks[0].workload.ports.http=9000",
         "networks[0].workload.ports.ws=9000",
+        "autoscaling.targetRequestsPerNode=30",
       ],
     });
     const file = parseConfigText(configText(objects)).networks[0]!;
@@ -62,6 +63,9 @@ describe("a LightNodePool the chart writes", () => {
     const { network, binding } = poolNetwork(pool);
     expect(network.blockTimeMs).toBe(5_000);
     expect(network.health).toEqual(file.health);
+    // The chart-wide target per node reaches the pool and the config file alike.
+    expect(network.scaling).toEqual(file.scaling);
+    expect(network.scaling.targetRequestsPerNode).toBe(30);
     expect(network.health).toMatchObject({
       restartAfter: 90_000,
       peerHaltAfter: 60_000,

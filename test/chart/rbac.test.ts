@@ -1,4 +1,6 @@
 import { CoordinationV1Api, KubeConfig } from "@kubernetes/client-node";
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
 import nock from "nock";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseConfig } from "../../src/config/loadConfig.js";
@@ -13,6 +15,7 @@ import { silentLogger } from "../../src/log/logger.js";
 import { createRegistry } from "../../src/metrics/registry.js";
 import { listAutoscalers } from "../../src/scaling/listAutoscalers.js";
 import { renderChart } from "../support/helm.js";
+import { ROOT } from "../support/runCli.js";
 import { waitFor } from "../support/waitFor.js";
 
 const SERVER = "https://rbac.test:6443";
@@ -248,5 +251,23 @@ describe("the chart's RBAC against the calls the code makes", () => {
         expect([role.kind, role.metadata.namespace]).toEqual(["Role", "lightfleet"]);
       expect(rolesOf(objects, "gateway").map((r) => r.kind)).toEqual(["Role"]);
     }
+  });
+
+  it("is listed in docs/helm.md exactly as the chart renders it", async () => {
+    const { objects } = await renderChart();
+    const rendered = new Set<string>();
+    for (const component of ["controller", "gateway"])
+      for (const rule of roleOf(objects, component)!.rules)
+        for (const resource of rule.resources)
+          rendered.add(`${component} ${rule.apiGroups[0] || "core"} ${resource} ${rule.verbs.join(",")}`);
+    const docs = await readFile(join(ROOT, "docs/helm.md"), "utf8");
+    const documented = new Set(
+      [...docs.matchAll(/^\s*\| (controller|gateway) \| `([^`]+)` \| `([^`]+)` \| ([^|]+) \|/gm)].map(
+        ([, component, group, resource, verbs]) =>
+          `${component} ${group} ${resource} ${[...verbs!.matchAll(/`([a-z]+)`/g)].map((m) => m[1]).join(",")}`,
+      ),
+    );
+    expect(documented.size).toBeGreaterThan(10);
+    expect([...documented].sort()).toEqual([...rendered].sort());
   });
 });

@@ -117,4 +117,31 @@ describe("a gateway rollout under load", () => {
     expect(servedByOldAfterSigterm).toBeGreaterThan(0);
     expect(calls).toBeGreaterThan(200);
   });
+
+  it("with worker processes: the primary fails /readyz while the workers serve on, saying connection: close", async () => {
+    const file = writeGatewayConfig(join(dir, "workers.yaml"), {
+      peer: node.httpUrl,
+      network: { default: true, upstreams: [{ name: "upstream", http: node.httpUrl, ws: node.wsUrl }] },
+      workers: 2,
+      gateway: { shutdownDelay: "3s" },
+    });
+    const gateway = await spawnGateway(file);
+    gateways.push(gateway);
+    const readyz = () =>
+      fetch(`${gateway.admin}/readyz`)
+        .then((r) => r.status)
+        .catch(() => 0);
+    await waitFor(async () => (await readyz()) === 200, { what: "ready" });
+    const exited = new Promise<number | null>((resolve) => gateway.child.once("exit", resolve));
+    gateway.child.kill("SIGTERM");
+    await waitFor(async () => (await readyz()) === 503, { what: "/readyz failing", intervalMs: 50 });
+    const response = await fetch(`${gateway.url}/`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_blockNumber", params: [] }),
+    });
+    expect(((await response.json()) as { result?: string }).result).toBe("0x3");
+    expect(response.headers.get("connection")).toBe("close");
+    expect(await exited).toBe(0);
+  });
 });

@@ -59,12 +59,32 @@ describe("upstreamsFromSlices", () => {
     ]);
   });
 
-  it("brackets IPv6 addresses and treats a missing ready condition as not ready", () => {
+  it("brackets IPv6 addresses and treats an unknown (absent) ready condition as ready, as the API says", () => {
     const s = slice("a", [["light-0", "fd00::1", true]]);
-    const unknown = { ...slice("b", []), endpoints: [{ addresses: ["10.0.0.9"] }] };
+    const unknown = {
+      ...slice("b", []),
+      endpoints: [
+        { addresses: ["10.0.0.9"], targetRef: { name: "light-9" } },
+        { addresses: ["10.0.0.8"], conditions: {}, targetRef: { name: "light-8" } },
+      ],
+    };
     expect(upstreamsFromSlices(binding, [s, unknown] as never).map((u) => u.httpUrl)).toEqual([
       "http://[fd00::1]:8545",
+      "http://10.0.0.8:8545",
+      "http://10.0.0.9:8545",
     ]);
+  });
+
+  it("lists an endpoint that two slices hold (while the controller moves it) once, ready if either says so", () => {
+    const upstreams = upstreamsFromSlices(binding, [
+      slice("a", [["light-0", "10.0.0.10", false]]),
+      slice("b", [
+        ["light-0", "10.0.0.10", true],
+        ["light-1", "10.0.0.11", true],
+      ]),
+      slice("c", [["light-1", "10.0.0.11", true]]),
+    ] as never);
+    expect(upstreams.map((u) => u.name)).toEqual(["light-0", "light-1"]);
   });
 });
 

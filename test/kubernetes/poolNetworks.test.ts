@@ -140,4 +140,17 @@ describe("resolvePools", () => {
       "LightNodePool eth/newer: network mainnet is already run by LightNodePool eth/older",
     );
   });
+
+  it("says how to run one network in two namespaces: a controller class each", () => {
+    const other = named("mainnet", "2026-02-01T00:00:00Z");
+    const { rejected } = resolvePools([
+      named("mainnet", "2026-01-01T00:00:00Z"),
+      { ...other, metadata: { ...other.metadata, namespace: "eth-b" } },
+    ]);
+    expect(rejected.map((r) => r.message)).toEqual([
+      expect.stringContaining(
+        "give each namespace's pools their own controller class, controller.poolSelector",
+      ),
+    ]);
+  });
 });

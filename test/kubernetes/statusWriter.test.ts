@@ -222,6 +222,15 @@ describe("status writing at the wire", () => {
       restartHistory: [{ time: "2026-11-22T11:50:00Z", reason: "stall" }],
       lastTransitionTime: "2026-11-22T11:59:00Z",
       lastProbeTime: "2026-11-22T12:00:00Z",
+      conditions: [
+        {
+          type: "Ready",
+          status: "False",
+          reason: "Lagging",
+          message: "5 blocks behind",
+          lastTransitionTime: "2026-11-22T11:59:00Z",
+        },
+      ],
     });
     const poolStatus = writes.find((w) => w.path.endsWith("/lightnodepools/mainnet/status"))!.body
       .status as Record<string, unknown>;

@@ -92,6 +92,12 @@ app.kubernetes.io/component: {{ .component }}
 {{- $networks := list }}
 {{- range .Values.networks }}
 {{- $network := include "lightfleet.configNetwork" . | fromYaml }}
+{{- /* The chart-wide target per node, as the LightNodePool gets it. */}}
+{{- $scaling := default dict $network.scaling }}
+{{- if not (hasKey $scaling "targetRequestsPerNode") }}
+{{- $_ := set $scaling "targetRequestsPerNode" $.Values.autoscaling.targetRequestsPerNode }}
+{{- end }}
+{{- $_ := set $network "scaling" $scaling }}
 {{- if ne (include "lightfleet.autoscalingMode" $) "controller" }}
 {{- /* Another autoscaler (or nobody) sizes the pools; the controller still exports the rate and desired size. */}}
 {{- $_ := set $network "scaling" (merge (dict "enabled" false) (default dict $network.scaling)) }}
@@ -146,20 +152,23 @@ image: {{ include "lightfleet.image" .root | quote }}
 imagePullPolicy: {{ .root.Values.image.pullPolicy }}
 securityContext:
   {{- toYaml .root.Values.securityContext | nindent 2 }}
+{{- $values := get .root.Values (ternary "keys" .component (eq .component "keys-api")) }}
+{{- $probes := mustMergeOverwrite (deepCopy .root.Values.probes) (deepCopy (default dict $values.probes)) }}
+startupProbe:
+  httpGet:
+    path: /healthz
+    port: admin
+  {{- toYaml $probes.startup | nindent 2 }}
 livenessProbe:
   httpGet:
     path: /healthz
     port: admin
-  periodSeconds: 10
-  timeoutSeconds: 3
-  failureThreshold: 6
+  {{- toYaml $probes.liveness | nindent 2 }}
 readinessProbe:
   httpGet:
     path: /readyz
     port: admin
-  periodSeconds: 5
-  timeoutSeconds: 3
-  failureThreshold: 2
+  {{- toYaml $probes.readiness | nindent 2 }}
 {{- end }}
 
 {{/* Environment of every lightfleet container. */}}
@@ -214,6 +223,10 @@ checksum/config: {{ include "lightfleet.config" . | sha256sum }}
 {{- end }}
 {{- $_ := set $names .name true }}
 {{- $workload := include "lightfleet.workload" (dict "root" $ "network" .) | fromYaml }}
+{{- $sts := printf "%s-%s" (include "lightfleet.fullname" $) .name }}
+{{- if and $workload.enabled (gt (len $sts) 52) }}
+{{- fail (printf "networks[%s]: the StatefulSet name %s has %d characters; its pods' controller-revision-hash label (name, '-', 10 characters) allows 52: shorten the network name, or the release name (fullnameOverride)" .name $sts (len $sts)) }}
+{{- end }}
 {{- if and $workload.enabled (not $workload.image.repository) }}
 {{- fail (printf "networks[%s].workload.image.repository is required when the workload is enabled" .name) }}
 {{- end }}

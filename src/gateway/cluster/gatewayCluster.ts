@@ -12,11 +12,12 @@ import { configuredRateLimiter } from "../limits/ipRateLimiter.js";
 import {
   isConnectionAcquire,
   isConnectionRelease,
+  isDrainWorker,
   isRateSpending,
   isStopWorker,
   isWorkerStatus,
 } from "./messages.js";
-import type { RateSpending, StopWorker, WorkerStatus } from "./messages.js";
+import type { DrainWorker, RateSpending, StopWorker, WorkerStatus } from "./messages.js";
 import { ClusterConnectionCounts, PrimaryConnectionCap } from "./sharedConnectionCap.js";
 import { SharedRateLimiter } from "./sharedRateLimit.js";
 
@@ -151,7 +152,10 @@ export async function runPrimary(config: Config, logger: Logger, flags: GatewayF
   const shutdown = new GracefulShutdown(config.gateway.shutdownDelay, logger);
   admin.addReadiness(shutdown.readiness);
   // The workers serve on through the delay; the primary's /readyz is the pod's.
-  await shutdown.untilStopping();
+  await shutdown.untilStopping(() => {
+    for (const worker of Object.values(cluster.workers ?? {}))
+      if (worker?.isConnected()) worker.send({ kind: "lightfleet-gateway-drain" } satisfies DrainWorker);
+  });
   stopping = true;
   logger.info("gateway stopping: draining every worker's requests, closing WebSockets");
   await stopWorkers(config.gateway.drainTimeout + 5_000, logger);
@@ -197,6 +201,7 @@ export async function runWorker(config: Config, parentLogger: Logger, flags: Gat
     ...(connectionCap ? { connectionCap } : {}),
   });
   process.on("message", (message: unknown) => {
+    if (isDrainWorker(message)) return gateway.drain();
     if (connectionCap?.receive(message)) return;
     if (limiter && isRateSpending(message)) limiter.debit(message.spent);
   });

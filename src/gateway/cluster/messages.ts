@@ -8,6 +8,11 @@ export interface WorkerStatus {
   slicesSynced?: number | null;
 }
 
+/** The primary, told to stop, asks a worker to start its drain (keep serving, ask clients to reconnect). */
+export interface DrainWorker {
+  kind: "lightfleet-gateway-drain";
+}
+
 /** The primary asks a worker to drain and exit. */
 export interface StopWorker {
   kind: "lightfleet-gateway-stop";
@@ -58,6 +63,7 @@ function guard<T extends { kind: string }>(kind: T["kind"]) {
 
 export const isWorkerStatus = guard<WorkerStatus>("lightfleet-gateway-status");
 export const isStopWorker = guard<StopWorker>("lightfleet-gateway-stop");
+export const isDrainWorker = guard<DrainWorker>("lightfleet-gateway-drain");
 export const isMetricsRequest = guard<MetricsRequest>("lightfleet-gateway-metrics");
 export const isMetricsReply = guard<MetricsReply>("lightfleet-gateway-metrics-reply");
 export const isRateSpending = guard<RateSpending>("lightfleet-gateway-spent");

@@ -119,6 +119,8 @@ export interface LightNodeStatus {
   restartHistory?: Array<{ time: string; reason: RestartReason }>;
   lastTransitionTime?: string;
   lastProbeTime?: string;
+  /** Ready: routed or not, with the state as reason. */
+  conditions?: Condition[];
 }
 
 export interface LightNode {

@@ -105,7 +105,12 @@ export function resolvePools(objects: readonly LightNodePool[]): {
       rejected.push({
         pool,
         reason: "DuplicateNetwork",
-        message: `LightNodePool ${key(pool)}: network ${resolved.ref.network} is already run by LightNodePool ${taken}`,
+        message:
+          `LightNodePool ${key(pool)}: network ${resolved.ref.network} is already run by LightNodePool ${taken}` +
+          (taken.split("/")[0] === (pool.metadata.namespace ?? "")
+            ? ""
+            : " (one controller runs a network once; give each namespace's pools their own controller class, " +
+              "controller.poolSelector)"),
       });
       continue;
     }

@@ -17,29 +17,34 @@ export interface ServiceBinding {
   wsPortName?: string;
 }
 
-/** The ready endpoints of one Service's slices as upstreams: only ready endpoints, one per address. */
+/**
+ * The ready endpoints of one Service's slices as upstreams, one per address: an endpoint the EndpointSlice controller
+ * is moving between slices shows in both for a while. Ready is `conditions.ready` not false: the API defines an
+ * absent value as unknown, to be taken as ready.
+ */
 export function upstreamsFromSlices(binding: ServiceBinding, slices: V1EndpointSlice[]): Upstream[] {
-  const upstreams: Upstream[] = [];
+  const upstreams = new Map<string, Upstream>();
   for (const slice of slices) {
     const ports = slice.ports ?? [];
     const rpc = ports.find((p) => p.name === (binding.httpPortName ?? "http")) ?? ports[0];
     const ws = ports.find((p) => p.name === (binding.wsPortName ?? "ws")) ?? rpc;
     if (!rpc?.port) continue;
     for (const endpoint of slice.endpoints) {
-      if (endpoint.conditions?.ready !== true) continue;
+      if (endpoint.conditions?.ready === false) continue;
       for (const address of endpoint.addresses) {
         const host = address.includes(":") ? `[${address}]` : address;
-        upstreams.push({
+        const httpUrl = `http://${host}:${rpc.port}`;
+        upstreams.set(httpUrl, {
           name: endpoint.targetRef?.name ?? address,
           network: binding.network,
-          httpUrl: `http://${host}:${rpc.port}`,
+          httpUrl,
           wsUrl: `ws://${host}:${ws?.port ?? rpc.port}`,
           routed: true,
         });
       }
     }
   }
-  return upstreams.sort((a, b) => a.name.localeCompare(b.name));
+  return [...upstreams.values()].sort((a, b) => a.name.localeCompare(b.name));
 }
 
 export interface EndpointSliceSourceOptions {

@@ -30,6 +30,16 @@ export function lightNodeStatus(
       : {}),
     lastTransitionTime: kubeTime(node.since),
     lastProbeTime: kubeTime(now),
+    // For `kubectl wait --for=condition=Ready lightnode/NAME`: routed or not, the state saying why.
+    conditions: [
+      {
+        type: "Ready",
+        status: node.routed ? "True" : "False",
+        lastTransitionTime: kubeTime(node.since),
+        reason: node.state,
+        message: node.message.slice(0, 1024),
+      },
+    ],
   };
 }
 
