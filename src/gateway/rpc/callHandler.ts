@@ -6,7 +6,13 @@ import type { JsonRpcRequest, JsonRpcResponse } from "../../rpc/jsonRpc.js";
 import { RPC_ERROR, RpcTransportError } from "../../rpc/jsonRpc.js";
 import { pickCandidate, rankCandidates } from "../upstreams/balancer.js";
 import type { NetworkUpstreams } from "../upstreams/networkUpstreams.js";
-import { blockParamIndex, readBlockParam } from "./blockParams.js";
+import {
+  blockHashParamIndex,
+  blockParamIndex,
+  pinBlockParam,
+  readBlockHash,
+  readBlockParam,
+} from "./blockParams.js";
 import { checkGetLogs } from "./getLogsRule.js";
 import { SUBSCRIPTION_METHODS, checkMethod, isIdempotent, methodLabel } from "./methodPolicy.js";
 import { errorResponse } from "./parseRequest.js";
@@ -44,6 +50,8 @@ interface Prepared {
   request: JsonRpcRequest;
   /** The block the answering node must have. */
   minBlock: number | undefined;
+  /** The call names a block by hash: nodes whose chain holds it are asked first. */
+  blockHash?: string;
 }
 
 /**
@@ -185,12 +193,22 @@ export class CallHandler {
           outcome: "invalid",
         };
       }
-      return { request: { ...request, params: verdict.params }, minBlock: verdict.toBlock ?? served };
+      const prepared = {
+        request: { ...request, params: verdict.params },
+        minBlock: verdict.toBlock ?? served,
+      };
+      return verdict.blockHash ? this.byHash(prepared, verdict.blockHash) : prepared;
+    }
+    const hashIndex = blockHashParamIndex(request.method);
+    if (hashIndex !== undefined && Array.isArray(request.params)) {
+      const hash = readBlockHash(request.params[hashIndex]);
+      return hash ? this.byHash({ request, minBlock: served }, hash) : { request, minBlock: served };
     }
     const index = blockParamIndex(request.method);
     if (index === undefined || !Array.isArray(request.params)) return { request, minBlock: served };
     const params = [...request.params];
     const target = readBlockParam(params[index], served);
+    if (target.kind === "hash") return this.byHash({ request, minBlock: served }, target.hash);
     if (target.kind !== "number") return { request, minBlock: target.kind === "tag" ? undefined : served };
     if (target.number > served) {
       // Above the served head: answer as a node at that head would.
@@ -198,23 +216,35 @@ export class CallHandler {
         ? { response: { jsonrpc: "2.0", id, result: null }, outcome: "ok" }
         : { response: errorResponse(id, HEADER_NOT_FOUND, "header not found"), outcome: "rpc_error" };
     }
-    // "latest" becomes the served head, so every node answers for the same block.
-    if (params[index] === "latest") params[index] = toQuantity(target.number);
+    params[index] = pinBlockParam(params[index], served);
     return { request: { ...request, params }, minBlock: target.number };
   }
 
+  /**
+   * A call naming a block by hash goes to a node whose chain holds that block (a node behind has not got it yet, a
+   * node on another branch never will); a hash older than the nodes' recent history is on every node, or on none.
+   */
+  private byHash(prepared: Prepared, hash: string): Prepared {
+    const known = this.options.upstreams.blockOfHash(hash);
+    return known
+      ? { ...prepared, minBlock: known.number, blockHash: hash }
+      : { ...prepared, minBlock: undefined };
+  }
+
   /** `raw`: a successful answer may keep the node's result as JSON text (the caller only serializes it). */
-  private async send({ request, minBlock }: Prepared, raw: boolean): Promise<Answered> {
+  private async send({ request, minBlock, blockHash }: Prepared, raw: boolean): Promise<Answered> {
     const { upstreams, metrics } = this.options;
     const tried = new Set<string>();
     const attempts = isIdempotent(request.method) ? 2 : 1;
     let lastError: RpcTransportError | undefined;
     for (let attempt = 0; attempt < attempts; attempt++) {
-      const choice = pickCandidate(
-        rankCandidates(upstreams.candidates(), minBlock, tried),
-        minBlock,
-        this.turn++,
-      );
+      let ranked = rankCandidates(upstreams.candidates(), minBlock, tried);
+      if (blockHash) {
+        const holders = upstreams.blockOfHash(blockHash)?.holders;
+        const holding = holders ? ranked.filter((c) => holders.has(c.name)) : [];
+        if (holding.length > 0) ranked = holding;
+      }
+      const choice = pickCandidate(ranked, minBlock, this.turn++);
       const answer = choice && upstreams.call(choice.name, request, this.options.upstreamTimeoutMs, raw);
       if (!choice || !answer) break;
       tried.add(choice.name);

@@ -1,10 +1,10 @@
 import { RPC_ERROR } from "../../rpc/jsonRpc.js";
 import { toQuantity } from "../../rpc/blocks.js";
-import { readBlockParam } from "./blockParams.js";
+import { readBlockHash, readBlockParam } from "./blockParams.js";
 
 export type GetLogsVerdict =
   /** Forward with these params (tags resolved to heights, so every node answers for the same range). */
-  | { ok: true; params: unknown[]; toBlock?: number }
+  | { ok: true; params: unknown[]; toBlock?: number; blockHash?: string }
   | { ok: false; code: number; message: string; data?: unknown; reason: "range" | "invalid" | "future" };
 
 /**
@@ -31,8 +31,9 @@ export function checkGetLogs(params: unknown, servedHead: number, maxRange: numb
   if (filter.blockHash !== undefined) {
     if (filter.fromBlock !== undefined || filter.toBlock !== undefined)
       return invalid("invalid params: blockHash excludes fromBlock and toBlock");
-    if (typeof filter.blockHash !== "string") return invalid("invalid params: blockHash must be a hash");
-    return { ok: true, params: [filter] };
+    const blockHash = readBlockHash(filter.blockHash);
+    if (!blockHash) return invalid("invalid params: blockHash must be a 32-byte hash");
+    return { ok: true, params: [filter], blockHash };
   }
   const earliest = Math.max(0, servedHead - maxRange);
   const resolve = (value: unknown, name: string): number | GetLogsVerdict => {

@@ -134,6 +134,32 @@ export class NetworkUpstreams extends EventEmitter {
     return this.served;
   }
 
+  /**
+   * Where a recent block hash is: its height and the nodes whose recent canonical chain holds it (newHeads history,
+   * 128 blocks deep); undefined for a hash none of them has seen recently (older, or on no node's chain).
+   */
+  blockOfHash(hash: string): { number: number; holders: Set<string> } | undefined {
+    let number: number | undefined;
+    const holders = new Set<string>();
+    for (const member of this.members.values()) {
+      const observation = member.follower.observation();
+      const head = observation.head;
+      // The newest head is checked first: the block asked for is most often the one just announced.
+      let height = head?.hash === hash ? head.number : undefined;
+      if (height === undefined)
+        for (const [h, known] of observation.recentHashes ?? []) {
+          if (known === hash) {
+            height = h;
+            break;
+          }
+        }
+      if (height === undefined) continue;
+      number = height;
+      holders.add(member.upstream.name);
+    }
+    return number === undefined ? undefined : { number, holders };
+  }
+
   panic(): boolean {
     return this.members.size > 0 && inPanic(this.candidates());
   }
