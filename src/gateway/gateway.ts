@@ -1,5 +1,6 @@
 import type { Duplex } from "node:stream";
 import { createServer } from "node:http";
+import { gunzip, gzip } from "node:zlib";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Registry } from "prom-client";
@@ -60,7 +61,11 @@ interface Answer {
   retryAfterMs?: number;
 }
 
-const JSON_TYPE = /^application\/json\b/i;
+/** The content types geth takes for JSON-RPC (with any parameters, such as a charset). */
+const JSON_TYPE = /^application\/(?:json|jsonrequest|json-rpc)\s*(?:;|$)/i;
+/** Answers smaller than this go out uncompressed even to clients that take gzip: compressing them gains nothing. */
+const GZIP_MIN_BYTES = 1024;
+const TAKES_GZIP = /\bgzip\b(?!\s*;\s*q=0(?:\.0*)?\s*(?:,|$))/i;
 
 interface NetworkRuntime {
   upstreams: NetworkUpstreams;
@@ -168,18 +173,36 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     message: string,
     extra?: Record<string, string>,
   ) => reply(res, status, JSON.stringify(errorResponse(null, code, message)), extra);
-  /** Writes an answer: 204 for notifications only, Retry-After with a rate-limit refusal. */
-  const send = (res: ServerResponse, answer: Answer) => {
-    if (answer.body === undefined) res.writeHead(204).end();
-    else
-      reply(
-        res,
-        answer.status,
-        serializeBody(answer.body),
-        answer.retryAfterMs === undefined
-          ? undefined
-          : { "retry-after": String(Math.ceil(answer.retryAfterMs / 1000)) },
-      );
+  /**
+   * Writes an answer: 204 for notifications only, Retry-After with a rate-limit refusal, gzip-compressed when the
+   * client takes it and the answer is large enough to gain from it.
+   */
+  const send = (req: IncomingMessage, res: ServerResponse, answer: Answer) => {
+    if (answer.body === undefined) {
+      res.writeHead(204).end();
+      return;
+    }
+    const text = serializeBody(answer.body);
+    const extra: Record<string, string> =
+      answer.retryAfterMs === undefined
+        ? {}
+        : { "retry-after": String(Math.ceil(answer.retryAfterMs / 1000)) };
+    const accepts = req.headers["accept-encoding"];
+    if (text.length < GZIP_MIN_BYTES || accepts === undefined || !TAKES_GZIP.test(accepts)) {
+      reply(res, answer.status, text, extra);
+      return;
+    }
+    gzip(text, (error, zipped) => {
+      if (error) return reply(res, answer.status, text, extra);
+      res.writeHead(answer.status, {
+        "content-type": "application/json",
+        "content-encoding": "gzip",
+        vary: "accept-encoding",
+        "content-length": zipped.length,
+        ...extra,
+      });
+      res.end(zipped);
+    });
   };
   const tooLarge = (res: ServerResponse) =>
     replyError(
@@ -243,6 +266,13 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         req.resume();
         return;
       }
+      const encoding = req.headers["content-encoding"]?.trim().toLowerCase();
+      const gzipped = encoding === "gzip" || encoding === "x-gzip";
+      if (encoding !== undefined && encoding !== "identity" && !gzipped) {
+        replyError(res, 415, RPC_ERROR.INVALID_REQUEST, "content-encoding must be gzip or identity");
+        req.resume();
+        return;
+      }
       const declared = Number(req.headers["content-length"] ?? 0);
       if (declared > settings.maxBodyBytes) {
         tooLarge(res);
@@ -261,11 +291,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         chunks.push(chunk);
       });
       req.on("error", () => {});
-      req.on("end", () => {
-        if (size > settings.maxBodyBytes) return;
-        // A body that came in one chunk is decoded without a copy.
-        const text =
-          chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks).toString("utf8");
+      const answerText = (text: string) => {
         let answer: Answer | Promise<Answer>;
         try {
           answer = answerBody(runtimes.get(route.network)!, text, req);
@@ -274,12 +300,24 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
           return;
         }
         // Answered without a node (eth_blockNumber, refusals): written at once, no promise in between.
-        if (!(answer instanceof Promise)) send(res, answer);
+        if (!(answer instanceof Promise)) send(req, res, answer);
         else
           answer.then(
-            (a) => send(res, a),
+            (a) => send(req, res, a),
             (error: unknown) => failed(res, error),
           );
+      };
+      req.on("end", () => {
+        if (size > settings.maxBodyBytes) return;
+        // A body that came in one chunk is decoded without a copy.
+        const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+        if (!gzipped) return answerText(body.toString("utf8"));
+        // Inflated to at most maxBodyBytes, so a small compressed body cannot become a huge one.
+        gunzip(body, { maxOutputLength: settings.maxBodyBytes }, (error, inflated) => {
+          if (!error) return answerText(inflated.toString("utf8"));
+          if ((error as NodeJS.ErrnoException).code === "ERR_BUFFER_TOO_LARGE") return tooLarge(res);
+          replyError(res, 400, RPC_ERROR.PARSE_ERROR, "parse error: the body is not valid gzip");
+        });
       });
     },
   );

@@ -162,6 +162,9 @@ export class CallHandler {
     // checked to be on this chain, so none needs asking.
     if (request.method === "eth_chainId")
       return { response: { jsonrpc: "2.0", id, result: this.chainId }, outcome: "ok" };
+    // A public endpoint holds no keys: an empty list, as hosted endpoints answer (wallet libraries ask it).
+    if (request.method === "eth_accounts")
+      return { response: { jsonrpc: "2.0", id, result: [] }, outcome: "ok" };
     const policy = checkMethod(request.method);
     if (!policy.allowed)
       return { response: errorResponse(id, RPC_ERROR.METHOD_NOT_FOUND, policy.message), outcome: "refused" };

@@ -55,10 +55,13 @@ export function checkGetLogs(params: unknown, servedHead: number, maxRange: numb
     return {
       ok: false,
       code: RPC_ERROR.INVALID_PARAMS,
-      message: `invalid params: toBlock ${to} is past the head ${servedHead}`,
+      message: `invalid params: toBlock ${exact(filter.toBlock, to)} is past the head ${servedHead}`,
       reason: "future",
     };
-  if (from > to) return invalid(`invalid params: fromBlock ${from} is after toBlock ${to}`);
+  if (from > to)
+    return invalid(
+      `invalid params: fromBlock ${exact(filter.fromBlock, from)} is after toBlock ${exact(filter.toBlock, to)}`,
+    );
   if (from < earliest)
     return {
       ok: false,
@@ -72,4 +75,12 @@ export function checkGetLogs(params: unknown, servedHead: number, maxRange: numb
     params: [{ ...filter, fromBlock: toQuantity(from), toBlock: toQuantity(to) }],
     toBlock: to,
   };
+}
+
+/** A height for a message, exactly: a quantity beyond what a double holds is written from its hex, never rounded. */
+function exact(value: unknown, resolved: number): string {
+  if (Number.isSafeInteger(resolved)) return String(resolved);
+  const quantity =
+    typeof value === "object" && value ? (value as { blockNumber?: unknown }).blockNumber : value;
+  return typeof quantity === "string" ? BigInt(quantity).toString() : String(resolved);
 }

@@ -7,7 +7,6 @@ export const PUBLIC_NAMESPACES = ["eth", "net", "web3"] as const;
 
 /** Methods of public namespaces that make no sense through a shared gateway. */
 const REFUSED_METHODS = new Set([
-  "eth_accounts",
   "eth_sign",
   "eth_signTransaction",
   "eth_sendTransaction",

@@ -14,6 +14,9 @@ import type { Upstream, UpstreamSource } from "./upstreamSource.js";
 
 const CALLS_PING_MS = 15_000;
 
+/** A -32602 (invalid params) answer, as node software writes it. */
+const INVALID_PARAMS_ANSWER = /"error":\s*\{\s*"code":\s*-32602\b/;
+
 const wsMalformed = (cause: unknown) =>
   new RpcTransportError("the node's answer over WebSocket is not JSON-RPC", "malformed", { cause });
 
@@ -190,9 +193,17 @@ export class NetworkUpstreams extends EventEmitter {
     const ws = member.calls;
     if (!ws?.connected || ws.backlog > MAX_CALL_BACKLOG_BYTES || !overWebSocket(request.method))
       return forward(member.upstream.httpUrl, request, timeoutMs, raw);
-    return ws
-      .callText(request.method, request.params, timeoutMs)
-      .then((text) => readNodeAnswer(text, request.id ?? null, raw, wsMalformed));
+    return ws.callText(request.method, request.params, timeoutMs).then((text) =>
+      // Node software differs in how its WebSocket refuses a call it cannot read (anvil says -32602 "data did not
+      // match any variant of untagged enum EthRpcCall" where its HTTP names the problem or says -32601): such an
+      // answer is asked again over HTTP, so a client gets the same error on either transport.
+      // HTTP out of reach: the WebSocket's answer is still the node's.
+      INVALID_PARAMS_ANSWER.test(text)
+        ? forward(member.upstream.httpUrl, request, timeoutMs, raw).catch(() =>
+            readNodeAnswer(text, request.id ?? null, raw, wsMalformed),
+          )
+        : readNodeAnswer(text, request.id ?? null, raw, wsMalformed),
+    );
   }
 
   /** Counts a request in flight on a node (for least-outstanding balancing); call the returned function when done. */
