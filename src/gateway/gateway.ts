@@ -103,6 +103,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     const handler = new CallHandler({
       upstreams,
       getLogsMaxRange: network.gateway.getLogsMaxRange,
+      blockTimeMs: network.blockTimeMs,
       upstreamTimeoutMs: settings.upstreamTimeout,
       metrics,
       logger: log,

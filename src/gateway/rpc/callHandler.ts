@@ -14,6 +14,7 @@ import {
   readBlockParam,
 } from "./blockParams.js";
 import { checkGetLogs } from "./getLogsRule.js";
+import { RecentServedHeads } from "./recentServedHeads.js";
 import { SUBSCRIPTION_METHODS, checkMethod, isIdempotent, methodLabel } from "./methodPolicy.js";
 import { errorResponse } from "./parseRequest.js";
 
@@ -32,6 +33,10 @@ const NULL_ABOVE_HEAD = new Set([
 export interface CallHandlerOptions {
   upstreams: NetworkUpstreams;
   getLogsMaxRange: number;
+  /** The network's block time: eth_getLogs is judged against the lowest head served within it. */
+  blockTimeMs: number;
+  /** Clock in milliseconds (injected for tests). */
+  now?: () => number;
   upstreamTimeoutMs: number;
   metrics: GatewayMetrics;
   logger: Logger;
@@ -66,10 +71,19 @@ export class CallHandler {
   private readonly series = new Map<string, MethodSeries>();
   private readonly inFlight: CountCell;
   private readonly chainId: string;
+  /** Served heads of the last block time, for the eth_getLogs window. */
+  private readonly recentHeads: RecentServedHeads;
+  private readonly now: () => number;
 
   constructor(private readonly options: CallHandlerOptions) {
     this.inFlight = options.metrics.inFlightOf(options.upstreams.network);
     this.chainId = toQuantity(options.upstreams.chainId);
+    this.now = options.now ?? Date.now;
+    this.recentHeads = new RecentServedHeads(options.blockTimeMs);
+    options.upstreams.on("change", () => {
+      const served = options.upstreams.servedHead();
+      if (served !== undefined) this.recentHeads.record(served, this.now());
+    });
   }
 
   get network(): string {
@@ -188,7 +202,12 @@ export class CallHandler {
     const id = request.id ?? null;
     if (served === undefined) return { request, minBlock: undefined };
     if (request.method === "eth_getLogs") {
-      const verdict = checkGetLogs(request.params, served, this.options.getLogsMaxRange);
+      const verdict = checkGetLogs(
+        request.params,
+        served,
+        this.options.getLogsMaxRange,
+        this.recentHeads.lowest(this.now(), served),
+      );
       if (!verdict.ok) {
         this.options.metrics.getLogsRefused.inc({ network: this.network, reason: verdict.reason });
         return {

@@ -9,10 +9,17 @@ export type GetLogsVerdict =
 
 /**
  * The eth_getLogs rules of the public endpoints: block tags resolve against the served head; a range reaching below
- * `servedHead - maxRange` is refused with -32005 (EIP-1474 "limit exceeded") naming the limit and the earliest block
- * allowed; a toBlock past the head or fromBlock > toBlock is -32602, as execution-apis asks of nodes.
+ * `seenHead - maxRange` is refused with -32005 (EIP-1474 "limit exceeded") naming the limit and the earliest block
+ * allowed; a toBlock past the head or fromBlock > toBlock is -32602, as execution-apis asks of nodes. `seenHead` is the
+ * lowest head the client could have seen (served within the last block time; the served head by default), so a
+ * client that read the head and asks for `head - maxRange` next is not refused because a block came in between.
  */
-export function checkGetLogs(params: unknown, servedHead: number, maxRange: number): GetLogsVerdict {
+export function checkGetLogs(
+  params: unknown,
+  servedHead: number,
+  maxRange: number,
+  seenHead: number = servedHead,
+): GetLogsVerdict {
   const invalid = (message: string): GetLogsVerdict => ({
     ok: false,
     code: RPC_ERROR.INVALID_PARAMS,
@@ -35,7 +42,7 @@ export function checkGetLogs(params: unknown, servedHead: number, maxRange: numb
     if (!blockHash) return invalid("invalid params: blockHash must be a 32-byte hash");
     return { ok: true, params: [filter], blockHash };
   }
-  const earliest = Math.max(0, servedHead - maxRange);
+  const earliest = Math.max(0, Math.min(seenHead, servedHead) - maxRange);
   const resolve = (value: unknown, name: string): number | GetLogsVerdict => {
     const target = readBlockParam(value, servedHead);
     if (target.kind === "number") return target.number;
@@ -66,7 +73,7 @@ export function checkGetLogs(params: unknown, servedHead: number, maxRange: numb
     return {
       ok: false,
       code: RPC_ERROR.LIMIT_EXCEEDED,
-      message: `limit exceeded: eth_getLogs may reach at most ${maxRange} blocks below the head`,
+      message: `limit exceeded: eth_getLogs may reach at most ${maxRange} blocks below the head (earliest block ${earliest})`,
       data: { limit: maxRange, earliestBlock: toQuantity(earliest), head: toQuantity(servedHead) },
       reason: "range",
     };
