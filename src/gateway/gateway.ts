@@ -45,7 +45,7 @@ export interface GatewayOptions {
 export interface Gateway {
   /** http://host:port */
   url: string;
-  /** Requests answered so far per network, batch items counted (the autoscaler's rate). */
+  /** Calls sent to a node so far per network, batch items counted (the autoscaler's rate). */
   requestTotals(): ReadonlyMap<string, number>;
   /** Served head per network (tests, status). */
   servedHead(network: string): number | undefined;

@@ -40,7 +40,7 @@ export interface CallHandlerOptions {
   upstreamTimeoutMs: number;
   metrics: GatewayMetrics;
   logger: Logger;
-  /** Counts every call answered (the autoscaler's request rate). */
+  /** Counts every call sent to a node (the autoscaler's request rate: the calls nodes serve). */
   count: () => void;
 }
 
@@ -121,7 +121,6 @@ export class CallHandler {
   }
 
   private record(request: JsonRpcRequest, answered: Answered, started: number): JsonRpcResponse {
-    this.options.count();
     const series = this.seriesOf(methodLabel(request.method));
     series.outcome(answered.outcome).n++;
     series.duration.observe((performance.now() - started) / 1000);
@@ -270,6 +269,9 @@ export class CallHandler {
       const answer = choice && upstreams.call(choice.name, request, this.options.upstreamTimeoutMs, raw);
       if (!choice || !answer) break;
       tried.add(choice.name);
+      // The autoscaler's count, as lightfleet_gateway_upstream_requests_total: what the gateway answers itself or
+      // refuses never reaches a node and must not grow the pool.
+      this.options.count();
       if (attempt > 0) metrics.retries.inc({ network: this.network });
       const release = upstreams.acquire(choice.name);
       this.inFlight.n++;
