@@ -1,3 +1,4 @@
+import { keccak256 } from "ethers";
 import type { Logger } from "../log/logger.js";
 import { RpcError } from "../rpc/jsonRpc.js";
 import { HttpRpcClient } from "../rpc/httpRpcClient.js";
@@ -74,6 +75,8 @@ export class DrivenNode {
   private fork: { snapshotId: string; height: number; markerPending: boolean } | undefined;
   /** The log's reorg epoch this node's blocks are known to match. */
   private epoch = 0;
+  /** Transactions of this node already offered to the log (hashes), so each is fetched once. */
+  private readonly adopted = new Set<string>();
 
   constructor(
     readonly endpoint: NodeEndpoint,
@@ -194,15 +197,21 @@ export class DrivenNode {
 
   /** anvil rewinds blocks and state but not its fee tracker: set the next block's base fee from the new head. */
   private async restoreBaseFee(): Promise<void> {
-    const parent = await this.rpc.call<{ baseFeePerGas: string; gasUsed: string; gasLimit: string }>(
-      "eth_getBlockByNumber",
-      ["latest", false],
-    );
-    const fee = nextBaseFee({
-      baseFeePerGas: BigInt(parent.baseFeePerGas),
-      gasUsed: BigInt(parent.gasUsed),
-      gasLimit: BigInt(parent.gasLimit),
-    });
+    const parent = await this.rpc.call<{
+      number: string;
+      baseFeePerGas: string;
+      gasUsed: string;
+      gasLimit: string;
+    }>("eth_getBlockByNumber", ["latest", false]);
+    // Block 1 keeps the genesis base fee (anvil's initial one), as a fresh node mines it.
+    const fee =
+      Number(parent.number) === 0
+        ? BigInt(parent.baseFeePerGas)
+        : nextBaseFee({
+            baseFeePerGas: BigInt(parent.baseFeePerGas),
+            gasUsed: BigInt(parent.gasUsed),
+            gasLimit: BigInt(parent.gasLimit),
+          });
     await this.rpc.call("anvil_setNextBlockBaseFeePerGas", [`0x${fee.toString(16)}`]);
   }
 
@@ -289,14 +298,88 @@ export class DrivenNode {
     }
   }
 
+  /**
+   * Takes the transactions clients sent to this node (the executable ones in its pool) into the log, so the next
+   * block carries them on every node: the devnet's nodes mine only what the log says.
+   */
+  async collectPool(): Promise<void> {
+    for (const hash of await this.poolHashes()) await this.adopt(hash);
+  }
+
+  /** Hashes of the executable transactions in the node's pool. */
+  private async poolHashes(): Promise<string[]> {
+    const pool = await this.rpc.call<{ pending?: Record<string, Record<string, { hash?: string }>> }>(
+      "txpool_content",
+    );
+    return Object.values(pool?.pending ?? {}).flatMap((byNonce) =>
+      Object.values(byNonce).flatMap((tx) => (typeof tx.hash === "string" ? [tx.hash.toLowerCase()] : [])),
+    );
+  }
+
+  /** Logs one transaction the node has (in its pool or a block) by hash, unless the log already has it. */
+  private async adopt(hash: string): Promise<void> {
+    if (this.adopted.has(hash)) return;
+    const raw = await this.rpc.call<string | null>("eth_getRawTransactionByHash", [hash]);
+    if (!raw) return;
+    if (this.log.adoptTransaction(raw))
+      this.logger.info(
+        { node: this.name, hash },
+        "devnet: transaction sent to a node taken into the next block",
+      );
+    if (this.adopted.size >= 10_000) this.adopted.clear();
+    this.adopted.add(hash);
+  }
+
+  /** Empties the node's pool of everything but `expected` (logged first), so it mines exactly the logged block. */
+  private async clearPool(expected: ReadonlySet<string>): Promise<void> {
+    for (const hash of await this.poolHashes()) {
+      if (expected.has(hash)) continue;
+      await this.adopt(hash);
+      await this.rpc.call("anvil_dropTransaction", [hash]);
+    }
+  }
+
+  private async sendAll(rawTransactions: readonly string[]): Promise<void> {
+    for (const raw of rawTransactions) {
+      await this.rpc.call("eth_sendRawTransaction", [raw]).catch((error: unknown) => {
+        if (!(error instanceof RpcError && ALREADY_KNOWN.test(error.message))) throw error;
+      });
+    }
+  }
+
+  /**
+   * Mines one logged step. A client's transaction that reached the pool between clearing it and mining would make
+   * this node's block its own (a fork): such a block is taken back, the transaction logged for the next block, and the
+   * step mined again.
+   */
+  private async mineStep(
+    step: { timestamp: number; blocks: number },
+    sent: readonly string[],
+  ): Promise<void> {
+    const expected = new Set(sent.map((raw) => keccak256(raw).toLowerCase()));
+    for (let attempt = 0; ; attempt++) {
+      await this.clearPool(expected);
+      const first = Number(await this.rpc.call<string>("eth_blockNumber")) + 1;
+      await this.rpc.call("evm_mine", [{ timestamp: step.timestamp, blocks: step.blocks }]);
+      const mined = await this.rpc.call<{ transactions: string[] } | null>("eth_getBlockByNumber", [
+        `0x${first.toString(16)}`,
+        false,
+      ]);
+      const extra = (mined?.transactions ?? []).map((h) => h.toLowerCase()).filter((h) => !expected.has(h));
+      if (extra.length === 0 || attempt >= 2) return;
+      for (const hash of extra) await this.adopt(hash);
+      await this.rpc.call("anvil_rollback", [step.blocks]);
+      await this.restoreBaseFee();
+      await this.sendAll(sent);
+    }
+  }
+
   private async runSteps(steps: ReplayStep[]): Promise<void> {
+    let sent: readonly string[] = [];
     for (const step of steps) {
       if (step.kind === "send") {
-        for (const raw of step.rawTransactions) {
-          await this.rpc.call("eth_sendRawTransaction", [raw]).catch((error: unknown) => {
-            if (!(error instanceof RpcError && ALREADY_KNOWN.test(error.message))) throw error;
-          });
-        }
+        await this.sendAll(step.rawTransactions);
+        sent = step.rawTransactions;
         continue;
       }
       if (step.kind === "salt") {
@@ -307,7 +390,8 @@ export class DrivenNode {
         await this.rpc.call("anvil_setBalance", [FORK_MARKER_ADDRESS, "0x1"]);
         this.fork.markerPending = false;
       }
-      await this.rpc.call("evm_mine", [{ timestamp: step.timestamp, blocks: step.blocks }]);
+      await this.mineStep(step, sent);
+      sent = [];
     }
   }
 }

@@ -104,6 +104,9 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       upstreams,
       getLogsMaxRange: network.gateway.getLogsMaxRange,
       blockTimeMs: network.blockTimeMs,
+      transactionPeers: network.gateway.sendTransactionsToPeers
+        ? network.reservedPeers.map((peer) => ({ name: peer.name, httpUrl: peer.http }))
+        : [],
       upstreamTimeoutMs: settings.upstreamTimeout,
       metrics,
       logger: log,

@@ -66,6 +66,11 @@ export const networkGatewaySchema = z.strictObject({
   default: z.boolean().default(false),
   /** eth_getLogs may reach at most this many blocks below the served head. */
   getLogsMaxRange: z.number().int().min(0).default(1000),
+  /**
+   * eth_sendRawTransaction goes to every routed node; with this, to the network's reserved peers (the full nodes) as
+   * well, so a transaction reaches the block producers' pools even if the light nodes do not pass it on.
+   */
+  sendTransactionsToPeers: z.boolean().default(false),
   /** Fixed upstreams, for a gateway run without a fleet (`lightfleet gateway`). */
   upstreams: z
     .array(z.strictObject({ name: z.string().min(1), http: httpUrl, ws: wsUrl.optional() }))

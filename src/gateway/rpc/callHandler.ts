@@ -5,6 +5,9 @@ import { toQuantity } from "../../rpc/blocks.js";
 import type { JsonRpcRequest, JsonRpcResponse } from "../../rpc/jsonRpc.js";
 import { RPC_ERROR, RpcTransportError } from "../../rpc/jsonRpc.js";
 import { pickCandidate, rankCandidates } from "../upstreams/balancer.js";
+import type { BroadcastTarget } from "../upstreams/broadcastTransaction.js";
+import { broadcastRawTransaction, rawTransactionHash } from "../upstreams/broadcastTransaction.js";
+import { forward } from "../upstreams/forward.js";
 import type { NetworkUpstreams } from "../upstreams/networkUpstreams.js";
 import {
   blockHashParamIndex,
@@ -37,6 +40,8 @@ export interface CallHandlerOptions {
   blockTimeMs: number;
   /** Clock in milliseconds (injected for tests). */
   now?: () => number;
+  /** Where raw transactions go besides the routed nodes (the reserved peers, when configured). */
+  transactionPeers?: ReadonlyArray<{ name: string; httpUrl: string }>;
   upstreamTimeoutMs: number;
   metrics: GatewayMetrics;
   logger: Logger;
@@ -57,6 +62,8 @@ interface Prepared {
   minBlock: number | undefined;
   /** The call names a block by hash: nodes whose chain holds it are asked first. */
   blockHash?: string;
+  /** A signed transaction (its hash): sent to every routed node at once, not to one. */
+  broadcast?: string;
 }
 
 /**
@@ -181,6 +188,19 @@ export class CallHandler {
     const policy = checkMethod(request.method);
     if (!policy.allowed)
       return { response: errorResponse(id, RPC_ERROR.METHOD_NOT_FOUND, policy.message), outcome: "refused" };
+    if (request.method === "eth_sendRawTransaction") {
+      const hash = rawTransactionHash(request.params);
+      return hash
+        ? { request, minBlock: undefined, broadcast: hash }
+        : {
+            response: errorResponse(
+              id,
+              RPC_ERROR.INVALID_PARAMS,
+              "invalid params: eth_sendRawTransaction takes one signed transaction as 0x-prefixed hex",
+            ),
+            outcome: "invalid",
+          };
+    }
     if (SUBSCRIPTION_METHODS.has(request.method))
       return {
         response: errorResponse(
@@ -253,7 +273,8 @@ export class CallHandler {
   }
 
   /** `raw`: a successful answer may keep the node's result as JSON text (the caller only serializes it). */
-  private async send({ request, minBlock, blockHash }: Prepared, raw: boolean): Promise<Answered> {
+  private async send({ request, minBlock, blockHash, broadcast }: Prepared, raw: boolean): Promise<Answered> {
+    if (broadcast) return this.broadcast(request, broadcast);
     const { upstreams, metrics } = this.options;
     const tried = new Set<string>();
     const attempts = isIdempotent(request.method) ? 2 : 1;
@@ -300,6 +321,69 @@ export class CallHandler {
         outcome: "unavailable",
       };
     return lastError.reason === "timeout"
+      ? { response: errorResponse(id, RPC_ERROR.INTERNAL_ERROR, "upstream timeout"), outcome: "timeout" }
+      : {
+          response: errorResponse(id, RPC_ERROR.INTERNAL_ERROR, "upstream unavailable"),
+          outcome: "upstream_error",
+        };
+  }
+
+  /**
+   * A signed transaction goes to every node that may serve (the routed ones; every reachable one in panic mode) and
+   * the configured peers, all at once; the client gets its hash once, at the first node that took it.
+   */
+  private async broadcast(request: JsonRpcRequest, hash: string): Promise<Answered> {
+    const { upstreams, upstreamTimeoutMs } = this.options;
+    const id = request.id ?? null;
+    const raw = (request.params as string[])[0]!;
+    const counted = <T extends JsonRpcResponse>(name: string, answer: Promise<T>): Promise<T> => {
+      this.options.count();
+      this.inFlight.n++;
+      return answer.then(
+        (response) => {
+          this.inFlight.n--;
+          this.upstreamCount(name, "error" in response ? "rpc_error" : "ok").n++;
+          return response;
+        },
+        (error: unknown) => {
+          this.inFlight.n--;
+          this.upstreamCount(name, error instanceof RpcTransportError ? error.reason : "connection").n++;
+          throw error;
+        },
+      );
+    };
+    const call = (name: string) => (method: string, params: unknown[]) => {
+      const answer = upstreams.call(
+        name,
+        { jsonrpc: "2.0", id: 1, method, params },
+        upstreamTimeoutMs,
+        false,
+      );
+      return answer
+        ? counted(name, answer)
+        : Promise.reject(new RpcTransportError(`${name} left the pool`, "connection"));
+    };
+    const targets: BroadcastTarget[] = rankCandidates(upstreams.candidates(), undefined, new Set()).map(
+      (node) => ({ name: node.name, call: call(node.name) }),
+    );
+    for (const peer of this.options.transactionPeers ?? [])
+      targets.push({
+        name: peer.name,
+        call: (method, params) =>
+          counted(
+            peer.name,
+            forward(peer.httpUrl, { jsonrpc: "2.0", id: 1, method, params }, upstreamTimeoutMs),
+          ),
+      });
+    const result = await broadcastRawTransaction(raw, hash, targets);
+    if (result.ok) return { response: { jsonrpc: "2.0", id, result: hash }, outcome: "ok" };
+    if (result.response) return { response: { ...result.response, id }, outcome: "rpc_error" };
+    if (!result.failure)
+      return {
+        response: errorResponse(id, RPC_ERROR.INTERNAL_ERROR, `no node available for ${this.network}`),
+        outcome: "unavailable",
+      };
+    return result.failure.reason === "timeout"
       ? { response: errorResponse(id, RPC_ERROR.INTERNAL_ERROR, "upstream timeout"), outcome: "timeout" }
       : {
           response: errorResponse(id, RPC_ERROR.INTERNAL_ERROR, "upstream unavailable"),
