@@ -23,6 +23,7 @@ import { errorResponse, parseBody } from "./rpc/parseRequest.js";
 import type { ParsedBody } from "./rpc/parseRequest.js";
 import { serializeBody } from "./rpc/serialize.js";
 import { NetworkUpstreams } from "./upstreams/networkUpstreams.js";
+import { FilterStore } from "./filters/filterStore.js";
 import type { UpstreamSource } from "./upstreams/upstreamSource.js";
 import { closeUpstreamPools } from "./upstreams/forward.js";
 import { HeadFeed } from "./ws/headFeed.js";
@@ -72,6 +73,7 @@ interface NetworkRuntime {
   handler: CallHandler;
   feed: HeadFeed;
   streams: NetworkStreams;
+  filters: FilterStore;
 }
 
 /**
@@ -118,13 +120,20 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       logger: log,
     });
     const streams = new NetworkStreams(feed, handler, log);
+    const filters = new FilterStore({
+      streams,
+      getLogs: (request) => handler.handle(request),
+      maxPerClient: settings.maxFiltersPerAddress,
+      timeoutMs: settings.filterTimeout,
+    });
+    handler.useFilters(filters);
     upstreams.on("change", () => {
       metrics.panicMode.set({ network: network.name }, upstreams.panic() ? 1 : 0);
       const served = upstreams.servedHead();
       if (served !== undefined) metrics.servedHead.set({ network: network.name }, served);
     });
     metrics.panicMode.set({ network: network.name }, 0);
-    runtimes.set(network.name, { upstreams, handler, feed, streams });
+    runtimes.set(network.name, { upstreams, handler, feed, streams, filters });
     routes.push({
       network: network.name,
       hosts: network.gateway.hosts.map((h) => h.toLowerCase()),
@@ -132,6 +141,15 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       default: network.name === defaultNetwork,
     });
   }
+
+  // Filters unpolled for filterTimeout go, even when no call comes to notice it.
+  const filterSweep = setInterval(
+    () => {
+      for (const runtime of runtimes.values()) runtime.filters.sweep();
+    },
+    Math.min(30_000, settings.filterTimeout),
+  );
+  filterSweep.unref();
 
   const limiter = options.rateLimiter ?? configuredRateLimiter(settings.rateLimit);
   /** Takes the body's calls from the address's budget; the refusal when they do not fit. */
@@ -328,25 +346,26 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
 
   function answerBody(runtime: NetworkRuntime, text: string, req: IncomingMessage): Answer | Promise<Answer> {
     const parsed = parseBody(text, settings.maxBatchLength);
+    const address = clientAddress(req, settings.trustForwardedFor);
     if (limiter) {
-      const refused = admit(runtime, parsed, clientAddress(req, settings.trustForwardedFor));
+      const refused = admit(runtime, parsed, address);
       if (refused) return { status: 429, ...refused };
     }
-    const body = answerParsed(runtime, parsed);
+    const body = answerParsed(runtime, parsed, address);
     return body instanceof Promise ? body.then((b) => ({ status: 200, body: b })) : { status: 200, body };
   }
 
-  function answerParsed(runtime: NetworkRuntime, parsed: ParsedBody): Body | Promise<Body> {
+  function answerParsed(runtime: NetworkRuntime, parsed: ParsedBody, address: string): Body | Promise<Body> {
     if (parsed.kind === "error") return parsed.response;
     if (parsed.kind === "single") {
       if (!parsed.item.ok) return parsed.item.response;
       const notification = parsed.item.request.id === undefined;
-      const response = runtime.handler.handle(parsed.item.request);
+      const response = runtime.handler.handle(parsed.item.request, address);
       if (response instanceof Promise) return notification ? response.then(() => undefined) : response;
       return notification ? undefined : response;
     }
     return Promise.all(
-      parsed.items.map((item) => (item.ok ? runtime.handler.handle(item.request) : item.response)),
+      parsed.items.map((item) => (item.ok ? runtime.handler.handle(item.request, address) : item.response)),
     ).then((responses) => {
       const answered = responses.filter((_, i) => {
         const item = parsed.items[i]!;
@@ -371,9 +390,10 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     socket.once("close", () => connectionCap.release(address));
     wss.handleUpgrade(req, socket, head, (ws) => {
       const runtime = runtimes.get(route.network)!;
+      const handler = runtime.handler;
       const session = new WsSession(
         ws,
-        runtime.handler,
+        { network: handler.network, handle: (request) => handler.handle(request, address) },
         runtime.streams,
         {
           maxBatchLength: settings.maxBatchLength,
@@ -447,7 +467,9 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       await closed;
       clearTimeout(timer);
       wss.close();
+      clearInterval(filterSweep);
       for (const runtime of runtimes.values()) {
+        runtime.filters.close();
         runtime.feed.close();
         await runtime.upstreams.close();
       }

@@ -57,7 +57,7 @@ describe("method policy", () => {
     "anvil_mine",
     "evm_mine",
     "eth_sendTransaction",
-    "eth_newFilter",
+    "eth_sign",
     "nonsense",
     "eth",
   ])("refuses %s", (method) => expect(checkMethod(method).allowed).toBe(false));

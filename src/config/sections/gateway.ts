@@ -22,6 +22,10 @@ export const gatewaySchema = z.strictObject({
   headPollInterval: duration.default(1_000),
   /** Origins allowed by CORS ("*" for any: public endpoints serve browser dapps). */
   corsOrigins: z.array(z.string().min(1)).default(["*"]),
+  /** Polled filters (eth_newFilter, eth_newBlockFilter) one client address may hold at once. */
+  maxFiltersPerAddress: z.number().int().min(1).default(100),
+  /** A filter not polled for this long is removed (geth: 5 minutes). */
+  filterTimeout: duration.default(300_000),
   /** WebSocket: subscriptions per connection. */
   maxSubscriptionsPerConnection: z.number().int().min(1).default(100),
   /** WebSocket: bytes queued for a client that does not read before it is cut off. */

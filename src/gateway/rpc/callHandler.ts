@@ -18,6 +18,8 @@ import {
 } from "./blockParams.js";
 import { checkGetLogs } from "./getLogsRule.js";
 import { RecentServedHeads } from "./recentServedHeads.js";
+import type { FilterStore } from "../filters/filterStore.js";
+import { FILTER_METHODS } from "../filters/filterStore.js";
 import { SUBSCRIPTION_METHODS, checkMethod, isIdempotent, methodLabel } from "./methodPolicy.js";
 import { errorResponse } from "./parseRequest.js";
 
@@ -81,6 +83,7 @@ export class CallHandler {
   /** Served heads of the last block time, for the eth_getLogs window. */
   private readonly recentHeads: RecentServedHeads;
   private readonly now: () => number;
+  private filters: FilterStore | undefined;
 
   constructor(private readonly options: CallHandlerOptions) {
     this.inFlight = options.metrics.inFlightOf(options.upstreams.network);
@@ -101,8 +104,19 @@ export class CallHandler {
    * The answer to one call; synchronous when the gateway answers it itself (eth_blockNumber from the served head,
    * eth_chainId, refusals), so the hot path allocates no promise.
    */
-  handle(request: JsonRpcRequest): JsonRpcResponse | Promise<JsonRpcResponse> {
+  handle(request: JsonRpcRequest, client = ""): JsonRpcResponse | Promise<JsonRpcResponse> {
     const started = performance.now();
+    if (this.filters && FILTER_METHODS.has(request.method)) {
+      // Served by the gateway, per client address (the limit on filters is per client).
+      const outcome = (response: JsonRpcResponse): Answered => ({
+        response,
+        outcome: "error" in response ? "rpc_error" : "ok",
+      });
+      const answer = this.filters.answer(request, client);
+      return answer instanceof Promise
+        ? answer.then((response) => this.record(request, outcome(response), started))
+        : this.record(request, outcome(answer), started);
+    }
     let answered;
     try {
       answered = this.answer(request);
@@ -119,6 +133,11 @@ export class CallHandler {
   /** A call refused by the per-address rate limit: in the metrics, not in the autoscaler's count. */
   recordRateLimited(method: string): void {
     this.seriesOf(methodLabel(method)).outcome("rate_limited").n++;
+  }
+
+  /** Serves the filter methods from the gateway's own streams (set once the streams exist). */
+  useFilters(filters: FilterStore): void {
+    this.filters = filters;
   }
 
   /** A call of the gateway's own (logs of a block for subscriptions): routed like a client's, not counted as one. */

@@ -47,7 +47,8 @@ export class WsSession {
 
   constructor(
     private readonly socket: WebSocket,
-    private readonly handler: CallHandler,
+    /** The network's call handler, for this connection's client address. */
+    private readonly handler: Pick<CallHandler, "network" | "handle">,
     private readonly streams: NetworkStreams,
     private readonly limits: WsLimits,
     /** The per-address rate limit: the refusal to send when a frame's calls do not fit. */
