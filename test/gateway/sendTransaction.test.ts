@@ -4,6 +4,7 @@ import { createPublicClient, createWalletClient, http } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import type { Devnet } from "../../src/devnet/devnet.js";
 import type { Gateway } from "../../src/gateway/gateway.js";
+import { freePort } from "../../src/process/freePort.js";
 import { HttpRpcClient } from "../../src/rpc/httpRpcClient.js";
 import { startTestDevnet } from "../support/devnet.js";
 import { waitFor } from "../support/waitFor.js";
@@ -13,6 +14,7 @@ import type { Json } from "./support.js";
 /** anvil's default accounts 1 and 2 (account 0 signs the devnet's own transactions). */
 const KEY_1 = "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d";
 const KEY_2 = "0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a";
+const KEY_3 = "0x7c852118294e51e653712a81e05800f419141751be58f605c371e15141b007a6";
 const RECIPIENT = "0x000000000000000000000000000000000000dEaD";
 
 /**
@@ -134,5 +136,50 @@ describe("eth_sendRawTransaction through the gateway on a devnet mining every 50
       await post(gateway.url, { jsonrpc: "2.0", id: 10, method: "eth_sendRawTransaction", params: ["0x12"] })
     ).body as Json;
     expect(bad.error.code).toBe(-32602);
+  });
+
+  it("reaches the reserved peers too with sendTransactionsToPeers, even with no light node to take it", async () => {
+    const nowhere = `http://127.0.0.1:${await freePort()}`;
+    const unreachable = (u: { httpUrl: string; wsUrl?: string }) => ({
+      ...u,
+      httpUrl: nowhere,
+      wsUrl: nowhere.replace("http", "ws"),
+    });
+    const wallet = new Wallet(KEY_3);
+    const signed = await wallet.signTransaction({
+      type: 2,
+      chainId: CHAIN_ID,
+      nonce: 0,
+      to: RECIPIENT,
+      value: 1n,
+      gasLimit: 21_000,
+      maxFeePerGas: 10_000_000_000n,
+      maxPriorityFeePerGas: 1n,
+    });
+    const send = (url: string) =>
+      post(url, { jsonrpc: "2.0", id: 4, method: "eth_sendRawTransaction", params: [signed] });
+    const lightOnly = await startTestGateway(devnet, {}, {}, (u) => ({ ...u, ...unreachable(u) }));
+    const withPeers = await startTestGateway(devnet, {}, { sendTransactionsToPeers: true }, (u) => ({
+      ...u,
+      ...unreachable(u),
+    }));
+    try {
+      expect(((await send(lightOnly.gateway.url)).body as Json).error.code).toBe(-32603);
+      const accepted = (await send(withPeers.gateway.url)).body as Json;
+      expect(accepted.result).toMatch(/^0x[0-9a-f]{64}$/);
+      const full = devnet.nodes(NETWORK).find((n) => n.role === "full")!;
+      const receipt = await waitFor(
+        () =>
+          new HttpRpcClient(full.httpUrl, 5_000).call<{ blockNumber: string } | null>(
+            "eth_getTransactionReceipt",
+            [accepted.result],
+          ),
+        { timeoutMs: 20_000, what: "the full node to mine it" },
+      );
+      await sameBlockEverywhere(Number(receipt.blockNumber));
+    } finally {
+      await lightOnly.gateway.stop();
+      await withPeers.gateway.stop();
+    }
   });
 });
