@@ -106,6 +106,14 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       upstreams,
       getLogsMaxRange: network.gateway.getLogsMaxRange,
       blockTimeMs: network.blockTimeMs,
+      ...(settings.transactionLimit
+        ? {
+            senderLimiter: configuredRateLimiter({
+              requestsPerSecond: settings.transactionLimit.perSenderPerSecond,
+              ...(settings.transactionLimit.burst ? { burst: settings.transactionLimit.burst } : {}),
+            }),
+          }
+        : {}),
       transactionPeers: network.gateway.sendTransactionsToPeers
         ? network.reservedPeers.map((peer) => ({ name: peer.name, httpUrl: peer.http }))
         : [],

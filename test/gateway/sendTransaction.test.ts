@@ -182,4 +182,44 @@ describe("eth_sendRawTransaction through the gateway on a devnet mining every 50
       await withPeers.gateway.stop();
     }
   });
+
+  it("holds each sending account to transactionLimit, whatever address it comes from", async () => {
+    const limited = await startTestGateway(devnet, {
+      transactionLimit: { perSenderPerSecond: 0.01, burst: 1 },
+    });
+    try {
+      const signedBy = (wallet: Wallet, nonce: number) =>
+        wallet.signTransaction({
+          type: 2,
+          chainId: CHAIN_ID,
+          nonce,
+          to: RECIPIENT,
+          value: 1n,
+          gasLimit: 21_000,
+          maxFeePerGas: 10_000_000_000n,
+          maxPriorityFeePerGas: 1n,
+        });
+      const send = async (raw: string) =>
+        (
+          (
+            await post(limited.gateway.url, {
+              jsonrpc: "2.0",
+              id: 5,
+              method: "eth_sendRawTransaction",
+              params: [raw],
+            })
+          ).body as Json
+        ).error;
+      const [a, b] = [0, 1].map(() => new Wallet(Wallet.createRandom().privateKey)) as [Wallet, Wallet];
+      // Unfunded senders: the nodes refuse them, which shows the gateway let the first one through.
+      expect((await send(await signedBy(a, 0))).message).toMatch(/insufficient funds|balance/i);
+      const second = await send(await signedBy(a, 1));
+      expect(second.code).toBe(-32005);
+      expect(second.message).toContain(a.address.toLowerCase());
+      expect(second.data.retryAfterMs).toBeGreaterThan(0);
+      expect((await send(await signedBy(b, 0))).message).toMatch(/insufficient funds|balance/i);
+    } finally {
+      await limited.gateway.stop();
+    }
+  });
 });

@@ -49,6 +49,18 @@ export const gatewaySchema = z.strictObject({
    * Per-client-address rate limit, each batch item counting as one call (off when absent). With N workers each takes
    * 1/N of the rate and burst (at least 1), so the limit is approximate: exact only while connections spread evenly.
    */
+  /**
+   * Per-sender limit on eth_sendRawTransaction (off when absent): transactions one sending account may submit, as a
+   * token bucket, whatever address they come from.
+   */
+  transactionLimit: z
+    .strictObject({
+      /** Transactions per second one sender may submit, sustained. */
+      perSenderPerSecond: z.number().positive(),
+      /** Transactions one sender may submit at once; defaults to one second's worth (at least 1). */
+      burst: z.number().int().min(1).optional(),
+    })
+    .optional(),
   rateLimit: z
     .strictObject({
       /** Calls per second one address may make, sustained. */

@@ -6,7 +6,12 @@ import type { JsonRpcRequest, JsonRpcResponse } from "../../rpc/jsonRpc.js";
 import { RPC_ERROR, RpcTransportError } from "../../rpc/jsonRpc.js";
 import { pickCandidate, rankCandidates } from "../upstreams/balancer.js";
 import type { BroadcastTarget } from "../upstreams/broadcastTransaction.js";
-import { broadcastRawTransaction, rawTransactionHash } from "../upstreams/broadcastTransaction.js";
+import {
+  broadcastRawTransaction,
+  rawTransactionHash,
+  transactionSender,
+} from "../upstreams/broadcastTransaction.js";
+import type { RateLimiter } from "../limits/ipRateLimiter.js";
 import { forward } from "../upstreams/forward.js";
 import type { NetworkUpstreams } from "../upstreams/networkUpstreams.js";
 import {
@@ -42,6 +47,8 @@ export interface CallHandlerOptions {
   blockTimeMs: number;
   /** Clock in milliseconds (injected for tests). */
   now?: () => number;
+  /** The per-sender limit on eth_sendRawTransaction (keyed by the sending account), when configured. */
+  senderLimiter?: RateLimiter;
   /** Where raw transactions go besides the routed nodes (the reserved peers, when configured). */
   transactionPeers?: ReadonlyArray<{ name: string; httpUrl: string }>;
   upstreamTimeoutMs: number;
@@ -209,16 +216,17 @@ export class CallHandler {
       return { response: errorResponse(id, RPC_ERROR.METHOD_NOT_FOUND, policy.message), outcome: "refused" };
     if (request.method === "eth_sendRawTransaction") {
       const hash = rawTransactionHash(request.params);
-      return hash
-        ? { request, minBlock: undefined, broadcast: hash }
-        : {
-            response: errorResponse(
-              id,
-              RPC_ERROR.INVALID_PARAMS,
-              "invalid params: eth_sendRawTransaction takes one signed transaction as 0x-prefixed hex",
-            ),
-            outcome: "invalid",
-          };
+      if (!hash)
+        return {
+          response: errorResponse(
+            id,
+            RPC_ERROR.INVALID_PARAMS,
+            "invalid params: eth_sendRawTransaction takes one signed transaction as 0x-prefixed hex",
+          ),
+          outcome: "invalid",
+        };
+      const refused = this.senderRefusal(id, (request.params as string[])[0]!);
+      return refused ?? { request, minBlock: undefined, broadcast: hash };
     }
     if (SUBSCRIPTION_METHODS.has(request.method))
       return {
@@ -345,6 +353,33 @@ export class CallHandler {
           response: errorResponse(id, RPC_ERROR.INTERNAL_ERROR, "upstream unavailable"),
           outcome: "upstream_error",
         };
+  }
+
+  /** The per-sender limit's refusal of a transaction, if any (the sender is recovered from the signature). */
+  private senderRefusal(id: JsonRpcRequest["id"], raw: string): Answered | undefined {
+    const limiter = this.options.senderLimiter;
+    if (!limiter) return undefined;
+    const sender = transactionSender(raw);
+    if (!sender)
+      return {
+        response: errorResponse(
+          id ?? null,
+          RPC_ERROR.INVALID_PARAMS,
+          "invalid params: not a signed transaction",
+        ),
+        outcome: "invalid",
+      };
+    const verdict = limiter.take(sender, 1);
+    if (verdict.ok) return undefined;
+    return {
+      response: errorResponse(
+        id ?? null,
+        RPC_ERROR.LIMIT_EXCEEDED,
+        `limit exceeded: too many transactions from ${sender}`,
+        { retryAfterMs: verdict.retryAfterMs },
+      ),
+      outcome: "rate_limited",
+    };
   }
 
   /**

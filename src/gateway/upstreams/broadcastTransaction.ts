@@ -1,4 +1,4 @@
-import { keccak256 } from "ethers";
+import { Transaction, keccak256 } from "ethers";
 import type { JsonRpcResponse } from "../../rpc/jsonRpc.js";
 import { RpcTransportError } from "../../rpc/jsonRpc.js";
 
@@ -26,6 +26,15 @@ export function rawTransactionHash(params: unknown): string | undefined {
   if (!Array.isArray(params) || params.length !== 1 || typeof params[0] !== "string" || !RAW.test(params[0]))
     return undefined;
   return keccak256(params[0]);
+}
+
+/** The sending account of a signed transaction (lower-case), recovered from its signature; undefined if it has none. */
+export function transactionSender(raw: string): string | undefined {
+  try {
+    return Transaction.from(raw).from?.toLowerCase() ?? undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**
