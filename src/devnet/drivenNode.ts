@@ -330,10 +330,9 @@ export class DrivenNode {
     this.adopted.add(hash);
   }
 
-  /** Empties the node's pool of everything but `expected` (logged first), so it mines exactly the logged block. */
-  private async clearPool(expected: ReadonlySet<string>): Promise<void> {
+  /** Empties the node's pool, logging first whatever the log does not have yet (a client's transaction). */
+  private async clearPool(): Promise<void> {
     for (const hash of await this.poolHashes()) {
-      if (expected.has(hash)) continue;
       await this.adopt(hash);
       await this.rpc.call("anvil_dropTransaction", [hash]);
     }
@@ -348,50 +347,62 @@ export class DrivenNode {
   }
 
   /**
-   * Mines one logged step. A client's transaction that reached the pool between clearing it and mining would make
-   * this node's block its own (a fork): such a block is taken back, the transaction logged for the next block, and the
-   * step mined again.
+   * Mines one logged step with exactly its logged transactions, in the logged order: the pool is emptied (a client's
+   * transaction in it goes to the log, for the next block), the step's transactions are sent in order (anvil mines its
+   * pool first come, first served), and the mined block is checked. A transaction that reached the pool in between
+   * would make this node's block its own (a fork): the block is taken back and the step mined again; a node that still
+   * cannot mine it is left before the step, for the next round.
    */
   private async mineStep(
     step: { timestamp: number; blocks: number },
     sent: readonly string[],
+    prepare: () => Promise<void>,
   ): Promise<void> {
-    const expected = new Set(sent.map((raw) => keccak256(raw).toLowerCase()));
-    for (let attempt = 0; ; attempt++) {
-      await this.clearPool(expected);
-      const first = Number(await this.rpc.call<string>("eth_blockNumber")) + 1;
+    const expected = sent.map((raw) => keccak256(raw).toLowerCase());
+    let first = 0;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      await this.clearPool();
+      await prepare();
+      await this.sendAll(sent);
+      first = Number(await this.rpc.call<string>("eth_blockNumber")) + 1;
       await this.rpc.call("evm_mine", [{ timestamp: step.timestamp, blocks: step.blocks }]);
       const mined = await this.rpc.call<{ transactions: string[] } | null>("eth_getBlockByNumber", [
         `0x${first.toString(16)}`,
         false,
       ]);
-      const extra = (mined?.transactions ?? []).map((h) => h.toLowerCase()).filter((h) => !expected.has(h));
-      if (extra.length === 0 || attempt >= 2) return;
-      for (const hash of extra) await this.adopt(hash);
+      const hashes = (mined?.transactions ?? []).map((h) => h.toLowerCase());
+      if (hashes.length === expected.length && hashes.every((h, i) => h === expected[i])) return;
+      for (const hash of hashes) if (!expected.includes(hash)) await this.adopt(hash);
       await this.rpc.call("anvil_rollback", [step.blocks]);
       await this.restoreBaseFee();
-      await this.sendAll(sent);
     }
+    throw new Error(`${this.name}: block ${first} came out other than logged three times`);
   }
 
   private async runSteps(steps: ReplayStep[]): Promise<void> {
     let sent: readonly string[] = [];
+    let salt: number | undefined;
     for (const step of steps) {
       if (step.kind === "send") {
-        await this.sendAll(step.rawTransactions);
+        // Sent by the mine step that follows, into an empty pool, in order.
         sent = step.rawTransactions;
         continue;
       }
       if (step.kind === "salt") {
-        await this.rpc.call("anvil_setBalance", [REORG_MARKER_ADDRESS, `0x${step.value.toString(16)}`]);
+        salt = step.value;
         continue;
       }
-      if (this.fork?.markerPending) {
-        await this.rpc.call("anvil_setBalance", [FORK_MARKER_ADDRESS, "0x1"]);
-        this.fork.markerPending = false;
-      }
-      await this.mineStep(step, sent);
+      const marker = this.fork?.markerPending === true;
+      if (this.fork) this.fork.markerPending = false;
+      const saltValue = salt;
+      // State written before mining (a reorg's salt, a fork's marker) is written again if the block is taken back.
+      await this.mineStep(step, sent, async () => {
+        if (saltValue !== undefined)
+          await this.rpc.call("anvil_setBalance", [REORG_MARKER_ADDRESS, `0x${saltValue.toString(16)}`]);
+        if (marker) await this.rpc.call("anvil_setBalance", [FORK_MARKER_ADDRESS, "0x1"]);
+      });
       sent = [];
+      salt = undefined;
     }
   }
 }

@@ -39,25 +39,29 @@ describe("eth_sendRawTransaction through the gateway on a devnet mining every 50
     await gateway?.stop();
   });
 
-  /** Every node of the devnet has the block at `height`, with one hash: nobody forked. */
+  /** Every node of the devnet has the block at `height`, with one hash: nobody forked (or stayed forked). */
   async function sameBlockEverywhere(height: number): Promise<string> {
-    const hashes = await waitFor(
-      async () => {
-        const found = await Promise.all(
-          devnet.nodes(NETWORK).map(async (node) => {
-            const block = await new HttpRpcClient(node.httpUrl, 5_000).call<{ hash: string } | null>(
-              "eth_getBlockByNumber",
-              [`0x${height.toString(16)}`, false],
-            );
-            return block?.hash;
-          }),
-        );
-        return found.every((h) => h !== undefined) ? found : undefined;
-      },
-      { timeoutMs: 20_000, what: `block ${height} on every node` },
-    );
-    expect(new Set(hashes).size).toBe(1);
-    return hashes[0]!;
+    let last: Array<string | undefined> = [];
+    try {
+      await waitFor(
+        async () => {
+          last = await Promise.all(
+            devnet.nodes(NETWORK).map(async (node) => {
+              const block = await new HttpRpcClient(node.httpUrl, 5_000).call<{ hash: string } | null>(
+                "eth_getBlockByNumber",
+                [`0x${height.toString(16)}`, false],
+              );
+              return block?.hash;
+            }),
+          );
+          return last.every((h) => h !== undefined) && new Set(last).size === 1;
+        },
+        { timeoutMs: 20_000, what: `block ${height} on every node, with one hash` },
+      );
+    } catch (error) {
+      throw new Error(`block ${height} on the nodes: ${JSON.stringify(last)}`, { cause: error });
+    }
+    return last[0]!;
   }
 
   it("confirms an ethers wallet's transfer, sent again as wallets do, on every node alike", async () => {
@@ -167,14 +171,20 @@ describe("eth_sendRawTransaction through the gateway on a devnet mining every 50
       expect(((await send(lightOnly.gateway.url)).body as Json).error.code).toBe(-32603);
       const accepted = (await send(withPeers.gateway.url)).body as Json;
       expect(accepted.result).toMatch(/^0x[0-9a-f]{64}$/);
-      const full = devnet.nodes(NETWORK).find((n) => n.role === "full")!;
+      // Mined by the full node, replayed on the light nodes: the receipt as the light nodes (the public gateway) give it.
       const receipt = await waitFor(
-        () =>
-          new HttpRpcClient(full.httpUrl, 5_000).call<{ blockNumber: string } | null>(
-            "eth_getTransactionReceipt",
-            [accepted.result],
-          ),
-        { timeoutMs: 20_000, what: "the full node to mine it" },
+        async () =>
+          (
+            (
+              await post(gateway.url, {
+                jsonrpc: "2.0",
+                id: 6,
+                method: "eth_getTransactionReceipt",
+                params: [accepted.result],
+              })
+            ).body as Json
+          ).result as { blockNumber: string } | null,
+        { timeoutMs: 20_000, what: "the transaction mined and replayed" },
       );
       await sameBlockEverywhere(Number(receipt.blockNumber));
     } finally {
@@ -188,6 +198,7 @@ describe("eth_sendRawTransaction through the gateway on a devnet mining every 50
       transactionLimit: { perSenderPerSecond: 0.01, burst: 1 },
     });
     try {
+      await waitForServedHead(limited.gateway, devnet);
       const signedBy = (wallet: Wallet, nonce: number) =>
         wallet.signTransaction({
           type: 2,

@@ -119,9 +119,17 @@ export class CallHandler {
         response,
         outcome: "error" in response ? "rpc_error" : "ok",
       });
-      const answer = this.filters.answer(request, client);
+      let answer;
+      try {
+        answer = this.filters.answer(request, client);
+      } catch (error) {
+        return this.record(request, this.unexpected(request, error), started);
+      }
       return answer instanceof Promise
-        ? answer.then((response) => this.record(request, outcome(response), started))
+        ? answer.then(
+            (response) => this.record(request, outcome(response), started),
+            (error: unknown) => this.record(request, this.unexpected(request, error), started),
+          )
         : this.record(request, outcome(answer), started);
     }
     let answered;
