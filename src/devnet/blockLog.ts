@@ -22,6 +22,8 @@ export type ReplayStep =
 export class BlockLog {
   private readonly blocks: LoggedBlock[] = [];
   private pending: string[] = [];
+  /** Every transaction the log holds or held (lower-case raw bytes), so one taken from several nodes is logged once. */
+  private readonly known = new Set<string>();
   /** Height each reorg branched from, in order. */
   private readonly forkPoints: number[] = [];
 
@@ -38,7 +40,23 @@ export class BlockLog {
 
   /** Queues a signed transaction for the next block. */
   addTransaction(raw: string): void {
+    this.known.add(raw.toLowerCase());
     this.pending.push(raw);
+  }
+
+  /**
+   * Queues a transaction a client sent to a node (found in its pool) unless the log already has it; true when it was
+   * new. The nodes mine only what the log says, so this is how a transaction sent to any node reaches a block.
+   */
+  adoptTransaction(raw: string): boolean {
+    if (this.known.has(raw.toLowerCase())) return false;
+    this.addTransaction(raw);
+    return true;
+  }
+
+  /** Whether the log holds (or held) this transaction. */
+  hasTransaction(raw: string): boolean {
+    return this.known.has(raw.toLowerCase());
   }
 
   get pendingTransactions(): readonly string[] {

@@ -333,9 +333,17 @@ class DevnetDriver implements Devnet {
     await Promise.allSettled(owned.map((node) => node.control!.stop()));
   }
 
-  /** Appends a block to the network's log (unless it is halted) and mines it on every node. */
+  /**
+   * Appends a block to the network's log (unless it is halted) and mines it on every node. Transactions clients sent
+   * to any node (through a gateway, or to a node directly) are taken from the pools into it first, so every node
+   * mines the same block.
+   */
   private async produce(network: DevnetNetwork): Promise<void> {
     if (this.stopped || this.halted(network)) return;
+    await Promise.all(
+      network.nodes.filter((node) => node.reachable).map((node) => node.collectPool().catch(() => undefined)),
+    );
+    if (this.stopped) return;
     network.log.append(this.now());
     await this.syncNetwork(network);
   }

@@ -1,3 +1,4 @@
+import { keccak256 } from "ethers";
 import type { Logger } from "../log/logger.js";
 import { RpcError } from "../rpc/jsonRpc.js";
 import { HttpRpcClient } from "../rpc/httpRpcClient.js";
@@ -74,6 +75,8 @@ export class DrivenNode {
   private fork: { snapshotId: string; height: number; markerPending: boolean } | undefined;
   /** The log's reorg epoch this node's blocks are known to match. */
   private epoch = 0;
+  /** Transactions of this node already offered to the log (hashes), so each is fetched once. */
+  private readonly adopted = new Set<string>();
 
   constructor(
     readonly endpoint: NodeEndpoint,
@@ -194,15 +197,21 @@ export class DrivenNode {
 
   /** anvil rewinds blocks and state but not its fee tracker: set the next block's base fee from the new head. */
   private async restoreBaseFee(): Promise<void> {
-    const parent = await this.rpc.call<{ baseFeePerGas: string; gasUsed: string; gasLimit: string }>(
-      "eth_getBlockByNumber",
-      ["latest", false],
-    );
-    const fee = nextBaseFee({
-      baseFeePerGas: BigInt(parent.baseFeePerGas),
-      gasUsed: BigInt(parent.gasUsed),
-      gasLimit: BigInt(parent.gasLimit),
-    });
+    const parent = await this.rpc.call<{
+      number: string;
+      baseFeePerGas: string;
+      gasUsed: string;
+      gasLimit: string;
+    }>("eth_getBlockByNumber", ["latest", false]);
+    // Block 1 keeps the genesis base fee (anvil's initial one), as a fresh node mines it.
+    const fee =
+      Number(parent.number) === 0
+        ? BigInt(parent.baseFeePerGas)
+        : nextBaseFee({
+            baseFeePerGas: BigInt(parent.baseFeePerGas),
+            gasUsed: BigInt(parent.gasUsed),
+            gasLimit: BigInt(parent.gasLimit),
+          });
     await this.rpc.call("anvil_setNextBlockBaseFeePerGas", [`0x${fee.toString(16)}`]);
   }
 
@@ -289,25 +298,111 @@ export class DrivenNode {
     }
   }
 
+  /**
+   * Takes the transactions clients sent to this node (the executable ones in its pool) into the log, so the next
+   * block carries them on every node: the devnet's nodes mine only what the log says.
+   */
+  async collectPool(): Promise<void> {
+    for (const hash of await this.poolHashes()) await this.adopt(hash);
+  }
+
+  /** Hashes of the executable transactions in the node's pool. */
+  private async poolHashes(): Promise<string[]> {
+    const pool = await this.rpc.call<{ pending?: Record<string, Record<string, { hash?: string }>> }>(
+      "txpool_content",
+    );
+    return Object.values(pool?.pending ?? {}).flatMap((byNonce) =>
+      Object.values(byNonce).flatMap((tx) => (typeof tx.hash === "string" ? [tx.hash.toLowerCase()] : [])),
+    );
+  }
+
+  /** Logs one transaction the node has (in its pool or a block) by hash, unless the log already has it. */
+  private async adopt(hash: string): Promise<void> {
+    if (this.adopted.has(hash)) return;
+    const raw = await this.rpc.call<string | null>("eth_getRawTransactionByHash", [hash]);
+    if (!raw) return;
+    if (this.log.adoptTransaction(raw))
+      this.logger.info(
+        { node: this.name, hash },
+        "devnet: transaction sent to a node taken into the next block",
+      );
+    if (this.adopted.size >= 10_000) this.adopted.clear();
+    this.adopted.add(hash);
+  }
+
+  /** Empties the node's pool, logging first whatever the log does not have yet (a client's transaction). */
+  private async clearPool(): Promise<void> {
+    for (const hash of await this.poolHashes()) {
+      await this.adopt(hash);
+      await this.rpc.call("anvil_dropTransaction", [hash]);
+    }
+  }
+
+  private async sendAll(rawTransactions: readonly string[]): Promise<void> {
+    for (const raw of rawTransactions) {
+      await this.rpc.call("eth_sendRawTransaction", [raw]).catch((error: unknown) => {
+        if (!(error instanceof RpcError && ALREADY_KNOWN.test(error.message))) throw error;
+      });
+    }
+  }
+
+  /**
+   * Mines one logged step with exactly its logged transactions, in the logged order: the pool is emptied (a client's
+   * transaction in it goes to the log, for the next block), the step's transactions are sent in order (anvil mines its
+   * pool first come, first served), and the mined block is checked. A transaction that reached the pool in between
+   * would make this node's block its own (a fork): the block is taken back and the step mined again; a node that still
+   * cannot mine it is left before the step, for the next round.
+   */
+  private async mineStep(
+    step: { timestamp: number; blocks: number },
+    sent: readonly string[],
+    prepare: () => Promise<void>,
+  ): Promise<void> {
+    const expected = sent.map((raw) => keccak256(raw).toLowerCase());
+    let first = 0;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      await this.clearPool();
+      await prepare();
+      await this.sendAll(sent);
+      first = Number(await this.rpc.call<string>("eth_blockNumber")) + 1;
+      await this.rpc.call("evm_mine", [{ timestamp: step.timestamp, blocks: step.blocks }]);
+      const mined = await this.rpc.call<{ transactions: string[] } | null>("eth_getBlockByNumber", [
+        `0x${first.toString(16)}`,
+        false,
+      ]);
+      const hashes = (mined?.transactions ?? []).map((h) => h.toLowerCase());
+      if (hashes.length === expected.length && hashes.every((h, i) => h === expected[i])) return;
+      for (const hash of hashes) if (!expected.includes(hash)) await this.adopt(hash);
+      await this.rpc.call("anvil_rollback", [step.blocks]);
+      await this.restoreBaseFee();
+    }
+    throw new Error(`${this.name}: block ${first} came out other than logged three times`);
+  }
+
   private async runSteps(steps: ReplayStep[]): Promise<void> {
+    let sent: readonly string[] = [];
+    let salt: number | undefined;
     for (const step of steps) {
       if (step.kind === "send") {
-        for (const raw of step.rawTransactions) {
-          await this.rpc.call("eth_sendRawTransaction", [raw]).catch((error: unknown) => {
-            if (!(error instanceof RpcError && ALREADY_KNOWN.test(error.message))) throw error;
-          });
-        }
+        // Sent by the mine step that follows, into an empty pool, in order.
+        sent = step.rawTransactions;
         continue;
       }
       if (step.kind === "salt") {
-        await this.rpc.call("anvil_setBalance", [REORG_MARKER_ADDRESS, `0x${step.value.toString(16)}`]);
+        salt = step.value;
         continue;
       }
-      if (this.fork?.markerPending) {
-        await this.rpc.call("anvil_setBalance", [FORK_MARKER_ADDRESS, "0x1"]);
-        this.fork.markerPending = false;
-      }
-      await this.rpc.call("evm_mine", [{ timestamp: step.timestamp, blocks: step.blocks }]);
+      const marker = this.fork?.markerPending === true;
+      if (this.fork) this.fork.markerPending = false;
+      const saltValue = salt;
+      // State written before mining (a reorg's salt, a fork's marker) is written again if the block is taken back.
+      await this.mineStep(step, sent, async () => {
+        if (saltValue !== undefined)
+          await this.rpc.call("anvil_setBalance", [REORG_MARKER_ADDRESS, `0x${saltValue.toString(16)}`]);
+        if (marker) await this.rpc.call("anvil_setBalance", [FORK_MARKER_ADDRESS, "0x1"]);
+      });
+      sent = [];
+      salt = undefined;
     }
   }
 }

@@ -1,5 +1,6 @@
 import type { Duplex } from "node:stream";
 import { createServer } from "node:http";
+import { gunzip, gzip } from "node:zlib";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Registry } from "prom-client";
@@ -22,6 +23,7 @@ import { errorResponse, parseBody } from "./rpc/parseRequest.js";
 import type { ParsedBody } from "./rpc/parseRequest.js";
 import { serializeBody } from "./rpc/serialize.js";
 import { NetworkUpstreams } from "./upstreams/networkUpstreams.js";
+import { FilterStore } from "./filters/filterStore.js";
 import type { UpstreamSource } from "./upstreams/upstreamSource.js";
 import { closeUpstreamPools } from "./upstreams/forward.js";
 import { HeadFeed } from "./ws/headFeed.js";
@@ -44,7 +46,7 @@ export interface GatewayOptions {
 export interface Gateway {
   /** http://host:port */
   url: string;
-  /** Requests answered so far per network, batch items counted (the autoscaler's rate). */
+  /** Calls sent to a node so far per network, batch items counted (the autoscaler's rate). */
   requestTotals(): ReadonlyMap<string, number>;
   /** Served head per network (tests, status). */
   servedHead(network: string): number | undefined;
@@ -65,13 +67,18 @@ interface Answer {
   retryAfterMs?: number;
 }
 
-const JSON_TYPE = /^application\/json\b/i;
+/** The content types geth takes for JSON-RPC (with any parameters, such as a charset). */
+const JSON_TYPE = /^application\/(?:json|jsonrequest|json-rpc)\s*(?:;|$)/i;
+/** Answers smaller than this go out uncompressed even to clients that take gzip: compressing them gains nothing. */
+const GZIP_MIN_BYTES = 1024;
+const TAKES_GZIP = /\bgzip\b(?!\s*;\s*q=0(?:\.0*)?\s*(?:,|$))/i;
 
 interface NetworkRuntime {
   upstreams: NetworkUpstreams;
   handler: CallHandler;
   feed: HeadFeed;
   streams: NetworkStreams;
+  filters: FilterStore;
 }
 
 /**
@@ -104,6 +111,18 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     const handler = new CallHandler({
       upstreams,
       getLogsMaxRange: network.gateway.getLogsMaxRange,
+      blockTimeMs: network.blockTimeMs,
+      ...(settings.transactionLimit
+        ? {
+            senderLimiter: configuredRateLimiter({
+              requestsPerSecond: settings.transactionLimit.perSenderPerSecond,
+              ...(settings.transactionLimit.burst ? { burst: settings.transactionLimit.burst } : {}),
+            }),
+          }
+        : {}),
+      transactionPeers: network.gateway.sendTransactionsToPeers
+        ? network.reservedPeers.map((peer) => ({ name: peer.name, httpUrl: peer.http }))
+        : [],
       upstreamTimeoutMs: settings.upstreamTimeout,
       metrics,
       logger: log,
@@ -115,13 +134,20 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       logger: log,
     });
     const streams = new NetworkStreams(feed, handler, log);
+    const filters = new FilterStore({
+      streams,
+      getLogs: (request) => handler.handle(request),
+      maxPerClient: settings.maxFiltersPerAddress,
+      timeoutMs: settings.filterTimeout,
+    });
+    handler.useFilters(filters);
     upstreams.on("change", () => {
       metrics.panicMode.set({ network: network.name }, upstreams.panic() ? 1 : 0);
       const served = upstreams.servedHead();
       if (served !== undefined) metrics.servedHead.set({ network: network.name }, served);
     });
     metrics.panicMode.set({ network: network.name }, 0);
-    runtimes.set(network.name, { upstreams, handler, feed, streams });
+    runtimes.set(network.name, { upstreams, handler, feed, streams, filters });
     routes.push({
       network: network.name,
       hosts: network.gateway.hosts.map((h) => h.toLowerCase()),
@@ -129,6 +155,15 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       default: network.name === defaultNetwork,
     });
   }
+
+  // Filters unpolled for filterTimeout go, even when no call comes to notice it.
+  const filterSweep = setInterval(
+    () => {
+      for (const runtime of runtimes.values()) runtime.filters.sweep();
+    },
+    Math.min(30_000, settings.filterTimeout),
+  );
+  filterSweep.unref();
 
   const limiter = options.rateLimiter ?? configuredRateLimiter(settings.rateLimit);
   /** Takes the body's calls from the address's budget; the refusal when they do not fit. */
@@ -179,18 +214,36 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     message: string,
     extra?: Record<string, string>,
   ) => reply(res, status, JSON.stringify(errorResponse(null, code, message)), extra);
-  /** Writes an answer: 204 for notifications only, Retry-After with a rate-limit refusal. */
-  const send = (res: ServerResponse, answer: Answer) => {
-    if (answer.body === undefined) res.writeHead(204).end();
-    else
-      reply(
-        res,
-        answer.status,
-        serializeBody(answer.body),
-        answer.retryAfterMs === undefined
-          ? undefined
-          : { "retry-after": String(Math.ceil(answer.retryAfterMs / 1000)) },
-      );
+  /**
+   * Writes an answer: 204 for notifications only, Retry-After with a rate-limit refusal, gzip-compressed when the
+   * client takes it and the answer is large enough to gain from it.
+   */
+  const send = (req: IncomingMessage, res: ServerResponse, answer: Answer) => {
+    if (answer.body === undefined) {
+      res.writeHead(204).end();
+      return;
+    }
+    const text = serializeBody(answer.body);
+    const extra: Record<string, string> =
+      answer.retryAfterMs === undefined
+        ? {}
+        : { "retry-after": String(Math.ceil(answer.retryAfterMs / 1000)) };
+    const accepts = req.headers["accept-encoding"];
+    if (text.length < GZIP_MIN_BYTES || accepts === undefined || !TAKES_GZIP.test(accepts)) {
+      reply(res, answer.status, text, extra);
+      return;
+    }
+    gzip(text, (error, zipped) => {
+      if (error) return reply(res, answer.status, text, extra);
+      res.writeHead(answer.status, {
+        "content-type": "application/json",
+        "content-encoding": "gzip",
+        vary: "accept-encoding",
+        "content-length": zipped.length,
+        ...extra,
+      });
+      res.end(zipped);
+    });
   };
   const tooLarge = (res: ServerResponse) =>
     replyError(
@@ -255,6 +308,13 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         req.resume();
         return;
       }
+      const encoding = req.headers["content-encoding"]?.trim().toLowerCase();
+      const gzipped = encoding === "gzip" || encoding === "x-gzip";
+      if (encoding !== undefined && encoding !== "identity" && !gzipped) {
+        replyError(res, 415, RPC_ERROR.INVALID_REQUEST, "content-encoding must be gzip or identity");
+        req.resume();
+        return;
+      }
       const declared = Number(req.headers["content-length"] ?? 0);
       if (declared > settings.maxBodyBytes) {
         tooLarge(res);
@@ -273,11 +333,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         chunks.push(chunk);
       });
       req.on("error", () => {});
-      req.on("end", () => {
-        if (size > settings.maxBodyBytes) return;
-        // A body that came in one chunk is decoded without a copy.
-        const text =
-          chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks).toString("utf8");
+      const answerText = (text: string) => {
         let answer: Answer | Promise<Answer>;
         try {
           answer = answerBody(runtimes.get(route.network)!, text, req);
@@ -286,37 +342,50 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
           return;
         }
         // Answered without a node (eth_blockNumber, refusals): written at once, no promise in between.
-        if (!(answer instanceof Promise)) send(res, answer);
+        if (!(answer instanceof Promise)) send(req, res, answer);
         else
           answer.then(
-            (a) => send(res, a),
+            (a) => send(req, res, a),
             (error: unknown) => failed(res, error),
           );
+      };
+      req.on("end", () => {
+        if (size > settings.maxBodyBytes) return;
+        // A body that came in one chunk is decoded without a copy.
+        const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+        if (!gzipped) return answerText(body.toString("utf8"));
+        // Inflated to at most maxBodyBytes, so a small compressed body cannot become a huge one.
+        gunzip(body, { maxOutputLength: settings.maxBodyBytes }, (error, inflated) => {
+          if (!error) return answerText(inflated.toString("utf8"));
+          if ((error as NodeJS.ErrnoException).code === "ERR_BUFFER_TOO_LARGE") return tooLarge(res);
+          replyError(res, 400, RPC_ERROR.PARSE_ERROR, "parse error: the body is not valid gzip");
+        });
       });
     },
   );
 
   function answerBody(runtime: NetworkRuntime, text: string, req: IncomingMessage): Answer | Promise<Answer> {
     const parsed = parseBody(text, settings.maxBatchLength);
+    const address = clientAddress(req, settings.trustForwardedFor);
     if (limiter) {
-      const refused = admit(runtime, parsed, clientAddress(req, settings.trustForwardedFor));
+      const refused = admit(runtime, parsed, address);
       if (refused) return { status: 429, ...refused };
     }
-    const body = answerParsed(runtime, parsed);
+    const body = answerParsed(runtime, parsed, address);
     return body instanceof Promise ? body.then((b) => ({ status: 200, body: b })) : { status: 200, body };
   }
 
-  function answerParsed(runtime: NetworkRuntime, parsed: ParsedBody): Body | Promise<Body> {
+  function answerParsed(runtime: NetworkRuntime, parsed: ParsedBody, address: string): Body | Promise<Body> {
     if (parsed.kind === "error") return parsed.response;
     if (parsed.kind === "single") {
       if (!parsed.item.ok) return parsed.item.response;
       const notification = parsed.item.request.id === undefined;
-      const response = runtime.handler.handle(parsed.item.request);
+      const response = runtime.handler.handle(parsed.item.request, address);
       if (response instanceof Promise) return notification ? response.then(() => undefined) : response;
       return notification ? undefined : response;
     }
     return Promise.all(
-      parsed.items.map((item) => (item.ok ? runtime.handler.handle(item.request) : item.response)),
+      parsed.items.map((item) => (item.ok ? runtime.handler.handle(item.request, address) : item.response)),
     ).then((responses) => {
       const answered = responses.filter((_, i) => {
         const item = parsed.items[i]!;
@@ -341,10 +410,11 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     socket.once("close", () => connectionCap.release(address));
     wss.handleUpgrade(req, socket, head, (ws) => {
       const runtime = runtimes.get(route.network)!;
+      const handler = runtime.handler;
       const session = new WsSession(
         ws,
         socket,
-        runtime.handler,
+        { network: handler.network, handle: (request) => handler.handle(request, address) },
         runtime.streams,
         {
           maxBatchLength: settings.maxBatchLength,
@@ -421,7 +491,9 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       await closed;
       clearTimeout(timer);
       wss.close();
+      clearInterval(filterSweep);
       for (const runtime of runtimes.values()) {
+        runtime.filters.close();
         runtime.feed.close();
         await runtime.upstreams.close();
       }

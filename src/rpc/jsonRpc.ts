@@ -1,6 +1,19 @@
 /** JSON-RPC 2.0 shapes shared by the probes and the gateway. */
 
-export type JsonRpcId = string | number | null;
+export type JsonRpcId = string | number | null | ExactNumber;
+
+/**
+ * A number kept as the JSON text it was written in, for an id that a double would change (12345678901234567890, 1.0,
+ * 1e2): JSON-RPC servers echo the id as sent, so the gateway writes it back byte for byte. Any other serializer gets
+ * the nearest double.
+ */
+export class ExactNumber {
+  constructor(readonly text: string) {}
+
+  toJSON(): number {
+    return Number(this.text);
+  }
+}
 
 export interface JsonRpcRequest {
   jsonrpc: "2.0";

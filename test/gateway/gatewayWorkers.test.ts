@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import type { AnvilNode } from "../../src/devnet/anvil.js";
 import { HttpRpcClient } from "../../src/rpc/httpRpcClient.js";
-import { sumRequestsByNetwork } from "../../src/scaling/sources/gatewayScrapeSource.js";
+import { parseExposition } from "../../src/scaling/sources/parseExposition.js";
 import { spawnGateway } from "../support/runCli.js";
 import type { SpawnedGateway } from "../support/runCli.js";
 import { waitFor } from "../support/waitFor.js";
@@ -57,9 +57,12 @@ function postOn(
   });
 }
 
+/** lightfleet_gateway_requests_total of the network, summed over the workers by the primary. */
 async function requestsServed(gateway: SpawnedGateway): Promise<number> {
   const response = await fetch(`${gateway.admin}/metrics`);
-  return sumRequestsByNetwork(await response.text()).get("devnet") ?? 0;
+  return parseExposition(await response.text())
+    .filter((s) => s.name === "lightfleet_gateway_requests_total" && s.labels.network === "devnet")
+    .reduce((sum, s) => sum + s.value, 0);
 }
 
 /** Pids of the workers that have said they listen, in order. */

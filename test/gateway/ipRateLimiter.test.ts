@@ -34,6 +34,39 @@ describe("per-address rate limit", () => {
     expect(l.take("a", 1).ok).toBe(false);
   });
 
+  it("admits a batch larger than the burst from a full bucket and makes the address wait it off, never 'retry now'", () => {
+    const { l, advance } = limiter({ rate: 5, burst: 5 });
+    // Not full: refused with the honest wait until it is (2 tokens left, 3 to refill at 5/s).
+    expect(l.take("a", 3).ok).toBe(true);
+    expect(l.take("a", 12)).toEqual({ ok: false, retryAfterMs: 600 });
+    advance(600);
+    // Full: admitted, and the 7 calls beyond the burst are owed.
+    expect(l.take("a", 12)).toEqual({ ok: true });
+    expect(l.take("a", 1)).toEqual({ ok: false, retryAfterMs: 1600 });
+    advance(1599);
+    expect(l.take("a", 1).ok).toBe(false);
+    advance(1);
+    expect(l.take("a", 1).ok).toBe(true);
+  });
+
+  it("never answers a refusal with a wait after which the same request is refused again", () => {
+    const { l, advance } = limiter({ rate: 3, burst: 4 });
+    for (const calls of [1, 2, 4, 5, 9, 50, 3, 100, 1, 7]) {
+      const verdict = l.take("a", calls);
+      if (verdict.ok) continue;
+      expect(verdict.retryAfterMs).toBeGreaterThan(0);
+      advance(verdict.retryAfterMs);
+      expect(l.take("a", calls).ok).toBe(true);
+    }
+  });
+
+  it("keeps what an address owes when another worker charges it", () => {
+    const { l } = limiter({ rate: 1, burst: 2 });
+    expect(l.take("a", 10).ok).toBe(true);
+    l.debit("a", 1);
+    expect(l.take("a", 1)).toEqual({ ok: false, retryAfterMs: 10_000 });
+  });
+
   it("keeps addresses apart", () => {
     const { l } = limiter({ rate: 1, burst: 2 });
     expect(l.take("a", 2).ok).toBe(true);

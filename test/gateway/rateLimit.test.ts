@@ -66,6 +66,25 @@ describe("per-client-address limits (rate: burst 5, practically no refill; 3 Web
     );
   });
 
+  it("admits a batch larger than the burst from a full budget, then makes the address wait it off honestly", async () => {
+    const client = { "x-forwarded-for": "203.0.113.40" };
+    const big = await post(gateway.url, [1, 2, 3, 4, 5, 6, 7].map(call), client);
+    expect(big.status).toBe(200);
+    expect(big.body.map((r: { result?: string }) => typeof r.result)).toEqual(Array(7).fill("string"));
+    const after = await fetch(gateway.url, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...client },
+      body: JSON.stringify(call(8)),
+    });
+    expect(after.status).toBe(429);
+    // Two calls owed, one to have: 3 calls at 0.01/s.
+    expect(Number(after.headers.get("retry-after"))).toBe(300);
+    const wait = ((await after.json()) as { error: { data: { retryAfterMs: number } } }).error.data
+      .retryAfterMs;
+    expect(wait).toBeGreaterThan(299_000);
+    expect(wait).toBeLessThanOrEqual(300_000);
+  });
+
   it("applies the same budget to WebSocket frames of the address", async () => {
     const ws = await rawWs(wsUrl);
     cleanup.push(() => ws.close());

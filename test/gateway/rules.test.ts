@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { matchRoute } from "../../src/gateway/http/routes.js";
-import { readBlockParam } from "../../src/gateway/rpc/blockParams.js";
+import { pinBlockParam, readBlockParam } from "../../src/gateway/rpc/blockParams.js";
 import { checkGetLogs } from "../../src/gateway/rpc/getLogsRule.js";
 import { checkMethod, methodLabel } from "../../src/gateway/rpc/methodPolicy.js";
 import { parseBody } from "../../src/gateway/rpc/parseRequest.js";
@@ -17,12 +17,17 @@ describe("request parsing", () => {
     [
       "a batch over the limit",
       JSON.stringify(Array(4).fill({ jsonrpc: "2.0", id: 1, method: "eth_chainId" })),
-      -32005,
+      -32600,
     ],
   ])("answers %s with one error", (_what, body, code) => {
     const parsed = parseBody(body, 3);
     expect(parsed.kind).toBe("error");
-    if (parsed.kind === "error") expect(parsed.response).toMatchObject({ id: null, error: { code } });
+    // A batch over the limit: an array with the error and the first call's id, as geth answers it.
+    const response = parsed.kind === "error" ? [parsed.response].flat()[0] : undefined;
+    expect(response).toMatchObject({
+      id: Array.isArray(parsed.kind === "error" && parsed.response) ? 1 : null,
+      error: { code },
+    });
   });
 
   it.each([
@@ -52,7 +57,7 @@ describe("method policy", () => {
     "anvil_mine",
     "evm_mine",
     "eth_sendTransaction",
-    "eth_newFilter",
+    "eth_sign",
     "nonsense",
     "eth",
   ])("refuses %s", (method) => expect(checkMethod(method).allowed).toBe(false));
@@ -116,6 +121,27 @@ describe("block parameters", () => {
     expect(readBlockParam("finalized", 9)).toEqual({ kind: "tag", tag: "finalized" });
     expect(readBlockParam({ blockNumber: "0x2" }, 9)).toEqual({ kind: "number", number: 2 });
     expect(readBlockParam("0x", 9)).toEqual({ kind: "invalid" });
+  });
+
+  it("reads every EIP-1898 form of a hash, and pins latest in either form to the served head", () => {
+    const hash = `0x${"Ab".repeat(32)}`;
+    const lower = hash.toLowerCase();
+    expect(readBlockParam(hash, 9)).toEqual({ kind: "hash", hash: lower });
+    expect(readBlockParam({ blockHash: hash }, 9)).toEqual({ kind: "hash", hash: lower });
+    expect(readBlockParam({ blockHash: hash, requireCanonical: true }, 9)).toEqual({
+      kind: "hash",
+      hash: lower,
+    });
+    expect(readBlockParam({ blockNumber: "latest" }, 9)).toEqual({ kind: "number", number: 9 });
+    expect(readBlockParam({ blockHash: hash, blockNumber: "0x1" }, 9)).toEqual({ kind: "invalid" });
+    expect(readBlockParam({ blockHash: "0x12" }, 9)).toEqual({ kind: "invalid" });
+    expect(pinBlockParam("latest", 9)).toBe("0x9");
+    expect(pinBlockParam({ blockNumber: "latest" }, 9)).toEqual({ blockNumber: "0x9" });
+    expect(pinBlockParam({ blockHash: hash, requireCanonical: true }, 9)).toEqual({
+      blockHash: hash,
+      requireCanonical: true,
+    });
+    expect(pinBlockParam("0x3", 9)).toBe("0x3");
   });
 });
 

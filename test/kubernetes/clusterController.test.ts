@@ -179,7 +179,7 @@ describe("the controller in a cluster (API simulated on loopback, real nodes)", 
     const metrics = createServer((_req, res) => {
       const served = Math.round(((Date.now() - started) / 1000) * 20);
       res.end(
-        `# TYPE lightfleet_gateway_requests_total counter\nlightfleet_gateway_requests_total{network="devnet",method="eth_call",outcome="ok"} ${served}\n`,
+        `# TYPE lightfleet_gateway_upstream_requests_total counter\nlightfleet_gateway_upstream_requests_total{network="devnet",upstream="light-0",outcome="ok"} ${served}\n`,
       );
     });
     await new Promise<void>((resolve) => metrics.listen(0, "127.0.0.1", resolve));

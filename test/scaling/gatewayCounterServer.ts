@@ -3,15 +3,15 @@ import type { AddressInfo } from "node:net";
 import { Counter, Registry } from "prom-client";
 
 /**
- * A stand-in for a gateway pod's admin port: serves `lightfleet_gateway_requests_total{network,method,outcome}` on
+ * A stand-in for a gateway pod's admin port: serves `lightfleet_gateway_upstream_requests_total{network,upstream,outcome}` on
  * `/metrics` (written by prom-client, as the gateway's is) on 127.0.0.1 and an ephemeral port.
  */
 export class GatewayCounterServer {
   readonly registry = new Registry();
   readonly requests = new Counter({
-    name: "lightfleet_gateway_requests_total",
-    help: "JSON-RPC requests served, by network, method and outcome",
-    labelNames: ["network", "method", "outcome"],
+    name: "lightfleet_gateway_upstream_requests_total",
+    help: "JSON-RPC calls sent to nodes, by network, node and outcome",
+    labelNames: ["network", "upstream", "outcome"],
     registers: [this.registry],
   });
   /** While set, /metrics answers with this HTTP status instead. */
@@ -42,8 +42,8 @@ export class GatewayCounterServer {
     return `http://127.0.0.1:${this.port}/metrics`;
   }
 
-  serve(network: string, count: number, method = "eth_blockNumber", outcome = "ok"): void {
-    this.requests.inc({ network, method, outcome }, count);
+  serve(network: string, count: number, upstream = "light-0", outcome = "ok"): void {
+    this.requests.inc({ network, upstream, outcome }, count);
   }
 
   /** Counts `perSecond` requests a second in steps of 100 ms until stopped (bounded by the caller's teardown). */

@@ -21,6 +21,15 @@ describe("parseExposition", () => {
       labels: { network: "mainnet", method: 'we"ird\\meth,od} 1\nx', outcome: "error" },
       value: 2,
     });
+    const upstream = new Counter({
+      name: "lightfleet_gateway_upstream_requests_total",
+      help: "calls sent to nodes",
+      labelNames: ["network", "upstream", "outcome"],
+      registers: [registry],
+    });
+    upstream.inc({ network: "mainnet", upstream: "a", outcome: "ok" }, 7);
+    upstream.inc({ network: "mainnet", upstream: "b", outcome: "timeout" }, 2);
+    upstream.inc({ network: "sepolia", upstream: "a", outcome: "ok" }, 1.5);
     expect(sumRequestsByNetwork(await registry.metrics())).toEqual(
       new Map([
         ["mainnet", 9],

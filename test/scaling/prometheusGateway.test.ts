@@ -74,7 +74,7 @@ describe("the Prometheus source on a real gateway under load", () => {
 
     const source = new PrometheusSource({
       url: prometheus.url,
-      query: 'sum(rate(lightfleet_gateway_requests_total{network="{network}"}[3s]))',
+      query: 'sum(rate(lightfleet_gateway_upstream_requests_total{network="{network}"}[3s]))',
     });
     const reading = await waitFor(
       async () => {

@@ -6,7 +6,7 @@ import { GatewayCounterServer } from "./gatewayCounterServer.js";
 import { startPrometheus, type PrometheusServer } from "./prometheusServer.js";
 
 // A short range so the rate settles within seconds; rate() needs two scrapes in range.
-const QUERY = 'sum(rate(lightfleet_gateway_requests_total{network="{network}"}[3s]))';
+const QUERY = 'sum(rate(lightfleet_gateway_upstream_requests_total{network="{network}"}[3s]))';
 
 describe("PrometheusSource against a real Prometheus", () => {
   const gateway = new GatewayCounterServer();
@@ -49,7 +49,7 @@ describe("PrometheusSource against a real Prometheus", () => {
       ok: false,
       failed: true,
       reason:
-        'PromQL returned no series: sum(rate(lightfleet_gateway_requests_total{network="sepolia"}[3s]))',
+        'PromQL returned no series: sum(rate(lightfleet_gateway_upstream_requests_total{network="sepolia"}[3s]))',
     });
   });
 
@@ -59,7 +59,7 @@ describe("PrometheusSource against a real Prometheus", () => {
     expect(!bad.ok && bad.reason).toMatch(/^Prometheus query error \(bad_data\): .*parse error/);
     const range = await new PrometheusSource({
       url: prometheus!.url,
-      query: 'lightfleet_gateway_requests_total{network="{network}"}[5s]',
+      query: 'lightfleet_gateway_upstream_requests_total{network="{network}"}[5s]',
     }).read("mainnet");
     expect(range).toEqual({
       ok: false,

@@ -57,7 +57,7 @@ describe("scaling config", () => {
     expect(config.networks[0]!.scaling.source).toEqual({
       type: "prometheus",
       url: "http://prom:9090",
-      query: 'sum(rate(lightfleet_gateway_requests_total{network="{network}"}[1m]))',
+      query: 'sum(rate(lightfleet_gateway_upstream_requests_total{network="{network}"}[1m]))',
       timeout: 5_000,
     });
   });

@@ -22,6 +22,10 @@ export const gatewaySchema = z.strictObject({
   headPollInterval: duration.default(1_000),
   /** Origins allowed by CORS ("*" for any: public endpoints serve browser dapps). */
   corsOrigins: z.array(z.string().min(1)).default(["*"]),
+  /** Polled filters (eth_newFilter, eth_newBlockFilter) one client address may hold at once. */
+  maxFiltersPerAddress: z.number().int().min(1).default(100),
+  /** A filter not polled for this long is removed (geth: 5 minutes). */
+  filterTimeout: duration.default(300_000),
   /** WebSocket: subscriptions per connection. */
   maxSubscriptionsPerConnection: z.number().int().min(1).default(100),
   /** WebSocket: bytes queued for a client that does not read before it is cut off. */
@@ -50,6 +54,18 @@ export const gatewaySchema = z.strictObject({
    * Per-client-address rate limit, each batch item counting as one call (off when absent). With N workers each takes
    * 1/N of the rate and burst (at least 1), so the limit is approximate: exact only while connections spread evenly.
    */
+  /**
+   * Per-sender limit on eth_sendRawTransaction (off when absent): transactions one sending account may submit, as a
+   * token bucket, whatever address they come from.
+   */
+  transactionLimit: z
+    .strictObject({
+      /** Transactions per second one sender may submit, sustained. */
+      perSenderPerSecond: z.number().positive(),
+      /** Transactions one sender may submit at once; defaults to one second's worth (at least 1). */
+      burst: z.number().int().min(1).optional(),
+    })
+    .optional(),
   rateLimit: z
     .strictObject({
       /** Calls per second one address may make, sustained. */
@@ -71,6 +87,11 @@ export const networkGatewaySchema = z.strictObject({
   default: z.boolean().default(false),
   /** eth_getLogs may reach at most this many blocks below the served head. */
   getLogsMaxRange: z.number().int().min(0).default(1000),
+  /**
+   * eth_sendRawTransaction goes to every routed node; with this, to the network's reserved peers (the full nodes) as
+   * well, so a transaction reaches the block producers' pools even if the light nodes do not pass it on.
+   */
+  sendTransactionsToPeers: z.boolean().default(false),
   /** Fixed upstreams, for a gateway run without a fleet (`lightfleet gateway`). */
   upstreams: z
     .array(z.strictObject({ name: z.string().min(1), http: httpUrl, ws: wsUrl.optional() }))

@@ -54,7 +54,8 @@ export const cronFloorSchema = z.strictObject({
 export type CronFloorConfig = z.infer<typeof cronFloorSchema>;
 
 /** `{network}` in a PromQL expression is replaced by the network name. */
-export const DEFAULT_PROMQL = 'sum(rate(lightfleet_gateway_requests_total{network="{network}"}[1m]))';
+export const DEFAULT_PROMQL =
+  'sum(rate(lightfleet_gateway_upstream_requests_total{network="{network}"}[1m]))';
 
 export const rateSourceSchema = z.discriminatedUnion("type", [
   /** The gateway's request counters: in-process in `up`, scraped from the gateway pods in Kubernetes. */

@@ -25,7 +25,8 @@ interface Bucket {
 
 /**
  * Token buckets per client address. Each JSON-RPC call takes one token, so a batch of 50 costs 50: batching does not
- * get around the limit. A request that does not fit is refused whole and takes nothing.
+ * get around the limit. A request that does not fit is refused whole and takes nothing; one larger than the burst is
+ * admitted from a full bucket and paid off afterwards.
  */
 export class IpRateLimiter implements RateLimiter {
   private readonly buckets = new Map<string, Bucket>();
@@ -36,22 +37,29 @@ export class IpRateLimiter implements RateLimiter {
     const { ratePerSecond, burst } = this.options;
     const now = this.options.now();
     const bucket = this.refilled(address, now);
-    if (bucket.tokens >= calls) {
+    // A body larger than the burst would never fit: it is admitted from a full bucket instead, which it leaves in
+    // debt, so the address then waits until its calls beyond the burst are paid for at the sustained rate.
+    const needed = Math.min(calls, burst);
+    if (bucket.tokens >= needed) {
       bucket.tokens -= calls;
       return { ok: true };
     }
-    const missing = Math.min(calls, burst) - bucket.tokens;
-    return { ok: false, retryAfterMs: Math.ceil((missing / ratePerSecond) * 1000) };
+    // The wait until `needed` tokens are there: the request is admitted then, never refused again for the same wait.
+    return {
+      ok: false,
+      retryAfterMs: Math.max(1, Math.ceil(((needed - bucket.tokens) / ratePerSecond) * 1000)),
+    };
   }
 
   /**
-   * Charges calls the address made elsewhere (another gateway worker). The budget may go below zero, down to minus one
-   * burst, so an address that overspent across workers waits for it to refill, but never for more than two bursts'
-   * worth.
+   * Charges calls the address made elsewhere (another gateway worker). The budget may go below zero, down to one burst
+   * below the debt the address had here (a batch larger than the burst), so an address that overspent across workers
+   * waits for it to refill, but never for more than two bursts' worth beyond what it owes.
    */
   debit(address: string, calls: number): void {
     const bucket = this.refilled(address, this.options.now());
-    bucket.tokens = Math.max(-this.options.burst, bucket.tokens - calls);
+    // A debt of its own (a batch larger than the burst) is kept: the floor is a burst below it.
+    bucket.tokens = Math.max(Math.min(bucket.tokens, 0) - this.options.burst, bucket.tokens - calls);
   }
 
   /** Addresses currently tracked (memory bound). */

@@ -5,9 +5,26 @@ import { toQuantity } from "../../rpc/blocks.js";
 import type { JsonRpcRequest, JsonRpcResponse } from "../../rpc/jsonRpc.js";
 import { RPC_ERROR, RpcTransportError } from "../../rpc/jsonRpc.js";
 import { pickCandidate, rankCandidates } from "../upstreams/balancer.js";
+import type { BroadcastTarget } from "../upstreams/broadcastTransaction.js";
+import {
+  broadcastRawTransaction,
+  rawTransactionHash,
+  transactionSender,
+} from "../upstreams/broadcastTransaction.js";
+import type { RateLimiter } from "../limits/ipRateLimiter.js";
+import { forward } from "../upstreams/forward.js";
 import type { NetworkUpstreams } from "../upstreams/networkUpstreams.js";
-import { blockParamIndex, readBlockParam } from "./blockParams.js";
+import {
+  blockHashParamIndex,
+  blockParamIndex,
+  pinBlockParam,
+  readBlockHash,
+  readBlockParam,
+} from "./blockParams.js";
 import { checkGetLogs } from "./getLogsRule.js";
+import { RecentServedHeads } from "./recentServedHeads.js";
+import type { FilterStore } from "../filters/filterStore.js";
+import { FILTER_METHODS } from "../filters/filterStore.js";
 import { SUBSCRIPTION_METHODS, checkMethod, isIdempotent, methodLabel } from "./methodPolicy.js";
 import { errorResponse } from "./parseRequest.js";
 
@@ -26,10 +43,18 @@ const NULL_ABOVE_HEAD = new Set([
 export interface CallHandlerOptions {
   upstreams: NetworkUpstreams;
   getLogsMaxRange: number;
+  /** The network's block time: eth_getLogs is judged against the lowest head served within it. */
+  blockTimeMs: number;
+  /** Clock in milliseconds (injected for tests). */
+  now?: () => number;
+  /** The per-sender limit on eth_sendRawTransaction (keyed by the sending account), when configured. */
+  senderLimiter?: RateLimiter;
+  /** Where raw transactions go besides the routed nodes (the reserved peers, when configured). */
+  transactionPeers?: ReadonlyArray<{ name: string; httpUrl: string }>;
   upstreamTimeoutMs: number;
   metrics: GatewayMetrics;
   logger: Logger;
-  /** Counts every call answered (the autoscaler's request rate). */
+  /** Counts every call sent to a node (the autoscaler's request rate: the calls nodes serve). */
   count: () => void;
 }
 
@@ -44,6 +69,10 @@ interface Prepared {
   request: JsonRpcRequest;
   /** The block the answering node must have. */
   minBlock: number | undefined;
+  /** The call names a block by hash: nodes whose chain holds it are asked first. */
+  blockHash?: string;
+  /** A signed transaction (its hash): sent to every routed node at once, not to one. */
+  broadcast?: string;
 }
 
 /**
@@ -58,10 +87,20 @@ export class CallHandler {
   private readonly series = new Map<string, MethodSeries>();
   private readonly inFlight: CountCell;
   private readonly chainId: string;
+  /** Served heads of the last block time, for the eth_getLogs window. */
+  private readonly recentHeads: RecentServedHeads;
+  private readonly now: () => number;
+  private filters: FilterStore | undefined;
 
   constructor(private readonly options: CallHandlerOptions) {
     this.inFlight = options.metrics.inFlightOf(options.upstreams.network);
     this.chainId = toQuantity(options.upstreams.chainId);
+    this.now = options.now ?? Date.now;
+    this.recentHeads = new RecentServedHeads(options.blockTimeMs);
+    options.upstreams.on("change", () => {
+      const served = options.upstreams.servedHead();
+      if (served !== undefined) this.recentHeads.record(served, this.now());
+    });
   }
 
   get network(): string {
@@ -72,8 +111,27 @@ export class CallHandler {
    * The answer to one call; synchronous when the gateway answers it itself (eth_blockNumber from the served head,
    * eth_chainId, refusals), so the hot path allocates no promise.
    */
-  handle(request: JsonRpcRequest): JsonRpcResponse | Promise<JsonRpcResponse> {
+  handle(request: JsonRpcRequest, client = ""): JsonRpcResponse | Promise<JsonRpcResponse> {
     const started = performance.now();
+    if (this.filters && FILTER_METHODS.has(request.method)) {
+      // Served by the gateway, per client address (the limit on filters is per client).
+      const outcome = (response: JsonRpcResponse): Answered => ({
+        response,
+        outcome: "error" in response ? "rpc_error" : "ok",
+      });
+      let answer;
+      try {
+        answer = this.filters.answer(request, client);
+      } catch (error) {
+        return this.record(request, this.unexpected(request, error), started);
+      }
+      return answer instanceof Promise
+        ? answer.then(
+            (response) => this.record(request, outcome(response), started),
+            (error: unknown) => this.record(request, this.unexpected(request, error), started),
+          )
+        : this.record(request, outcome(answer), started);
+    }
     let answered;
     try {
       answered = this.answer(request);
@@ -92,6 +150,11 @@ export class CallHandler {
     this.seriesOf(methodLabel(method)).outcome("rate_limited").n++;
   }
 
+  /** Serves the filter methods from the gateway's own streams (set once the streams exist). */
+  useFilters(filters: FilterStore): void {
+    this.filters = filters;
+  }
+
   /** A call of the gateway's own (logs of a block for subscriptions): routed like a client's, not counted as one. */
   async fetch(request: JsonRpcRequest): Promise<JsonRpcResponse> {
     const served = this.options.upstreams.servedHead();
@@ -99,7 +162,6 @@ export class CallHandler {
   }
 
   private record(request: JsonRpcRequest, answered: Answered, started: number): JsonRpcResponse {
-    this.options.count();
     const series = this.seriesOf(methodLabel(request.method));
     series.outcome(answered.outcome).n++;
     series.duration.observe((performance.now() - started) / 1000);
@@ -154,9 +216,26 @@ export class CallHandler {
     // checked to be on this chain, so none needs asking.
     if (request.method === "eth_chainId")
       return { response: { jsonrpc: "2.0", id, result: this.chainId }, outcome: "ok" };
+    // A public endpoint holds no keys: an empty list, as hosted endpoints answer (wallet libraries ask it).
+    if (request.method === "eth_accounts")
+      return { response: { jsonrpc: "2.0", id, result: [] }, outcome: "ok" };
     const policy = checkMethod(request.method);
     if (!policy.allowed)
       return { response: errorResponse(id, RPC_ERROR.METHOD_NOT_FOUND, policy.message), outcome: "refused" };
+    if (request.method === "eth_sendRawTransaction") {
+      const hash = rawTransactionHash(request.params);
+      if (!hash)
+        return {
+          response: errorResponse(
+            id,
+            RPC_ERROR.INVALID_PARAMS,
+            "invalid params: eth_sendRawTransaction takes one signed transaction as 0x-prefixed hex",
+          ),
+          outcome: "invalid",
+        };
+      const refused = this.senderRefusal(id, (request.params as string[])[0]!);
+      return refused ?? { request, minBlock: undefined, broadcast: hash };
+    }
     if (SUBSCRIPTION_METHODS.has(request.method))
       return {
         response: errorResponse(
@@ -177,7 +256,12 @@ export class CallHandler {
     const id = request.id ?? null;
     if (served === undefined) return { request, minBlock: undefined };
     if (request.method === "eth_getLogs") {
-      const verdict = checkGetLogs(request.params, served, this.options.getLogsMaxRange);
+      const verdict = checkGetLogs(
+        request.params,
+        served,
+        this.options.getLogsMaxRange,
+        this.recentHeads.lowest(this.now(), served),
+      );
       if (!verdict.ok) {
         this.options.metrics.getLogsRefused.inc({ network: this.network, reason: verdict.reason });
         return {
@@ -185,12 +269,22 @@ export class CallHandler {
           outcome: "invalid",
         };
       }
-      return { request: { ...request, params: verdict.params }, minBlock: verdict.toBlock ?? served };
+      const prepared = {
+        request: { ...request, params: verdict.params },
+        minBlock: verdict.toBlock ?? served,
+      };
+      return verdict.blockHash ? this.byHash(prepared, verdict.blockHash) : prepared;
+    }
+    const hashIndex = blockHashParamIndex(request.method);
+    if (hashIndex !== undefined && Array.isArray(request.params)) {
+      const hash = readBlockHash(request.params[hashIndex]);
+      return hash ? this.byHash({ request, minBlock: served }, hash) : { request, minBlock: served };
     }
     const index = blockParamIndex(request.method);
     if (index === undefined || !Array.isArray(request.params)) return { request, minBlock: served };
     const params = [...request.params];
     const target = readBlockParam(params[index], served);
+    if (target.kind === "hash") return this.byHash({ request, minBlock: served }, target.hash);
     if (target.kind !== "number") return { request, minBlock: target.kind === "tag" ? undefined : served };
     if (target.number > served) {
       // Above the served head: answer as a node at that head would.
@@ -198,26 +292,42 @@ export class CallHandler {
         ? { response: { jsonrpc: "2.0", id, result: null }, outcome: "ok" }
         : { response: errorResponse(id, HEADER_NOT_FOUND, "header not found"), outcome: "rpc_error" };
     }
-    // "latest" becomes the served head, so every node answers for the same block.
-    if (params[index] === "latest") params[index] = toQuantity(target.number);
+    params[index] = pinBlockParam(params[index], served);
     return { request: { ...request, params }, minBlock: target.number };
   }
 
+  /**
+   * A call naming a block by hash goes to a node whose chain holds that block (a node behind has not got it yet, a
+   * node on another branch never will); a hash older than the nodes' recent history is on every node, or on none.
+   */
+  private byHash(prepared: Prepared, hash: string): Prepared {
+    const known = this.options.upstreams.blockOfHash(hash);
+    return known
+      ? { ...prepared, minBlock: known.number, blockHash: hash }
+      : { ...prepared, minBlock: undefined };
+  }
+
   /** `raw`: a successful answer may keep the node's result as JSON text (the caller only serializes it). */
-  private async send({ request, minBlock }: Prepared, raw: boolean): Promise<Answered> {
+  private async send({ request, minBlock, blockHash, broadcast }: Prepared, raw: boolean): Promise<Answered> {
+    if (broadcast) return this.broadcast(request, broadcast);
     const { upstreams, metrics } = this.options;
     const tried = new Set<string>();
     const attempts = isIdempotent(request.method) ? 2 : 1;
     let lastError: RpcTransportError | undefined;
     for (let attempt = 0; attempt < attempts; attempt++) {
-      const choice = pickCandidate(
-        rankCandidates(upstreams.candidates(), minBlock, tried),
-        minBlock,
-        this.turn++,
-      );
+      let ranked = rankCandidates(upstreams.candidates(), minBlock, tried);
+      if (blockHash) {
+        const holders = upstreams.blockOfHash(blockHash)?.holders;
+        const holding = holders ? ranked.filter((c) => holders.has(c.name)) : [];
+        if (holding.length > 0) ranked = holding;
+      }
+      const choice = pickCandidate(ranked, minBlock, this.turn++);
       const answer = choice && upstreams.call(choice.name, request, this.options.upstreamTimeoutMs, raw);
       if (!choice || !answer) break;
       tried.add(choice.name);
+      // The autoscaler's count, as lightfleet_gateway_upstream_requests_total: what the gateway answers itself or
+      // refuses never reaches a node and must not grow the pool.
+      this.options.count();
       if (attempt > 0) metrics.retries.inc({ network: this.network });
       const release = upstreams.acquire(choice.name);
       this.inFlight.n++;
@@ -246,6 +356,96 @@ export class CallHandler {
         outcome: "unavailable",
       };
     return lastError.reason === "timeout"
+      ? { response: errorResponse(id, RPC_ERROR.INTERNAL_ERROR, "upstream timeout"), outcome: "timeout" }
+      : {
+          response: errorResponse(id, RPC_ERROR.INTERNAL_ERROR, "upstream unavailable"),
+          outcome: "upstream_error",
+        };
+  }
+
+  /** The per-sender limit's refusal of a transaction, if any (the sender is recovered from the signature). */
+  private senderRefusal(id: JsonRpcRequest["id"], raw: string): Answered | undefined {
+    const limiter = this.options.senderLimiter;
+    if (!limiter) return undefined;
+    const sender = transactionSender(raw);
+    if (!sender)
+      return {
+        response: errorResponse(
+          id ?? null,
+          RPC_ERROR.INVALID_PARAMS,
+          "invalid params: not a signed transaction",
+        ),
+        outcome: "invalid",
+      };
+    const verdict = limiter.take(sender, 1);
+    if (verdict.ok) return undefined;
+    return {
+      response: errorResponse(
+        id ?? null,
+        RPC_ERROR.LIMIT_EXCEEDED,
+        `limit exceeded: too many transactions from ${sender}`,
+        { retryAfterMs: verdict.retryAfterMs },
+      ),
+      outcome: "rate_limited",
+    };
+  }
+
+  /**
+   * A signed transaction goes to every node that may serve (the routed ones; every reachable one in panic mode) and
+   * the configured peers, all at once; the client gets its hash once, at the first node that took it.
+   */
+  private async broadcast(request: JsonRpcRequest, hash: string): Promise<Answered> {
+    const { upstreams, upstreamTimeoutMs } = this.options;
+    const id = request.id ?? null;
+    const raw = (request.params as string[])[0]!;
+    const counted = <T extends JsonRpcResponse>(name: string, answer: Promise<T>): Promise<T> => {
+      this.options.count();
+      this.inFlight.n++;
+      return answer.then(
+        (response) => {
+          this.inFlight.n--;
+          this.upstreamCount(name, "error" in response ? "rpc_error" : "ok").n++;
+          return response;
+        },
+        (error: unknown) => {
+          this.inFlight.n--;
+          this.upstreamCount(name, error instanceof RpcTransportError ? error.reason : "connection").n++;
+          throw error;
+        },
+      );
+    };
+    const call = (name: string) => (method: string, params: unknown[]) => {
+      const answer = upstreams.call(
+        name,
+        { jsonrpc: "2.0", id: 1, method, params },
+        upstreamTimeoutMs,
+        false,
+      );
+      return answer
+        ? counted(name, answer)
+        : Promise.reject(new RpcTransportError(`${name} left the pool`, "connection"));
+    };
+    const targets: BroadcastTarget[] = rankCandidates(upstreams.candidates(), undefined, new Set()).map(
+      (node) => ({ name: node.name, call: call(node.name) }),
+    );
+    for (const peer of this.options.transactionPeers ?? [])
+      targets.push({
+        name: peer.name,
+        call: (method, params) =>
+          counted(
+            peer.name,
+            forward(peer.httpUrl, { jsonrpc: "2.0", id: 1, method, params }, upstreamTimeoutMs),
+          ),
+      });
+    const result = await broadcastRawTransaction(raw, hash, targets);
+    if (result.ok) return { response: { jsonrpc: "2.0", id, result: hash }, outcome: "ok" };
+    if (result.response) return { response: { ...result.response, id }, outcome: "rpc_error" };
+    if (!result.failure)
+      return {
+        response: errorResponse(id, RPC_ERROR.INTERNAL_ERROR, `no node available for ${this.network}`),
+        outcome: "unavailable",
+      };
+    return result.failure.reason === "timeout"
       ? { response: errorResponse(id, RPC_ERROR.INTERNAL_ERROR, "upstream timeout"), outcome: "timeout" }
       : {
           response: errorResponse(id, RPC_ERROR.INTERNAL_ERROR, "upstream unavailable"),

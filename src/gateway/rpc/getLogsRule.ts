@@ -1,18 +1,25 @@
 import { RPC_ERROR } from "../../rpc/jsonRpc.js";
 import { toQuantity } from "../../rpc/blocks.js";
-import { readBlockParam } from "./blockParams.js";
+import { readBlockHash, readBlockParam } from "./blockParams.js";
 
 export type GetLogsVerdict =
   /** Forward with these params (tags resolved to heights, so every node answers for the same range). */
-  | { ok: true; params: unknown[]; toBlock?: number }
+  | { ok: true; params: unknown[]; toBlock?: number; blockHash?: string }
   | { ok: false; code: number; message: string; data?: unknown; reason: "range" | "invalid" | "future" };
 
 /**
  * The eth_getLogs rules of the public endpoints: block tags resolve against the served head; a range reaching below
- * `servedHead - maxRange` is refused with -32005 (EIP-1474 "limit exceeded") naming the limit and the earliest block
- * allowed; a toBlock past the head or fromBlock > toBlock is -32602, as execution-apis asks of nodes.
+ * `seenHead - maxRange` is refused with -32005 (EIP-1474 "limit exceeded") naming the limit and the earliest block
+ * allowed; a toBlock past the head or fromBlock > toBlock is -32602, as execution-apis asks of nodes. `seenHead` is the
+ * lowest head the client could have seen (served within the last block time; the served head by default), so a
+ * client that read the head and asks for `head - maxRange` next is not refused because a block came in between.
  */
-export function checkGetLogs(params: unknown, servedHead: number, maxRange: number): GetLogsVerdict {
+export function checkGetLogs(
+  params: unknown,
+  servedHead: number,
+  maxRange: number,
+  seenHead: number = servedHead,
+): GetLogsVerdict {
   const invalid = (message: string): GetLogsVerdict => ({
     ok: false,
     code: RPC_ERROR.INVALID_PARAMS,
@@ -31,10 +38,11 @@ export function checkGetLogs(params: unknown, servedHead: number, maxRange: numb
   if (filter.blockHash !== undefined) {
     if (filter.fromBlock !== undefined || filter.toBlock !== undefined)
       return invalid("invalid params: blockHash excludes fromBlock and toBlock");
-    if (typeof filter.blockHash !== "string") return invalid("invalid params: blockHash must be a hash");
-    return { ok: true, params: [filter] };
+    const blockHash = readBlockHash(filter.blockHash);
+    if (!blockHash) return invalid("invalid params: blockHash must be a 32-byte hash");
+    return { ok: true, params: [filter], blockHash };
   }
-  const earliest = Math.max(0, servedHead - maxRange);
+  const earliest = Math.max(0, Math.min(seenHead, servedHead) - maxRange);
   const resolve = (value: unknown, name: string): number | GetLogsVerdict => {
     const target = readBlockParam(value, servedHead);
     if (target.kind === "number") return target.number;
@@ -54,15 +62,18 @@ export function checkGetLogs(params: unknown, servedHead: number, maxRange: numb
     return {
       ok: false,
       code: RPC_ERROR.INVALID_PARAMS,
-      message: `invalid params: toBlock ${to} is past the head ${servedHead}`,
+      message: `invalid params: toBlock ${exact(filter.toBlock, to)} is past the head ${servedHead}`,
       reason: "future",
     };
-  if (from > to) return invalid(`invalid params: fromBlock ${from} is after toBlock ${to}`);
+  if (from > to)
+    return invalid(
+      `invalid params: fromBlock ${exact(filter.fromBlock, from)} is after toBlock ${exact(filter.toBlock, to)}`,
+    );
   if (from < earliest)
     return {
       ok: false,
       code: RPC_ERROR.LIMIT_EXCEEDED,
-      message: `limit exceeded: eth_getLogs may reach at most ${maxRange} blocks below the head`,
+      message: `limit exceeded: eth_getLogs may reach at most ${maxRange} blocks below the head (earliest block ${earliest})`,
       data: { limit: maxRange, earliestBlock: toQuantity(earliest), head: toQuantity(servedHead) },
       reason: "range",
     };
@@ -71,4 +82,12 @@ export function checkGetLogs(params: unknown, servedHead: number, maxRange: numb
     params: [{ ...filter, fromBlock: toQuantity(from), toBlock: toQuantity(to) }],
     toBlock: to,
   };
+}
+
+/** A height for a message, exactly: a quantity beyond what a double holds is written from its hex, never rounded. */
+function exact(value: unknown, resolved: number): string {
+  if (Number.isSafeInteger(resolved)) return String(resolved);
+  const quantity =
+    typeof value === "object" && value ? (value as { blockNumber?: unknown }).blockNumber : value;
+  return typeof quantity === "string" ? BigInt(quantity).toString() : String(resolved);
 }

@@ -7,7 +7,6 @@ export const PUBLIC_NAMESPACES = ["eth", "net", "web3"] as const;
 
 /** Methods of public namespaces that make no sense through a shared gateway. */
 const REFUSED_METHODS = new Set([
-  "eth_accounts",
   "eth_sign",
   "eth_signTransaction",
   "eth_sendTransaction",
@@ -22,16 +21,6 @@ const REFUSED_METHODS = new Set([
 /** Served by the gateway itself, over WebSocket only. */
 export const SUBSCRIPTION_METHODS = new Set(["eth_subscribe", "eth_unsubscribe"]);
 
-/** Stateful filters live on one node, which a balanced gateway cannot pin; clients poll with eth_getLogs instead. */
-const FILTER_METHODS = new Set([
-  "eth_newFilter",
-  "eth_newBlockFilter",
-  "eth_newPendingTransactionFilter",
-  "eth_getFilterChanges",
-  "eth_getFilterLogs",
-  "eth_uninstallFilter",
-]);
-
 export type PolicyVerdict = { allowed: true } | { allowed: false; message: string };
 
 export function checkMethod(method: string, extraAllowed: readonly string[] = []): PolicyVerdict {
@@ -39,7 +28,7 @@ export function checkMethod(method: string, extraAllowed: readonly string[] = []
   const namespace = method.split("_", 1)[0] ?? "";
   if (!(PUBLIC_NAMESPACES as readonly string[]).includes(namespace) || !method.includes("_"))
     return { allowed: false, message: `the method ${method} does not exist/is not available` };
-  if (REFUSED_METHODS.has(method) || FILTER_METHODS.has(method))
+  if (REFUSED_METHODS.has(method))
     return { allowed: false, message: `the method ${method} is not available on this endpoint` };
   return { allowed: true };
 }

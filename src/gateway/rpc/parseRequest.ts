@@ -1,5 +1,6 @@
+import { parse as parseLossless } from "lossless-json";
 import type { JsonRpcId, JsonRpcRequest, JsonRpcResponse } from "../../rpc/jsonRpc.js";
-import { RPC_ERROR } from "../../rpc/jsonRpc.js";
+import { ExactNumber, RPC_ERROR } from "../../rpc/jsonRpc.js";
 
 /** One item of a request body: a valid call, or the error answer it gets without going upstream. */
 export type ParsedItem = { ok: true; request: JsonRpcRequest } | { ok: false; response: JsonRpcResponse };
@@ -8,14 +9,36 @@ export type ParsedBody =
   | { kind: "single"; item: ParsedItem }
   | { kind: "batch"; items: ParsedItem[] }
   /** The whole body is answered with one error (unparsable JSON, empty or oversized batch). */
-  | { kind: "error"; response: JsonRpcResponse };
+  | { kind: "error"; response: JsonRpcResponse | JsonRpcResponse[] };
 
 export function errorResponse(id: JsonRpcId, code: number, message: string, data?: unknown): JsonRpcResponse {
   return { jsonrpc: "2.0", id, error: data === undefined ? { code, message } : { code, message, data } };
 }
 
 function validId(id: unknown): id is JsonRpcId {
-  return id === null || typeof id === "string" || (typeof id === "number" && Number.isFinite(id));
+  return (
+    id === null ||
+    typeof id === "string" ||
+    (typeof id === "number" && Number.isFinite(id)) ||
+    id instanceof ExactNumber
+  );
+}
+
+/**
+ * A numeric id a double would not give back as written (16 digits or more, a fraction, an exponent). Most bodies have
+ * none and take JSON.parse alone.
+ */
+const INEXACT_ID = /"id"\s*:\s*-?\d*(?:[.eE]|\d{16})/;
+
+/** A number as JSON.parse reads it, unless the double would be written back differently: then its text is kept. */
+const exactNumber = (text: string): number | ExactNumber => {
+  const value = Number(text);
+  return String(value) === text ? value : new ExactNumber(text);
+};
+
+/** JSON.parse, keeping numbers that a double would change as their text (ids are echoed as the client wrote them). */
+function parseJson(text: string): unknown {
+  return INEXACT_ID.test(text) ? parseLossless(text, null, exactNumber) : JSON.parse(text);
 }
 
 /** Checks one call against JSON-RPC 2.0: version, method, params and id types. */
@@ -63,7 +86,7 @@ export function parseItem(value: unknown): ParsedItem {
 export function parseBody(text: string, maxBatchLength: number): ParsedBody {
   let value: unknown;
   try {
-    value = JSON.parse(text);
+    value = parseJson(text);
   } catch {
     return {
       kind: "error",
@@ -76,15 +99,13 @@ export function parseBody(text: string, maxBatchLength: number): ParsedBody {
       kind: "error",
       response: errorResponse(null, RPC_ERROR.INVALID_REQUEST, "invalid request: empty batch"),
     };
-  if (value.length > maxBatchLength)
+  if (value.length > maxBatchLength) {
+    // As geth answers it: an array with one error, carrying the id of the first call.
+    const first = value.find((v): v is { id: unknown } => !!v && typeof v === "object" && "id" in v)?.id;
     return {
       kind: "error",
-      response: errorResponse(
-        null,
-        RPC_ERROR.LIMIT_EXCEEDED,
-        `batch too large: at most ${maxBatchLength} calls per batch`,
-        { limit: maxBatchLength },
-      ),
+      response: [errorResponse(validId(first) ? first : null, RPC_ERROR.INVALID_REQUEST, "batch too large")],
     };
+  }
   return { kind: "batch", items: value.map(parseItem) };
 }

@@ -1,4 +1,5 @@
 import type { JsonRpcId, JsonRpcResponse } from "../../rpc/jsonRpc.js";
+import { ExactNumber } from "../../rpc/jsonRpc.js";
 
 /**
  * A node's `result` kept as the JSON text it came in: a forwarded answer is written back to the client as bytes, not
@@ -22,19 +23,25 @@ export function resultValue(result: unknown): unknown {
   return result instanceof RawResult ? result.value() : result;
 }
 
+/** The id as the client wrote it: an ExactNumber keeps its text. */
 const idJson = (id: JsonRpcId) =>
-  typeof id === "number" ? String(id) : id === null ? "null" : JSON.stringify(id);
+  typeof id === "number"
+    ? String(id)
+    : id === null
+      ? "null"
+      : id instanceof ExactNumber
+        ? id.text
+        : JSON.stringify(id);
 
-/** One answer as JSON text; a RawResult is spliced in as it came. */
+/** One answer as JSON text; a RawResult is spliced in as it came, the id written as the client wrote it. */
 export function serializeResponse(response: JsonRpcResponse): string {
+  const head = `{"jsonrpc":"2.0","id":${idJson(response.id)},`;
   if ("result" in response) {
     const result = response.result;
-    if (result instanceof RawResult)
-      return `{"jsonrpc":"2.0","id":${idJson(response.id)},"result":${result.json}}`;
-    if (typeof result === "string")
-      return `{"jsonrpc":"2.0","id":${idJson(response.id)},"result":${JSON.stringify(result)}}`;
+    if (result instanceof RawResult) return `${head}"result":${result.json}}`;
+    return `${head}"result":${JSON.stringify(result) ?? "null"}}`;
   }
-  return JSON.stringify(response);
+  return `${head}"error":${JSON.stringify(response.error)}}`;
 }
 
 /** A single answer or a batch answer as JSON text. */

@@ -16,6 +16,9 @@ import type { Upstream, UpstreamSource } from "./upstreamSource.js";
 
 const CALLS_PING_MS = 15_000;
 
+/** A -32602 (invalid params) answer, as node software writes it. */
+const INVALID_PARAMS_ANSWER = /"error":\s*\{\s*"code":\s*-32602\b/;
+
 const wsMalformed = (cause: unknown) =>
   new RpcTransportError("the node's answer over WebSocket is not JSON-RPC", "malformed", { cause });
 
@@ -148,6 +151,32 @@ export class NetworkUpstreams extends EventEmitter {
     return this.served;
   }
 
+  /**
+   * Where a recent block hash is: its height and the nodes whose recent canonical chain holds it (newHeads history,
+   * 128 blocks deep); undefined for a hash none of them has seen recently (older, or on no node's chain).
+   */
+  blockOfHash(hash: string): { number: number; holders: Set<string> } | undefined {
+    let number: number | undefined;
+    const holders = new Set<string>();
+    for (const member of this.members.values()) {
+      const observation = member.follower.observation();
+      const head = observation.head;
+      // The newest head is checked first: the block asked for is most often the one just announced.
+      let height = head?.hash === hash ? head.number : undefined;
+      if (height === undefined)
+        for (const [h, known] of observation.recentHashes ?? []) {
+          if (known === hash) {
+            height = h;
+            break;
+          }
+        }
+      if (height === undefined) continue;
+      number = height;
+      holders.add(member.upstream.name);
+    }
+    return number === undefined ? undefined : { number, holders };
+  }
+
   panic(): boolean {
     return this.members.size > 0 && inPanic(this.candidates());
   }
@@ -178,9 +207,17 @@ export class NetworkUpstreams extends EventEmitter {
     const ws = member.calls;
     if (!ws?.connected || ws.backlog > MAX_CALL_BACKLOG_BYTES || !overWebSocket(request.method))
       return forward(member.upstream.httpUrl, request, timeoutMs, raw);
-    return ws
-      .callText(request.method, request.params, timeoutMs)
-      .then((text) => readNodeAnswer(text, request.id ?? null, raw, wsMalformed));
+    return ws.callText(request.method, request.params, timeoutMs).then((text) =>
+      // Node software differs in how its WebSocket refuses a call it cannot read (anvil says -32602 "data did not
+      // match any variant of untagged enum EthRpcCall" where its HTTP names the problem or says -32601): such an
+      // answer is asked again over HTTP, so a client gets the same error on either transport.
+      // HTTP out of reach: the WebSocket's answer is still the node's.
+      INVALID_PARAMS_ANSWER.test(text)
+        ? forward(member.upstream.httpUrl, request, timeoutMs, raw).catch(() =>
+            readNodeAnswer(text, request.id ?? null, raw, wsMalformed),
+          )
+        : readNodeAnswer(text, request.id ?? null, raw, wsMalformed),
+    );
   }
 
   /** Counts a request in flight on a node (for least-outstanding balancing); call the returned function when done. */

@@ -48,7 +48,8 @@ export class WsSession {
     private readonly socket: WebSocket,
     /** The socket `ws` upgraded: newHeads frames, framed once per block, are written to it directly. */
     private readonly frames: Writable,
-    private readonly handler: CallHandler,
+    /** The network's call handler, for this connection's client address. */
+    private readonly handler: Pick<CallHandler, "network" | "handle">,
     private readonly streams: NetworkStreams,
     private readonly limits: WsLimits,
     /** The per-address rate limit: the refusal to send when a frame's calls do not fit. */

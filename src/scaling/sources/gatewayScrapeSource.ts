@@ -3,7 +3,11 @@ import { rateFailed, rateOf, type RateReading, type RateSource } from "../rateRe
 import { CounterRates } from "./counterRates.js";
 import { parseExposition } from "./parseExposition.js";
 
-export const GATEWAY_REQUESTS_METRIC = "lightfleet_gateway_requests_total";
+/**
+ * The calls the gateway sent to nodes: what the pool serves. Not lightfleet_gateway_requests_total, which also counts
+ * what the gateway answers itself (eth_blockNumber, eth_chainId) and what it refuses (rate limits, policy).
+ */
+export const GATEWAY_REQUESTS_METRIC = "lightfleet_gateway_upstream_requests_total";
 
 export interface GatewayScrapeSourceOptions {
   /** The `/metrics` URLs of the gateway pods now (e.g. from the gateway Service's EndpointSlices). */
@@ -26,8 +30,8 @@ interface Scrape {
 }
 
 /**
- * The request rate from the gateway pods' own `/metrics` (`lightfleet_gateway_requests_total`), summed over pods,
- * methods and outcomes. Any pod that cannot be scraped makes the reading a failure: a partial sum would look like a
+ * The request rate from the gateway pods' own `/metrics` (`lightfleet_gateway_upstream_requests_total`, the calls
+ * nodes serve), summed over pods, nodes and outcomes. Any pod that cannot be scraped makes the reading a failure: a partial sum would look like a
  * drop in traffic and shrink the pool.
  */
 export class GatewayScrapeSource implements RateSource {
