@@ -241,6 +241,29 @@ describe("helm chart", () => {
     expect((find(off, "StatefulSet", "lightfleet-mainnet").spec as { replicas: number }).replicas).toBe(2);
   });
 
+  it("lists a client's port once when it serves WebSocket on its HTTP port (the API refuses a port listed twice)", async () => {
+    const { objects } = await renderChart({
+      values: [FULL],
+      set: ["networks[0].workload.ports.http=8547", "networks[0].workload.ports.ws=8547"],
+    });
+    const ports = (
+      podSpec(find(objects, "StatefulSet", "lightfleet-mainnet"))!.containers[0] as {
+        ports: Array<{ containerPort: number }>;
+      }
+    ).ports;
+    expect(ports.filter((p) => p.containerPort === 8547)).toHaveLength(1);
+    for (const name of ["lightfleet-mainnet", "lightfleet-mainnet-headless"]) {
+      const service = find(objects, "Service", name).spec as { ports: Array<{ port: number }> };
+      expect(service.ports.map((p) => p.port)).toEqual([8547]);
+    }
+    const pool = objects.find((o) => o.kind === "LightNodePool" && o.metadata.name === "mainnet")!.spec as {
+      rpcPort: number;
+      wsPort?: number;
+    };
+    expect(pool.rpcPort).toBe(8547);
+    expect(pool.wsPort).toBeUndefined(); // the controller then uses the HTTP port for WebSocket
+  });
+
   it("routes one ingress host per network with / and /ws to the gateway, and scales the gateway on CPU", async () => {
     const { objects } = await renderChart({ values: [FULL] });
     const ingress = find(objects, "Ingress", "lightfleet-gateway");
