@@ -246,11 +246,8 @@ describe("helm chart", () => {
       values: [FULL],
       set: ["networks[0].workload.ports.http=8547", "networks[0].workload.ports.ws=8547"],
     });
-    const ports = (
-      podSpec(find(objects, "StatefulSet", "lightfleet-mainnet"))!.containers[0] as {
-        ports: Array<{ containerPort: number }>;
-      }
-    ).ports;
+    const container = podSpec(find(objects, "StatefulSet", "lightfleet-mainnet"))!.containers[0] as unknown;
+    const ports = (container as { ports: Array<{ containerPort: number }> }).ports;
     expect(ports.filter((p) => p.containerPort === 8547)).toHaveLength(1);
     for (const name of ["lightfleet-mainnet", "lightfleet-mainnet-headless"]) {
       const service = find(objects, "Service", name).spec as { ports: Array<{ port: number }> };
