@@ -183,8 +183,10 @@ export class NetworkLoop {
     const network = this.params.name;
     if (!this.options.isLeader()) {
       // A follower keeps no engine memory: when it becomes the leader it starts cold from the fleet's routing, as a
-      // restarted controller does, rather than from a stale view.
+      // restarted controller does, rather than from a stale view. Nor does it export one: two replicas' node states
+      // side by side would disagree on dashboards and alerts.
       this.previous = undefined;
+      metrics?.dropView(network);
       return;
     }
     const members = fleet.members(network);

@@ -31,6 +31,11 @@ export interface ControllerMetrics {
   observeRound(network: string, output: EngineOutput, durationSeconds?: number): void;
   /** Counts a restart the fleet carried out (a deferred restart decision is not a restart). */
   recordRestart(network: string, reason: RestartReason): void;
+  /**
+   * Drops what a follower must not show: the network's node, reference and pool gauges (only the leader's view is
+   * current). Counters and the round histogram keep their totals, so a later term does not read as a reset.
+   */
+  dropView(network: string): void;
   /** Drops every series of a network that is no longer configured. */
   forgetNetwork(network: string): void;
 }
@@ -135,6 +140,17 @@ export function createControllerMetrics(registry: Registry): ControllerMetrics {
     else gauge.set(labels, value);
   }
 
+  const dropView = (network: string) => {
+    const nodes = exported.get(network);
+    if (!nodes) return;
+    for (const node of nodes.keys()) removeNode(network, node);
+    exported.delete(network);
+    referenceHead.remove({ network });
+    poolHealthy.remove({ network });
+    poolNodes.remove({ network });
+    for (const cause of SYSTEMIC_CAUSES) poolSystemic.remove({ network, cause });
+  };
+
   return {
     nodeState,
     nodeHead,
@@ -184,15 +200,11 @@ export function createControllerMetrics(registry: Registry): ControllerMetrics {
       restarts.inc({ network, reason });
     },
 
+    dropView,
+
     forgetNetwork(network) {
-      const nodes = exported.get(network);
-      if (!nodes) return;
-      for (const node of nodes.keys()) removeNode(network, node);
-      exported.delete(network);
-      referenceHead.remove({ network });
-      poolHealthy.remove({ network });
-      poolNodes.remove({ network });
-      for (const cause of SYSTEMIC_CAUSES) poolSystemic.remove({ network, cause });
+      if (!exported.has(network)) return;
+      dropView(network);
       for (const reason of RESTART_REASONS) restarts.remove({ network, reason });
       for (const kind of DECISION_KINDS) decisions.remove({ network, kind });
       roundDuration.remove({ network });

@@ -246,4 +246,22 @@ describe("Controller", () => {
     leader = true;
     await waitFor(() => s.fleet.routed("devnet").length === 2, { what: "routed once leading" });
   });
+
+  it("exports no view of the pool once it stops leading (only the leader's is current), keeping its counters", async () => {
+    const s = await setup(2);
+    let leader = true;
+    const { controller, registry } = startController(s, {}, { isLeader: () => leader });
+    await waitFor(() => s.fleet.routed("devnet").length === 2, { what: "routed while leading" });
+    expect(await registry.metrics()).toContain(
+      'lightfleet_node_state{network="devnet",node="light-0",state="Healthy"} 1',
+    );
+    leader = false;
+    await controller.runRound();
+    const text = await registry.metrics();
+    expect(text).not.toMatch(/^lightfleet_node_state\{/m);
+    expect(text).not.toMatch(/^lightfleet_node_head_block\{/m);
+    expect(text).not.toMatch(/^lightfleet_reference_head_block\{/m);
+    expect(text).not.toMatch(/^lightfleet_pool_healthy_nodes\{/m);
+    expect(text).toMatch(/^lightfleet_engine_decisions_total\{network="devnet",kind="route"\} [1-9]/m);
+  });
 });
