@@ -101,8 +101,9 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
         enabled: true,
         replicas: 2,
         image: { repository: "example.org/light-client", tag: "v1" },
-        // Not the default ports: the pool must carry them to the controller's probes.
-        ports: { http: 8547, ws: 8548 },
+        // Not the default ports: the pool must carry them to the controller's probes. beta's client serves
+        // WebSocket on its HTTP port, which must be listed once (the API refuses a port listed twice).
+        ports: i === 0 ? { http: 8547, ws: 8548 } : { http: 8547, ws: 8547 },
         persistence: { enabled: false },
         terminationGracePeriodSeconds: 2,
       },
@@ -185,6 +186,9 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
     const alpha = await pool("alpha");
     expect(alpha.spec.rpcPort).toBe(8547);
     expect(alpha.spec.wsPort).toBe(8548);
+    const beta = await pool("beta");
+    expect(beta.spec.rpcPort).toBe(8547);
+    expect(beta.spec.wsPort).toBeUndefined();
     expect(alpha.spec.health).toMatchObject({
       syncingIsUnhealthy: false,
       maxLagBlocks: 3,
@@ -202,7 +206,10 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
       (p) => condition(p, "Ready") === "True",
     );
     const running = pod && cluster.kubelet.pod(NAMESPACE, pod.metadata!.name!);
-    if (!running) throw new Error("no ready gateway pod");
+    if (!running) {
+      const logs = cluster.podLogs.filter((line) => line.includes("-gateway-")).slice(-20);
+      throw new Error(`no ready gateway pod\n${logs.map((line) => line.slice(0, 600)).join("\n")}`);
+    }
     return { rpc: running.running.resolvePort!("rpc")!, admin: running.running.resolvePort!("admin")! };
   };
   /** Calls each node served, from the gateway's lightfleet_gateway_upstream_requests_total. */
@@ -340,9 +347,9 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
     expect(alphaRow[2]).toMatch(/^2\/2$/);
     expect(Number(alphaRow[3])).toBeGreaterThan(0); // reference head
     const nodes = await cluster.kubectl(["get", "ln", "--namespace", NAMESPACE]);
-    expect(nodes.stdout).toMatch(/NAME\s+NETWORK\s+STATE\s+HEAD\s+LAG\s+RESTARTS\s+AGE/);
+    expect(nodes.stdout).toMatch(/NAME\s+NETWORK\s+STATE\s+HEAD\s+LAG\s+RESTARTS\s+READY\s+AGE/);
     expect(nodes.stdout).toMatch(
-      new RegExp(`${RELEASE}-lightfleet-beta-0\\s+beta\\s+Healthy\\s+\\d+\\s+\\d+\\s+\\d+`),
+      new RegExp(`${RELEASE}-lightfleet-beta-0\\s+beta\\s+Healthy\\s+\\d+\\s+\\d+\\s+\\d+\\s+True\\s`),
     );
 
     const wait = await cluster.kubectl([
@@ -533,7 +540,9 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
     );
     // Let a few of the new leader's rounds pass, then look at what the resumed one did after it was resumed.
     const lightNodeName = `${RELEASE}-lightfleet-alpha-0`;
-    const written = (await lightNode(lightNodeName)).status?.lastProbeTime;
+    const written = await waitFor(async () => (await lightNode(lightNodeName)).status?.lastProbeTime, {
+      what: `${lightNodeName}'s status`,
+    });
     await waitFor(async () => (await lightNode(lightNodeName)).status?.lastProbeTime !== written, {
       timeoutMs: 60_000,
       intervalMs: 500,

@@ -269,7 +269,6 @@ export async function startKubeletStandIn(options: KubeletStandInOptions): Promi
       hostIPs: [{ ip: options.nodeIp }],
       ...(podIp ? { podIP: podIp, podIPs: [{ ip: podIp }] } : {}),
       startTime: record.startedAt,
-      qosClass: "BestEffort",
       conditions,
       containerStatuses: containers.map((c) => ({
         name: c.name,
