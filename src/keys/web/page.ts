@@ -1,23 +1,14 @@
 /**
- * The key API's web page: login, the two-factor step, create (the secret shown once), list and delete. One
- * self-contained document served by the key API itself, so it needs no build step and no other origin.
+ * The key API's web page: one document, one script and one style sheet, served by the key API itself (no build step,
+ * no other origin, no inline code, so the Content-Security-Policy needs no 'unsafe-inline').
  */
-export const KEYS_PAGE = `<!doctype html>
+const INDEX = `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>lightfleet API keys</title>
-<style>
-  body { font: 15px/1.5 system-ui, sans-serif; max-width: 46rem; margin: 2rem auto; padding: 0 1rem; color: #1d232b; }
-  h1 { font-size: 1.4rem; } section { margin: 1.5rem 0; } [hidden] { display: none !important; }
-  label { display: block; margin: .5rem 0 .2rem; } input { font: inherit; padding: .35rem .5rem; width: 100%; box-sizing: border-box; }
-  button { font: inherit; padding: .4rem .9rem; margin-top: .6rem; cursor: pointer; }
-  table { border-collapse: collapse; width: 100%; } td, th { text-align: left; padding: .35rem .5rem; border-bottom: 1px solid #ddd; }
-  code { background: #f2f4f7; padding: .1rem .3rem; word-break: break-all; }
-  .secret { border: 2px solid #c77d00; background: #fff8e6; padding: .8rem; }
-  .error { color: #b00020; } .muted { color: #5b6470; }
-</style>
+<link rel="stylesheet" href="/app.css">
 </head>
 <body>
 <h1>lightfleet API keys</h1>
@@ -58,8 +49,22 @@ export const KEYS_PAGE = `<!doctype html>
   <tbody id="key-rows"></tbody></table>
 </section>
 
-<script>
-const $ = (id) => document.getElementById(id);
+<script src="/app.js" defer></script>
+</body>
+</html>
+`;
+
+const CSS = `  body { font: 15px/1.5 system-ui, sans-serif; max-width: 46rem; margin: 2rem auto; padding: 0 1rem; color: #1d232b; }
+  h1 { font-size: 1.4rem; } section { margin: 1.5rem 0; } [hidden] { display: none !important; }
+  label { display: block; margin: .5rem 0 .2rem; } input { font: inherit; padding: .35rem .5rem; width: 100%; box-sizing: border-box; }
+  button { font: inherit; padding: .4rem .9rem; margin-top: .6rem; cursor: pointer; }
+  table { border-collapse: collapse; width: 100%; } td, th { text-align: left; padding: .35rem .5rem; border-bottom: 1px solid #ddd; }
+  code { background: #f2f4f7; padding: .1rem .3rem; word-break: break-all; }
+  .secret { border: 2px solid #c77d00; background: #fff8e6; padding: .8rem; }
+  .error { color: #b00020; } .muted { color: #5b6470; }
+`;
+
+const SCRIPT = `const $ = (id) => document.getElementById(id);
 const show = (id) => { for (const s of ["login", "twofactor", "keys"]) $(s).hidden = s !== id; };
 const fail = (message) => { $("error").textContent = message; };
 async function api(method, path, body, headers = {}) {
@@ -121,7 +126,10 @@ async function list() {
     td.append(b); tr.append(td); rows.append(tr);
   }
 }
-</script>
-</body>
-</html>
 `;
+
+export const PAGE_ASSETS: Record<string, { type: string; body: string }> = {
+  "/index.html": { type: "html", body: INDEX },
+  "/app.css": { type: "css", body: CSS },
+  "/app.js": { type: "js", body: SCRIPT },
+};
