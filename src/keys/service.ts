@@ -9,6 +9,7 @@ import { dummyPasswordHash, hashPassword, needsRehash, verifyPassword } from "./
 import { SeedCipher } from "./crypto/seedCipher.js";
 import { clearAttempts, refundAttempt, reserveAttempt } from "./throttle/attemptCounter.js";
 import { HashingGate } from "./throttle/hashingGate.js";
+import { RefusalMemo } from "./throttle/refusalMemo.js";
 import type { HashingGateLimits } from "./throttle/hashingGate.js";
 import { takeAccountSlot } from "./throttle/slowDown.js";
 import type { SlowDownPolicy } from "./throttle/slowDown.js";
@@ -122,6 +123,7 @@ export class KeysService {
   private readonly slowDown: SlowDownPolicy;
   private readonly gate: HashingGate;
   private readonly seeds: SeedCipher;
+  private readonly refusals = new RefusalMemo();
 
   constructor(private readonly options: KeysServiceOptions) {
     this.clock = options.clock ?? Date.now;
@@ -298,27 +300,51 @@ export class KeysService {
     const normalized = email.trim().toLowerCase();
     const account = accountKey(normalized);
     const trusted = isDeviceTokenFor(this.options.pepper, normalized, client.deviceToken);
+    const pairKey = `pair:${account}|${ip}`;
+    const addressKey = `ip:${ip}`;
+    const accountSlowKey = `account:${account}`;
+    // A block already known costs no database write and no audit entry (see RefusalMemo).
+    for (const key of trusted ? [pairKey, addressKey] : [pairKey, addressKey, accountSlowKey]) {
+      const left = this.refusals.remaining(key, this.clock());
+      if (left > 0) throw throttled(left);
+    }
     const slot = await this.gate.enter(account, ip, trusted);
-    if ("refused" in slot) return this.refuseLogin(normalized, ip, 1_000, `${slot.refused} busy`);
+    if ("refused" in slot)
+      throw throttled(
+        1_000,
+        slot.refused === "busy" ? "too many logins at once" : "too many attempts at once",
+      );
     try {
       const now = this.clock();
-      const pairKey = `pair:${account}|${ip}`;
       const pair = await reserveAttempt(this.db, pairKey, now, this.failureWindowMs);
       if (pair.count > this.maxFailures)
-        return await this.refuseLogin(normalized, ip, pair.windowStart + this.failureWindowMs - now, "pair");
-      const address = await reserveAttempt(this.db, `ip:${ip}`, now, this.failureWindowMs);
+        return await this.refuseLogin(
+          normalized,
+          ip,
+          pairKey,
+          pair.windowStart + this.failureWindowMs,
+          "pair",
+        );
+      const address = await reserveAttempt(this.db, addressKey, now, this.failureWindowMs);
       if (address.count > this.maxAddressFailures)
         return await this.refuseLogin(
           normalized,
           ip,
-          address.windowStart + this.failureWindowMs - now,
+          addressKey,
+          address.windowStart + this.failureWindowMs,
           "address",
         );
-      if (trusted) await reserveAttempt(this.db, `account:${account}`, now, this.failureWindowMs);
+      if (trusted) await reserveAttempt(this.db, accountSlowKey, now, this.failureWindowMs);
       else {
-        const accountSlot = await takeAccountSlot(this.db, `account:${account}`, now, this.slowDown);
+        const accountSlot = await takeAccountSlot(this.db, accountSlowKey, now, this.slowDown);
         if (!accountSlot.ok)
-          return await this.refuseLogin(normalized, ip, accountSlot.retryAfterMs, "account slowed down");
+          return await this.refuseLogin(
+            normalized,
+            ip,
+            accountSlowKey,
+            now + accountSlot.retryAfterMs,
+            "account slowed down",
+          );
       }
       const user = await this.db
         .selectFrom("users")
@@ -332,8 +358,8 @@ export class KeysService {
       }
       // A success is no failure: the attempts it reserved are taken back.
       await clearAttempts(this.db, pairKey);
-      await refundAttempt(this.db, `ip:${ip}`);
-      await refundAttempt(this.db, `account:${account}`);
+      await refundAttempt(this.db, addressKey);
+      await refundAttempt(this.db, accountSlowKey);
       // The password is at hand only now: a hash from weaker parameters is replaced by one at today's.
       if (needsRehash(user.password_hash))
         await this.db
@@ -350,11 +376,22 @@ export class KeysService {
     }
   }
 
-  private async refuseLogin(email: string, ip: string, retryAfterMs: number, why: string): Promise<never> {
-    await this.audit(email.slice(0, 254), "login-throttled", `ip ${ip}, ${why}`);
-    throw new KeysError("throttled", "too many attempts; try again later", {
-      retryAfterSeconds: Math.max(1, Math.ceil(retryAfterMs / 1000)),
-    });
+  /** Refuses a login until `until`; the first refusal of a block goes to the audit trail. */
+  private async refuseLogin(
+    email: string,
+    ip: string,
+    key: string,
+    until: number,
+    why: string,
+  ): Promise<never> {
+    const now = this.clock();
+    if (this.refusals.remember(key, until, now))
+      await this.audit(
+        email.slice(0, 254),
+        "login-throttled",
+        `ip ${ip}, ${why}, refused until ${new Date(until).toISOString()}`,
+      );
+    throw throttled(until - now);
   }
 
   /** Completes the second factor: a valid code not used before; the session id is rotated. */
@@ -844,6 +881,9 @@ export class KeysService {
     };
   }
 }
+
+const throttled = (retryAfterMs: number, message = "too many attempts; try again later") =>
+  new KeysError("throttled", message, { retryAfterSeconds: Math.max(1, Math.ceil(retryAfterMs / 1000)) });
 
 const withActor = (detail: string, actor: Actor | undefined) =>
   actor ? `${detail}, ip ${actor.ip}` : detail;

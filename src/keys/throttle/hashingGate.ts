@@ -1,7 +1,9 @@
 /**
  * Bounds the password hashing a process does at once: per account and per address (a burst from one source is
- * refused at once rather than queued) and in all (a fair FIFO queue, itself bounded). scrypt takes a core for about
- * half a second; without these bounds a burst of wrong passwords makes everyone's login wait behind it.
+ * refused at once rather than queued) and in all (FIFO queues, themselves bounded). scrypt takes a core for about
+ * half a second; without these bounds a burst of wrong passwords makes everyone's login wait behind it. A browser the
+ * account logged in from before (its device cookie) waits in a queue of its own that goes first, so a burst from
+ * many addresses delays the accounts' owners by the checks already running, not by the whole queue.
  */
 export interface HashingGateLimits {
   perAccount: number;
@@ -18,6 +20,7 @@ export class HashingGate {
   private readonly byAddress = new Map<string, number>();
   private running = 0;
   private readonly waiting: Array<() => void> = [];
+  private readonly trustedWaiting: Array<() => void> = [];
 
   constructor(private readonly limits: HashingGateLimits) {}
 
@@ -46,7 +49,7 @@ export class HashingGate {
         released = true;
         bump(this.byAccount, account, -1);
         bump(this.byAddress, address, -1);
-        const next = this.waiting.shift();
+        const next = this.trustedWaiting.shift() ?? this.waiting.shift();
         // The slot passes straight to the next in line; `running` stays the same.
         if (next) next();
         else this.running--;
