@@ -20,6 +20,38 @@ import { parseConfig } from "../src/config/loadConfig.js";
 import { startKeysApi } from "../src/keys/runKeysApi.js";
 import { silentLogger } from "../src/log/logger.js";
 
+/**
+ * The attack runs in a worker thread, like a client elsewhere: its own event loop, so what is measured is the
+ * server's handling of it, not the bench's own fetch calls. 32 concurrent loops of wrong passwords until stopped.
+ */
+const ATTACKER = `
+const { parentPort, workerData } = require("node:worker_threads");
+const counts = {};
+let running = true;
+let n = 0;
+parentPort.on("message", () => { running = false; });
+async function loop() {
+  while (running) {
+    n++;
+    const spread = workerData.spread;
+    const email = spread ? "guess-" + n + "@example.org" : "bench@example.org";
+    const address = spread ? "10." + ((n >> 16) & 255) + "." + ((n >> 8) & 255) + "." + (n & 255) : "203.0.113.7";
+    try {
+      const response = await fetch(workerData.url + "/v1/user/login", {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-forwarded-for": address },
+        body: JSON.stringify({ email, password: "wrong password" }),
+      });
+      await response.arrayBuffer();
+      counts[response.status] = (counts[response.status] || 0) + 1;
+    } catch {
+      counts.error = (counts.error || 0) + 1;
+    }
+  }
+}
+Promise.all(Array.from({ length: 32 }, loop)).then(() => parentPort.postMessage(counts));
+`;
+
 /** The real user's browser has logged in before: it holds the device cookie (see docs/keys.md). */
 let deviceCookie = "";
 const SECONDS = Number(process.argv[2] ?? 5);
@@ -116,38 +148,6 @@ async function timeLogins(): Promise<number[]> {
   }
   return durations.sort((a, b) => a - b);
 }
-
-/**
- * The attack runs in a worker thread, like a client elsewhere: its own event loop, so what is measured is the
- * server's handling of it, not the bench's own fetch calls. 32 concurrent loops of wrong passwords until stopped.
- */
-const ATTACKER = `
-const { parentPort, workerData } = require("node:worker_threads");
-const counts = {};
-let running = true;
-let n = 0;
-parentPort.on("message", () => { running = false; });
-async function loop() {
-  while (running) {
-    n++;
-    const spread = workerData.spread;
-    const email = spread ? "guess-" + n + "@example.org" : "bench@example.org";
-    const address = spread ? "10." + ((n >> 16) & 255) + "." + ((n >> 8) & 255) + "." + (n & 255) : "203.0.113.7";
-    try {
-      const response = await fetch(workerData.url + "/v1/user/login", {
-        method: "POST",
-        headers: { "content-type": "application/json", "x-forwarded-for": address },
-        body: JSON.stringify({ email, password: "wrong password" }),
-      });
-      await response.arrayBuffer();
-      counts[response.status] = (counts[response.status] || 0) + 1;
-    } catch {
-      counts.error = (counts.error || 0) + 1;
-    }
-  }
-}
-Promise.all(Array.from({ length: 32 }, loop)).then(() => parentPort.postMessage(counts));
-`;
 
 async function underBurst(spread: boolean): Promise<{ user: number[]; attacker: Map<string, number> }> {
   const worker = new Worker(ATTACKER, { eval: true, workerData: { url: keys.url, spread } });
