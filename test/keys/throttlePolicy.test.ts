@@ -44,12 +44,17 @@ describe("HashingGate", () => {
       order.push("trusted");
       return slot;
     });
+    // Nothing moves until the running check ends.
+    await Promise.resolve();
+    expect(order).toEqual([]);
     if ("release" in running) running.release();
     const first = await trusted;
     expect(order).toEqual(["trusted"]);
+    expect("release" in first).toBe(true);
     if ("release" in first) first.release();
     const second = await untrusted;
     expect(order).toEqual(["trusted", "untrusted"]);
+    expect("release" in second).toBe(true);
     if ("release" in second) second.release();
   });
 });

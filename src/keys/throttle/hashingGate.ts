@@ -36,11 +36,11 @@ export class HashingGate {
     if (!trusted && (this.byAccount.get(account) ?? 0) >= this.limits.perAccount)
       return { refused: "account" };
     if ((this.byAddress.get(address) ?? 0) >= this.limits.perAddress) return { refused: "address" };
-    if (this.running >= this.limits.total && this.waiting.length >= this.limits.queue)
-      return { refused: "busy" };
+    const queue = trusted ? this.trustedWaiting : this.waiting;
+    if (this.running >= this.limits.total && queue.length >= this.limits.queue) return { refused: "busy" };
     bump(this.byAccount, account, 1);
     bump(this.byAddress, address, 1);
-    if (this.running >= this.limits.total) await new Promise<void>((resolve) => this.waiting.push(resolve));
+    if (this.running >= this.limits.total) await new Promise<void>((resolve) => queue.push(resolve));
     else this.running++;
     let released = false;
     return {
