@@ -39,6 +39,18 @@ describe("crossSiteReason", () => {
     expect(post(origin)).toBe(reason);
   });
 
+  it("refuses an Origin when the Host header is not a host, rather than throwing", () => {
+    expect(
+      crossSiteReason({
+        method: "POST",
+        secFetchSite: undefined,
+        origin: "http://a",
+        host: "a b[",
+        protocol: "http",
+      }),
+    ).toBe("Origin of another host");
+  });
+
   it("refuses what the browser marks as cross-site or same-site", () => {
     expect(post("https://keys.example.org", { site: "cross-site" })).toMatch(/Sec-Fetch-Site/);
     expect(post(undefined, { site: "same-site" })).toMatch(/Sec-Fetch-Site/);

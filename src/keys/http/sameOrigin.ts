@@ -27,7 +27,16 @@ export function crossSiteReason(request: {
   // An origin is scheme://host[:port] and nothing more.
   if (parsed.origin !== origin.replace(/\/$/, "")) return "malformed Origin";
   if (parsed.protocol !== `${request.protocol}:`) return "Origin of another scheme";
-  if (request.host === undefined || parsed.host !== new URL(`${request.protocol}://${request.host}`).host)
+  if (request.host === undefined || parsed.host !== hostOf(request.protocol, request.host))
     return "Origin of another host";
   return undefined;
+}
+
+/** The Host header as URL.host normalises it (default ports dropped), or undefined when it is not a host. */
+function hostOf(protocol: string, host: string): string | undefined {
+  try {
+    return new URL(`${protocol}://${host}`).host;
+  } catch {
+    return undefined;
+  }
 }
