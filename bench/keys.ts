@@ -1,7 +1,9 @@
 /**
  * Key API throughput: GET /v1/keys/ with header auth (an HMAC of the secret and two indexed reads), against a bare
  * Express route answering a constant in the same process and run (the ratio is the cost of authentication and
- * storage); and login latency, deliberately slow (scrypt), reported as p50/p99 of sequential logins.
+ * storage); and login latency, deliberately slow (scrypt), reported as p50/p99 of sequential logins: idle (the
+ * baseline), then while a burst of wrong passwords runs from another address against the same account, and while one
+ * runs from a new address per request against random accounts (the ratios to idle are what an attack costs a user).
  *
  *   npx tsx bench/keys.ts [seconds=5] [connections=16]
  */
@@ -10,6 +12,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Worker } from "node:worker_threads";
 import autocannon from "autocannon";
 import express from "express";
 import { Registry } from "prom-client";
@@ -17,13 +20,48 @@ import { parseConfig } from "../src/config/loadConfig.js";
 import { startKeysApi } from "../src/keys/runKeysApi.js";
 import { silentLogger } from "../src/log/logger.js";
 
+/**
+ * The attack runs in a worker thread, like a client elsewhere: its own event loop, so what is measured is the
+ * server's handling of it, not the bench's own fetch calls. 32 concurrent loops of wrong passwords until stopped.
+ */
+const ATTACKER = `
+const { parentPort, workerData } = require("node:worker_threads");
+const counts = {};
+let running = true;
+let n = 0;
+parentPort.on("message", () => { running = false; });
+async function loop() {
+  while (running) {
+    n++;
+    const spread = workerData.spread;
+    const email = spread ? "guess-" + n + "@example.org" : "bench@example.org";
+    const address = spread ? "10." + ((n >> 16) & 255) + "." + ((n >> 8) & 255) + "." + (n & 255) : "203.0.113.7";
+    try {
+      const response = await fetch(workerData.url + "/v1/user/login", {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-forwarded-for": address },
+        body: JSON.stringify({ email, password: "wrong password" }),
+      });
+      await response.arrayBuffer();
+      counts[response.status] = (counts[response.status] || 0) + 1;
+    } catch {
+      counts.error = (counts.error || 0) + 1;
+    }
+  }
+}
+Promise.all(Array.from({ length: 32 }, loop)).then(() => parentPort.postMessage(counts));
+`;
+
+/** The real user's browser has logged in before: it holds the device cookie (see docs/keys.md). */
+let deviceCookie = "";
 const SECONDS = Number(process.argv[2] ?? 5);
 const CONNECTIONS = Number(process.argv[3] ?? 16);
 const PASSWORD = "benchmark password 123";
 
 const dataDir = mkdtempSync(join(tmpdir(), "lightfleet-bench-keys-"));
 const config = parseConfig(
-  { dataDir, keys: { host: "127.0.0.1", port: 0, secureCookies: false } },
+  // Addresses come from X-Forwarded-For, so one client can play an attacker elsewhere.
+  { dataDir, keys: { host: "127.0.0.1", port: 0, secureCookies: false, trustProxy: 1 } },
   "bench",
   {},
 );
@@ -31,11 +69,14 @@ const keys = await startKeysApi({
   config,
   logger: silentLogger(),
   registry: new Registry(),
-  env: { LIGHTFLEET_KEYS_PEPPER: "bench-pepper-0123456789abcdef0123456789" },
+  env: {
+    LIGHTFLEET_KEYS_PEPPER: "bench-pepper-0123456789abcdef0123456789",
+    LIGHTFLEET_KEYS_SEED_KEY: "bench-seed-key-0123456789abcdef012345678",
+  },
 });
 await keys.service.addUser("bench@example.org", PASSWORD);
-const login = await keys.service.login("bench@example.org", PASSWORD, "127.0.0.1");
-const session = await keys.service.session(login.token);
+const firstLogin = await keys.service.login("bench@example.org", PASSWORD, "127.0.0.1");
+const session = await keys.service.session(firstLogin.token);
 const pair = await keys.service.createKey(session!.userId);
 
 const bare = express();
@@ -68,25 +109,74 @@ try {
   );
   console.log(`  ratio key API / bare: ${(api.rps / baseline.rps).toFixed(2)}x`);
 
-  const durations: number[] = [];
-  for (let i = 0; i < 30; i++) {
-    const started = performance.now();
-    const response = await fetch(`${keys.url}/v1/user/login`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ email: "bench@example.org", password: PASSWORD }),
-    });
-    await response.arrayBuffer();
-    durations.push(performance.now() - started);
-  }
-  durations.sort((a, b) => a - b);
-  const at = (q: number) =>
-    durations[Math.min(durations.length - 1, Math.floor(q * durations.length))]!.toFixed(1);
-  console.log(
-    `  login (scrypt N=2^15, r=8, p=3): p50 ${at(0.5)} ms  p99 ${at(0.99)} ms over ${durations.length} sequential logins`,
-  );
+  const idle = await timeLogins();
+  report("idle", idle);
+  const sameAccount = await underBurst(false);
+  report("burst from one address, same account", sameAccount.user, idle, sameAccount.attacker);
+  const spread = await underBurst(true);
+  report("burst from a new address per request, random accounts", spread.user, idle, spread.attacker);
 } finally {
   await keys.stop();
   bareServer.close();
   rmSync(dataDir, { recursive: true, force: true });
+}
+
+async function login(email: string, password: string, address: string, cookie = ""): Promise<number> {
+  const response = await fetch(`${keys.url}/v1/user/login`, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      "x-forwarded-for": address,
+      ...(cookie ? { cookie } : {}),
+    },
+    body: JSON.stringify({ email, password }),
+  });
+  await response.arrayBuffer();
+  const device = response.headers.getSetCookie().find((c) => c.startsWith("lf_device="));
+  if (device && email === "bench@example.org") deviceCookie = device.split(";")[0]!;
+  return response.status;
+}
+
+/** 30 sequential logins of the real user from its own address, in milliseconds, sorted. */
+async function timeLogins(): Promise<number[]> {
+  const durations: number[] = [];
+  for (let i = 0; i < 30; i++) {
+    const started = performance.now();
+    const status = await login("bench@example.org", PASSWORD, "192.0.2.1", deviceCookie);
+    if (status !== 200) throw new Error(`the real user's login answered ${status}`);
+    durations.push(performance.now() - started);
+  }
+  return durations.sort((a, b) => a - b);
+}
+
+async function underBurst(spread: boolean): Promise<{ user: number[]; attacker: Map<string, number> }> {
+  const worker = new Worker(ATTACKER, { eval: true, workerData: { url: keys.url, spread } });
+  const done = new Promise<Record<string, number>>((resolve) => worker.once("message", resolve));
+  try {
+    return { user: await timeLogins(), attacker: new Map(Object.entries(await stop())) };
+  } finally {
+    await stop();
+  }
+  async function stop() {
+    worker.postMessage("stop");
+    const counts = await done;
+    await worker.terminate();
+    return counts;
+  }
+}
+
+function report(
+  label: string,
+  durations: number[],
+  baseline?: number[],
+  attacker?: Map<string, number>,
+): void {
+  const at = (list: number[], q: number) => list[Math.min(list.length - 1, Math.floor(q * list.length))]!;
+  const ratio = baseline ? `  (p99 ${(at(durations, 0.99) / at(baseline, 0.99)).toFixed(2)}x idle)` : "";
+  const attacks = attacker
+    ? `; wrong passwords answered ${[...attacker].map(([status, count]) => `${count}x ${status}`).join(", ")}`
+    : "";
+  console.log(
+    `  login (scrypt N=2^15, r=8, p=3), ${label}: p50 ${at(durations, 0.5).toFixed(1)} ms  p99 ${at(durations, 0.99).toFixed(1)} ms${ratio}${attacks}`,
+  );
 }

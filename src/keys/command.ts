@@ -45,6 +45,20 @@ export function registerKeysCommand(program: Command): void {
     .action(async (flags: CommonFlags & { email: string }) =>
       (await import("./cli/userCommands.js")).disableUser(flags),
     );
+  withConfig(user.command("enable").description("enable a disabled account again"))
+    .requiredOption("--email <email>", "the account's email")
+    .action(async (flags: CommonFlags & { email: string }) =>
+      (await import("./cli/userCommands.js")).enableUser(flags),
+    );
+  withConfig(
+    user
+      .command("passwd")
+      .description("set a new password, read from stdin, never from arguments; the account's sessions end"),
+  )
+    .requiredOption("--email <email>", "the account's email")
+    .action(async (flags: CommonFlags & { email: string }) =>
+      (await import("./cli/userCommands.js")).setPassword(flags),
+    );
   withConfig(
     user
       .command("audit")

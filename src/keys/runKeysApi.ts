@@ -4,9 +4,10 @@ import type { Registry } from "prom-client";
 import type { Config } from "../config/schema.js";
 import type { Logger } from "../log/logger.js";
 import { createKeysMetrics } from "../metrics/keysMetrics.js";
-import { loadPepper } from "./crypto/secrets.js";
+import { loadServerSecrets } from "./crypto/secrets.js";
+import { openService } from "./openService.js";
 import { createKeysApp } from "./http/app.js";
-import { KeysService } from "./service.js";
+import type { KeysService } from "./service.js";
 import type { KeyStore } from "./store/database.js";
 import { openKeyStore } from "./store/database.js";
 
@@ -32,19 +33,38 @@ export async function startKeysApi(options: {
   const env = options.env ?? process.env;
   const log = logger.child({ component: "keys-api" });
   const store = await openKeyStore(config.keys.databaseUrl, config.dataDir);
-  const { pepper, generated } = loadPepper(env, config.dataDir);
-  if (generated)
+  let service: KeysService;
+  try {
+    service = await openService(store, env, config, options.clock);
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
+  const { pepper, seedKey } = loadServerSecrets(env, config.dataDir);
+  const generated = [pepper.generated, seedKey.generated].filter(Boolean);
+  if (generated.length > 0)
     log[options.local ? "info" : "warn"](
-      { file: generated },
-      "LIGHTFLEET_KEYS_PEPPER is not set: using a pepper kept in the data directory (set the variable when replicas share a database)",
+      { files: generated },
+      "LIGHTFLEET_KEYS_PEPPER or LIGHTFLEET_KEYS_SEED_KEY is not set: using secrets kept in the data directory",
     );
-  const service = new KeysService({ store, pepper, ...(options.clock ? { clock: options.clock } : {}) });
+  const sealed = await service.sealClearSeeds();
+  if (sealed > 0) log.info({ sealed }, "TOTP seeds stored in clear are now encrypted");
+  // Expired throttle rows and old audit entries go once an hour (and once at start).
+  const prune = () =>
+    service.prune().then(
+      (dropped) => log.debug(dropped, "key store pruned"),
+      (error: unknown) => log.warn({ err: error }, "key store pruning failed"),
+    );
+  void prune();
+  const pruning = setInterval(() => void prune(), 3_600_000);
+  pruning.unref();
   const app = createKeysApp({
     service,
     logger: log,
     metrics: createKeysMetrics(options.registry),
     secureCookies: config.keys.secureCookies,
     trustProxy: config.keys.trustProxy,
+    tls: false,
   });
   const server = createServer(app);
   await new Promise<void>((resolve, reject) => {
@@ -59,6 +79,7 @@ export async function startKeysApi(options: {
     store,
     service,
     async stop() {
+      clearInterval(pruning);
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeIdleConnections();

@@ -1,7 +1,18 @@
+import { createHash, randomBytes } from "node:crypto";
+import { availableParallelism } from "node:os";
 import { generateSecret, generateURI, verifySync } from "otplib";
 import type { KeyStore } from "./store/database.js";
-import type { AuditEvent } from "./store/schema.js";
+import type { Transaction } from "kysely";
+import type { AuditEvent, KeysDatabase } from "./store/schema.js";
+import { isDeviceTokenFor, newDeviceToken } from "./crypto/deviceCookie.js";
 import { dummyPasswordHash, hashPassword, needsRehash, verifyPassword } from "./crypto/passwords.js";
+import { SeedCipher } from "./crypto/seedCipher.js";
+import { clearAttempts, refundAttempt, reserveAttempt } from "./throttle/attemptCounter.js";
+import { HashingGate } from "./throttle/hashingGate.js";
+import { RefusalMemo } from "./throttle/refusalMemo.js";
+import type { HashingGateLimits } from "./throttle/hashingGate.js";
+import { takeAccountSlot } from "./throttle/slowDown.js";
+import type { SlowDownPolicy } from "./throttle/slowDown.js";
 import {
   ACCESS_KEY_ID,
   newAccessKeyId,
@@ -18,17 +29,31 @@ export const LAST_USED_RESOLUTION_MS = 60_000;
 /** At most this many active key pairs per account (as AWS's AccessKeysPerUser quota). */
 export const MAX_ACTIVE_KEYS = 2;
 
+/** Passwords shorter than this are refused (CLI and page alike). */
+export const MIN_PASSWORD_LENGTH = 12;
+
 export interface KeysServiceOptions {
   store: KeyStore;
   pepper: Buffer;
+  /** The key TOTP seeds are sealed under (never stored in the database). */
+  seedKey: Buffer;
   clock?: () => number;
   /** A session unused this long ends. */
   idleTimeoutMs?: number;
   /** A session ends this long after login whatever its use. */
   absoluteTimeoutMs?: number;
-  /** Failed logins per account and per IP within the window before login is refused for the rest of it. */
+  /** Attempts per account and address pair (and per account for a second factor) within the window; more get 429. */
   maxFailures?: number;
+  /** Failed logins per address within the window, whatever the accounts; more get 429. */
+  maxAddressFailures?: number;
   failureWindowMs?: number;
+  /** The per-account slow-down against guessing from many addresses. */
+  slowDown?: Partial<Omit<SlowDownPolicy, "windowMs">>;
+  /** Concurrent password checks. */
+  hashing?: Partial<HashingGateLimits>;
+  /** Audit entries are kept this long; failed logins for emails with no account a shorter time. */
+  auditRetentionMs?: number;
+  strangerAuditRetentionMs?: number;
 }
 
 /** A failure the HTTP layer turns into a problem answer; `code` is stable and machine-readable. */
@@ -41,6 +66,9 @@ export class KeysError extends Error {
       | "session-required"
       | "key-limit-exceeded"
       | "key-not-found"
+      | "session-not-found"
+      | "two-factor-already-enabled"
+      | "two-factor-setup-required"
       | "throttled",
     message: string,
     readonly extra: Record<string, unknown> = {},
@@ -53,14 +81,31 @@ export class KeysError extends Error {
 export interface SessionInfo {
   userId: number;
   twoFactorPending: boolean;
+  /** The session's public id (as in the session list). */
+  id: string;
 }
+
+export type KeyStatus = "Active" | "Inactive";
 
 export interface KeyPairView {
   accessKeyId: string;
-  status: "Active";
+  status: KeyStatus;
   createdAt: string;
   lastUsedAt: string | null;
 }
+
+/** What the page shows of a pair: the contract's fields and the owner's name for it. */
+export interface OwnKeyPairView extends KeyPairView {
+  name: string | null;
+}
+
+/** Who and where a state change came from, for the audit trail. */
+export interface Actor {
+  ip: string;
+}
+
+/** Short, non-reversible throttle keys: an email as typed can be 254 characters. */
+const accountKey = (email: string) => createHash("sha256").update(email).digest("hex").slice(0, 32);
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(Number(ms)).toISOString());
 
@@ -73,14 +118,36 @@ export class KeysService {
   private readonly idleTimeoutMs: number;
   private readonly absoluteTimeoutMs: number;
   private readonly maxFailures: number;
+  private readonly maxAddressFailures: number;
   private readonly failureWindowMs: number;
+  private readonly slowDown: SlowDownPolicy;
+  private readonly gate: HashingGate;
+  private readonly seeds: SeedCipher;
+  private readonly refusals = new RefusalMemo();
 
   constructor(private readonly options: KeysServiceOptions) {
     this.clock = options.clock ?? Date.now;
     this.idleTimeoutMs = options.idleTimeoutMs ?? 30 * 60_000;
     this.absoluteTimeoutMs = options.absoluteTimeoutMs ?? 12 * 3_600_000;
     this.maxFailures = options.maxFailures ?? 5;
+    this.maxAddressFailures = options.maxAddressFailures ?? 100;
     this.failureWindowMs = options.failureWindowMs ?? 15 * 60_000;
+    this.slowDown = {
+      after: 10,
+      baseDelayMs: 1_000,
+      maxDelayMs: 30_000,
+      ...options.slowDown,
+      windowMs: this.failureWindowMs,
+    };
+    // scrypt runs on libuv's thread pool (4 threads by default): more at once only queue there, unfairly.
+    this.gate = new HashingGate({
+      perAccount: 4,
+      perAddress: 2,
+      total: Math.min(4, Math.max(2, availableParallelism())),
+      queue: 64,
+      ...options.hashing,
+    });
+    this.seeds = new SeedCipher(options.seedKey);
   }
 
   private get db() {
@@ -103,11 +170,13 @@ export class KeysService {
         email: normalized,
         password_hash: await hashPassword(password),
         totp_secret: null,
+        totp_pending: null,
         totp_last_step: null,
         disabled: 0,
         created_at: this.clock(),
       })
       .execute();
+    await this.audit(normalized, "user-added", "by cli");
   }
 
   async listUsers(): Promise<
@@ -139,9 +208,10 @@ export class KeysService {
     const secret = generateSecret();
     await this.db
       .updateTable("users")
-      .set({ totp_secret: secret, totp_last_step: null })
+      .set({ totp_secret: this.seeds.seal(secret, user.id), totp_pending: null, totp_last_step: null })
       .where("id", "=", user.id)
       .execute();
+    await this.audit(user.email, "two-factor-enabled", "by cli");
     return { secret, uri: generateURI({ issuer: "lightfleet", label: user.email, secret }) };
   }
 
@@ -149,9 +219,10 @@ export class KeysService {
     const user = await this.requireUser(email);
     await this.db
       .updateTable("users")
-      .set({ totp_secret: null, totp_last_step: null })
+      .set({ totp_secret: null, totp_pending: null, totp_last_step: null })
       .where("id", "=", user.id)
       .execute();
+    await this.audit(user.email, "two-factor-disabled", "by cli");
   }
 
   /** Disables an account: its sessions end and its keys stop working. */
@@ -161,6 +232,44 @@ export class KeysService {
       await tx.updateTable("users").set({ disabled: 1 }).where("id", "=", user.id).execute();
       await tx.deleteFrom("sessions").where("user_id", "=", user.id).execute();
     });
+    await this.audit(user.email, "user-disabled", "by cli");
+  }
+
+  /** Enables a disabled account again: it can log in, and its active pairs work again. */
+  async enableUser(email: string): Promise<void> {
+    const user = await this.requireUser(email);
+    await this.db.updateTable("users").set({ disabled: 0 }).where("id", "=", user.id).execute();
+    await this.audit(user.email, "user-enabled", "by cli");
+  }
+
+  /** Sets a new password from the CLI; every session of the account ends. */
+  async setPassword(email: string, password: string): Promise<void> {
+    const user = await this.requireUser(email);
+    if (password.length < MIN_PASSWORD_LENGTH)
+      throw new Error(`the password must be at least ${MIN_PASSWORD_LENGTH} characters`);
+    await this.replacePassword(user.id, password, undefined);
+    await this.audit(user.email, "password-changed", "by cli");
+  }
+
+  /** Seals TOTP seeds stored in clear by earlier releases (run at start; a no-op once done). */
+  async sealClearSeeds(): Promise<number> {
+    const rows = await this.db
+      .selectFrom("users")
+      .select(["id", "totp_secret"])
+      .where("totp_secret", "is not", null)
+      .execute();
+    let sealed = 0;
+    for (const row of rows) {
+      if (row.totp_secret === null || SeedCipher.isSealed(row.totp_secret)) continue;
+      await this.db
+        .updateTable("users")
+        .set({ totp_secret: this.seeds.seal(row.totp_secret, row.id) })
+        .where("id", "=", row.id)
+        .where("totp_secret", "=", row.totp_secret)
+        .execute();
+      sealed++;
+    }
+    return sealed;
   }
 
   private async requireUser(email: string) {
@@ -176,67 +285,127 @@ export class KeysService {
   // --- sessions ---
 
   /**
-   * Checks the password (same work and answer for an unknown email) under per-account and per-IP throttling, and
-   * opens a new session: a fresh id at every login, so a session id planted before login is worthless.
+   * Checks the password (same work and answer for an unknown email) and opens a new session: a fresh id at every
+   * login, so a session id planted before login is worthless. Every attempt is counted before the password is
+   * checked (per account and address pair, per address, and the per-account slow-down), and the checks running at once
+   * are bounded, so neither a parallel burst nor guessing from many addresses gets past the limits or locks the owner
+   * out. A browser that logged in before (its device cookie) skips the per-account bounds.
    */
   async login(
     email: string,
     password: string,
     ip: string,
-  ): Promise<{ token: string; twoFactorRequired: boolean }> {
+    client: { deviceToken?: string | undefined; userAgent?: string | undefined } = {},
+  ): Promise<{ token: string; twoFactorRequired: boolean; deviceToken: string }> {
     const normalized = email.trim().toLowerCase();
-    const keys = [`account:${normalized}`, `ip:${ip}`];
-    await this.checkThrottle(keys);
-    const user = await this.db
-      .selectFrom("users")
-      .selectAll()
-      .where("email", "=", normalized)
-      .executeTakeFirst();
-    const ok = await verifyPassword(password, user?.password_hash ?? (await dummyPasswordHash()));
-    if (!user || !ok || user.disabled === 1) {
-      await this.recordFailure(keys);
-      await this.audit(normalized.slice(0, 254), "login-failed", `ip ${ip}`);
-      throw new KeysError("invalid-credentials", "the email or password is not correct");
+    const account = accountKey(normalized);
+    const trusted = isDeviceTokenFor(this.options.pepper, normalized, client.deviceToken);
+    const pairKey = `pair:${account}|${ip}`;
+    const addressKey = `ip:${ip}`;
+    const accountSlowKey = `account:${account}`;
+    // A block already known costs no database write and no audit entry (see RefusalMemo).
+    for (const key of trusted ? [pairKey, addressKey] : [pairKey, addressKey, accountSlowKey]) {
+      const left = this.refusals.remaining(key, this.clock());
+      if (left > 0) throw throttled(left);
     }
-    await this.db.deleteFrom("throttle").where("key", "=", keys[0]!).execute();
-    // The password is at hand only now: a hash from weaker parameters is replaced by one at today's.
-    if (needsRehash(user.password_hash))
-      await this.db
-        .updateTable("users")
-        .set({ password_hash: await hashPassword(password) })
-        .where("id", "=", user.id)
-        .execute();
-    const twoFactorRequired = user.totp_secret !== null;
-    const token = await this.openSession(user.id, twoFactorRequired);
-    await this.audit(user.email, "login", `ip ${ip}${twoFactorRequired ? ", second factor owed" : ""}`);
-    return { token, twoFactorRequired };
+    const slot = await this.gate.enter(account, ip, trusted);
+    if ("refused" in slot)
+      throw throttled(
+        1_000,
+        slot.refused === "busy" ? "too many logins at once" : "too many attempts at once",
+      );
+    try {
+      const now = this.clock();
+      const pair = await reserveAttempt(this.db, pairKey, now, this.failureWindowMs);
+      if (pair.count > this.maxFailures)
+        return await this.refuseLogin(
+          normalized,
+          ip,
+          pairKey,
+          pair.windowStart + this.failureWindowMs,
+          "pair",
+        );
+      const address = await reserveAttempt(this.db, addressKey, now, this.failureWindowMs);
+      if (address.count > this.maxAddressFailures)
+        return await this.refuseLogin(
+          normalized,
+          ip,
+          addressKey,
+          address.windowStart + this.failureWindowMs,
+          "address",
+        );
+      if (trusted) await reserveAttempt(this.db, accountSlowKey, now, this.failureWindowMs);
+      else {
+        const accountSlot = await takeAccountSlot(this.db, accountSlowKey, now, this.slowDown);
+        if (!accountSlot.ok)
+          return await this.refuseLogin(
+            normalized,
+            ip,
+            accountSlowKey,
+            now + accountSlot.retryAfterMs,
+            "account slowed down",
+          );
+      }
+      const user = await this.db
+        .selectFrom("users")
+        .selectAll()
+        .where("email", "=", normalized)
+        .executeTakeFirst();
+      const ok = await verifyPassword(password, user?.password_hash ?? (await dummyPasswordHash()));
+      if (!user || !ok || user.disabled === 1) {
+        await this.audit(normalized.slice(0, 254), "login-failed", `ip ${ip}`);
+        throw new KeysError("invalid-credentials", "the email or password is not correct");
+      }
+      // A success is no failure: the attempts it reserved are taken back.
+      await clearAttempts(this.db, pairKey);
+      await refundAttempt(this.db, addressKey);
+      await refundAttempt(this.db, accountSlowKey);
+      // The password is at hand only now: a hash from weaker parameters is replaced by one at today's.
+      if (needsRehash(user.password_hash))
+        await this.db
+          .updateTable("users")
+          .set({ password_hash: await hashPassword(password) })
+          .where("id", "=", user.id)
+          .execute();
+      const twoFactorRequired = user.totp_secret !== null;
+      const token = await this.openSession(user.id, twoFactorRequired, ip, client.userAgent);
+      await this.audit(user.email, "login", `ip ${ip}${twoFactorRequired ? ", second factor owed" : ""}`);
+      return { token, twoFactorRequired, deviceToken: newDeviceToken(this.options.pepper, user.email) };
+    } finally {
+      slot.release();
+    }
+  }
+
+  /** Refuses a login until `until`; the first refusal of a block goes to the audit trail. */
+  private async refuseLogin(
+    email: string,
+    ip: string,
+    key: string,
+    until: number,
+    why: string,
+  ): Promise<never> {
+    const now = this.clock();
+    if (this.refusals.remember(key, until, now))
+      await this.audit(
+        email.slice(0, 254),
+        "login-throttled",
+        `ip ${ip}, ${why}, refused until ${new Date(until).toISOString()}`,
+      );
+    throw throttled(until - now);
   }
 
   /** Completes the second factor: a valid code not used before; the session id is rotated. */
-  async completeTwoFactor(token: string, code: string, ip: string): Promise<string> {
+  async completeTwoFactor(token: string, code: string, ip: string, userAgent?: string): Promise<string> {
     const session = await this.session(token);
     if (!session) throw new KeysError("session-required", "log in first");
-    await this.checkThrottle([`ip:${ip}`, `totp:${session.userId}`]);
     const user = await this.db
       .selectFrom("users")
       .selectAll()
       .where("id", "=", session.userId)
       .executeTakeFirstOrThrow();
     if (!session.twoFactorPending || !user.totp_secret) return token;
-    const result = verifySync({
-      secret: user.totp_secret,
-      token: code,
-      epoch: Math.floor(this.clock() / 1000),
-      epochTolerance: 30,
-      ...(user.totp_last_step !== null ? { afterTimeStep: Number(user.totp_last_step) } : {}),
-    });
-    const step = result.valid && "timeStep" in result ? Number(result.timeStep) : undefined;
-    if (step === undefined) {
-      await this.recordFailure([`ip:${ip}`, `totp:${session.userId}`]);
-      await this.audit(user.email, "two-factor-failed", `ip ${ip}`);
-      throw new KeysError("invalid-two-factor-token", "the code is not valid, or was used already");
-    }
-    // Record the step first, conditionally, so two concurrent uses of one code cannot both pass.
+    const step = await this.acceptCode(user.id, user.email, user.totp_secret, user.totp_last_step, code, ip);
+    // Record the step conditionally, so two concurrent uses of one code cannot both pass.
     const updated = await this.db
       .updateTable("users")
       .set({ totp_last_step: step })
@@ -249,16 +418,56 @@ export class KeysService {
     }
     await this.audit(user.email, "two-factor", `ip ${ip}`);
     await this.db.deleteFrom("sessions").where("token_hash", "=", tokenHash(token)).execute();
-    return this.openSession(user.id, false);
+    return this.openSession(user.id, false, ip, userAgent);
   }
 
-  async logout(token: string): Promise<void> {
+  /**
+   * Checks a TOTP code against a sealed seed, the attempt counted first (5 per account in the window, shared by every
+   * replica), and returns its time step.
+   */
+  private async acceptCode(
+    userId: number,
+    email: string,
+    sealed: string,
+    lastStep: number | null,
+    code: string,
+    ip: string,
+  ): Promise<number> {
+    const now = this.clock();
+    const key = `totp:${userId}`;
+    const reserved = await reserveAttempt(this.db, key, now, this.failureWindowMs);
+    if (reserved.count > this.maxFailures) {
+      await this.audit(email, "two-factor-failed", `ip ${ip}, throttled`);
+      throw new KeysError("throttled", "too many attempts; try again later", {
+        retryAfterSeconds: Math.max(1, Math.ceil((reserved.windowStart + this.failureWindowMs - now) / 1000)),
+      });
+    }
+    const seed = this.seeds.open(sealed, userId);
+    const result = seed
+      ? verifySync({
+          secret: seed,
+          token: code,
+          epoch: Math.floor(now / 1000),
+          epochTolerance: 30,
+          ...(lastStep !== null ? { afterTimeStep: Number(lastStep) } : {}),
+        })
+      : { valid: false };
+    const step = result.valid && "timeStep" in result ? Number(result.timeStep) : undefined;
+    if (step === undefined) {
+      await this.audit(email, "two-factor-failed", `ip ${ip}`);
+      throw new KeysError("invalid-two-factor-token", "the code is not valid, or was used already");
+    }
+    await clearAttempts(this.db, key);
+    return step;
+  }
+
+  async logout(token: string, ip?: string): Promise<void> {
     const row = await this.db
       .deleteFrom("sessions")
       .where("token_hash", "=", tokenHash(token))
       .returning("user_id")
       .executeTakeFirst();
-    if (row) await this.audit(await this.emailOf(row.user_id), "logout", "");
+    if (row) await this.audit(await this.emailOf(row.user_id), "logout", ip ? `ip ${ip}` : "");
   }
 
   /** The live session of a cookie, touched; expired sessions are deleted. */
@@ -286,23 +495,161 @@ export class KeysService {
       .executeTakeFirst();
     if (!user || user.disabled === 1) return undefined;
     await this.db.updateTable("sessions").set({ last_seen_at: now }).where("token_hash", "=", hash).execute();
-    return { userId: row.user_id, twoFactorPending: row.two_factor_pending === 1 };
+    return { userId: row.user_id, twoFactorPending: row.two_factor_pending === 1, id: row.id ?? "" };
   }
 
-  private async openSession(userId: number, twoFactorPending: boolean): Promise<string> {
+  private async openSession(
+    userId: number,
+    twoFactorPending: boolean,
+    ip: string,
+    userAgent: string | undefined,
+  ): Promise<string> {
     const token = newSessionToken();
     const now = this.clock();
     await this.db
       .insertInto("sessions")
       .values({
         token_hash: tokenHash(token),
+        id: randomBytes(8).toString("base64url"),
         user_id: userId,
         two_factor_pending: twoFactorPending ? 1 : 0,
         created_at: now,
         last_seen_at: now,
+        ip: ip.slice(0, 64),
+        user_agent: userAgent ? userAgent.slice(0, 255) : null,
       })
       .execute();
     return token;
+  }
+
+  // --- the account, for the page ---
+
+  async me(userId: number): Promise<{ email: string; twoFactor: boolean; keyLimit: number }> {
+    const user = await this.db
+      .selectFrom("users")
+      .select(["email", "totp_secret"])
+      .where("id", "=", userId)
+      .executeTakeFirstOrThrow();
+    return { email: user.email, twoFactor: user.totp_secret !== null, keyLimit: MAX_ACTIVE_KEYS };
+  }
+
+  /** The account's sessions, the caller's marked; ids are public ids, never cookies. */
+  async listSessions(userId: number, current: string) {
+    const rows = await this.db
+      .selectFrom("sessions")
+      .select(["id", "created_at", "last_seen_at", "ip", "user_agent", "two_factor_pending"])
+      .where("user_id", "=", userId)
+      .orderBy("last_seen_at", "desc")
+      .execute();
+    const now = this.clock();
+    return rows
+      .filter(
+        (r) =>
+          now - Number(r.last_seen_at) <= this.idleTimeoutMs &&
+          now - Number(r.created_at) <= this.absoluteTimeoutMs,
+      )
+      .map((r) => ({
+        id: r.id ?? "",
+        createdAt: iso(r.created_at)!,
+        lastSeenAt: iso(r.last_seen_at)!,
+        ip: r.ip,
+        userAgent: r.user_agent,
+        twoFactorPending: r.two_factor_pending === 1,
+        current: r.id === current,
+      }));
+  }
+
+  async revokeSession(userId: number, id: string, actor: Actor): Promise<void> {
+    const result = await this.db
+      .deleteFrom("sessions")
+      .where("user_id", "=", userId)
+      .where("id", "=", id)
+      .executeTakeFirst();
+    if (Number(result.numDeletedRows) !== 1)
+      throw new KeysError("session-not-found", "no such session on this account");
+    await this.audit(await this.emailOf(userId), "session-revoked", `ip ${actor.ip}`);
+  }
+
+  /** Changes the password after checking the current one (throttled like a second factor); other sessions end. */
+  async changePassword(
+    userId: number,
+    current: string,
+    next: string,
+    keepSession: string,
+    actor: Actor,
+  ): Promise<void> {
+    const user = await this.db
+      .selectFrom("users")
+      .selectAll()
+      .where("id", "=", userId)
+      .executeTakeFirstOrThrow();
+    const now = this.clock();
+    const key = `password:${userId}`;
+    const reserved = await reserveAttempt(this.db, key, now, this.failureWindowMs);
+    if (reserved.count > this.maxFailures)
+      throw new KeysError("throttled", "too many attempts; try again later", {
+        retryAfterSeconds: Math.max(1, Math.ceil((reserved.windowStart + this.failureWindowMs - now) / 1000)),
+      });
+    const slot = await this.gate.enter(accountKey(user.email), actor.ip, true);
+    if ("refused" in slot)
+      throw new KeysError("throttled", "too many attempts; try again later", { retryAfterSeconds: 1 });
+    try {
+      if (!(await verifyPassword(current, user.password_hash)))
+        throw new KeysError("invalid-credentials", "the current password is not correct");
+    } finally {
+      slot.release();
+    }
+    await clearAttempts(this.db, key);
+    await this.replacePassword(userId, next, keepSession);
+    await this.audit(user.email, "password-changed", `ip ${actor.ip}`);
+  }
+
+  private async replacePassword(userId: number, password: string, keepSession: string | undefined) {
+    const hash = await hashPassword(password);
+    await this.db.transaction().execute(async (tx) => {
+      await tx.updateTable("users").set({ password_hash: hash }).where("id", "=", userId).execute();
+      let others = tx.deleteFrom("sessions").where("user_id", "=", userId);
+      if (keepSession) others = others.where("token_hash", "!=", tokenHash(keepSession));
+      await others.execute();
+    });
+  }
+
+  /** Starts two-factor set-up from the page: a new seed, kept sealed until a code from it confirms it. */
+  async startTwoFactorSetup(userId: number): Promise<{ secret: string; uri: string }> {
+    const user = await this.db
+      .selectFrom("users")
+      .selectAll()
+      .where("id", "=", userId)
+      .executeTakeFirstOrThrow();
+    if (user.totp_secret !== null)
+      throw new KeysError("two-factor-already-enabled", "two-factor authentication is on already");
+    const secret = generateSecret();
+    await this.db
+      .updateTable("users")
+      .set({ totp_pending: this.seeds.seal(secret, userId) })
+      .where("id", "=", userId)
+      .execute();
+    return { secret, uri: generateURI({ issuer: "lightfleet", label: user.email, secret }) };
+  }
+
+  async confirmTwoFactorSetup(userId: number, code: string, actor: Actor): Promise<void> {
+    const user = await this.db
+      .selectFrom("users")
+      .selectAll()
+      .where("id", "=", userId)
+      .executeTakeFirstOrThrow();
+    if (user.totp_secret !== null)
+      throw new KeysError("two-factor-already-enabled", "two-factor authentication is on already");
+    if (user.totp_pending === null)
+      throw new KeysError("two-factor-setup-required", "start the two-factor set-up first");
+    const step = await this.acceptCode(userId, user.email, user.totp_pending, null, code, actor.ip);
+    await this.db
+      .updateTable("users")
+      .set({ totp_secret: user.totp_pending, totp_pending: null, totp_last_step: step })
+      .where("id", "=", userId)
+      .where("totp_pending", "=", user.totp_pending)
+      .execute();
+    await this.audit(user.email, "two-factor-enabled", `ip ${actor.ip}`);
   }
 
   // --- key pairs ---
@@ -310,26 +657,15 @@ export class KeysService {
   /** A new pair; refused when two are active. The count and the insert are one transaction holding the account row. */
   async createKey(
     userId: number,
+    actor?: Actor,
+    name?: string,
   ): Promise<{ accessKeyId: string; secretKey: string; status: "Active"; createdAt: string }> {
     const accessKeyId = newAccessKeyId();
     const secretKey = newSecret();
     const now = this.clock();
     await this.db.transaction().execute(async (tx) => {
-      let lock = tx.selectFrom("users").select("id").where("id", "=", userId);
-      if (this.options.store.kind === "postgres") lock = lock.forUpdate();
-      await lock.executeTakeFirstOrThrow();
-      const { n } = await tx
-        .selectFrom("key_pairs")
-        .select((eb) => eb.fn.countAll<number>().as("n"))
-        .where("user_id", "=", userId)
-        .where("status", "=", "Active")
-        .executeTakeFirstOrThrow();
-      if (Number(n) >= MAX_ACTIVE_KEYS)
-        throw new KeysError(
-          "key-limit-exceeded",
-          `Cannot exceed quota for AccessKeysPerUser: ${MAX_ACTIVE_KEYS}`,
-          { limit: MAX_ACTIVE_KEYS },
-        );
+      await this.holdAccount(tx, userId);
+      await this.checkActiveLimit(tx, userId);
       await tx
         .insertInto("key_pairs")
         .values({
@@ -337,13 +673,88 @@ export class KeysService {
           user_id: userId,
           secret_hash: secretHash(this.options.pepper, secretKey),
           status: "Active",
+          name: name ?? null,
           created_at: now,
           last_used_at: null,
         })
         .execute();
     });
-    await this.audit(await this.emailOf(userId), "key-created", accessKeyId);
+    await this.audit(await this.emailOf(userId), "key-created", withActor(accessKeyId, actor));
     return { accessKeyId, secretKey, status: "Active", createdAt: iso(now)! };
+  }
+
+  private async holdAccount(tx: Transaction<KeysDatabase>, userId: number) {
+    let lock = tx.selectFrom("users").select("id").where("id", "=", userId);
+    if (this.options.store.kind === "postgres") lock = lock.forUpdate();
+    await lock.executeTakeFirstOrThrow();
+  }
+
+  private async checkActiveLimit(tx: Transaction<KeysDatabase>, userId: number) {
+    const { n } = await tx
+      .selectFrom("key_pairs")
+      .select((eb) => eb.fn.countAll<number>().as("n"))
+      .where("user_id", "=", userId)
+      .where("status", "=", "Active")
+      .executeTakeFirstOrThrow();
+    if (Number(n) >= MAX_ACTIVE_KEYS)
+      throw new KeysError(
+        "key-limit-exceeded",
+        `Cannot exceed quota for AccessKeysPerUser: ${MAX_ACTIVE_KEYS}`,
+        { limit: MAX_ACTIVE_KEYS },
+      );
+  }
+
+  /** Renames a pair, or makes it Active or Inactive (activating counts against the limit, like a create). */
+  async updateKey(
+    userId: number,
+    accessKeyId: string,
+    change: { name?: string | null | undefined; status?: KeyStatus | undefined },
+    actor: Actor,
+  ): Promise<OwnKeyPairView> {
+    const found = await this.db.transaction().execute(async (tx) => {
+      await this.holdAccount(tx, userId);
+      const row = await tx
+        .selectFrom("key_pairs")
+        .select("status")
+        .where("access_key_id", "=", accessKeyId)
+        .where("user_id", "=", userId)
+        .executeTakeFirst();
+      if (!row) return false;
+      if (change.status === "Active" && row.status !== "Active") await this.checkActiveLimit(tx, userId);
+      await tx
+        .updateTable("key_pairs")
+        .set({
+          ...(change.status ? { status: change.status } : {}),
+          ...(change.name !== undefined ? { name: change.name } : {}),
+        })
+        .where("access_key_id", "=", accessKeyId)
+        .execute();
+      return true;
+    });
+    if (!found) throw notFound(accessKeyId);
+    const what = [change.status, change.name !== undefined ? "renamed" : undefined]
+      .filter(Boolean)
+      .join(", ");
+    await this.audit(await this.emailOf(userId), "key-updated", withActor(`${accessKeyId} ${what}`, actor));
+    const keys = await this.listOwnKeys(userId);
+    return keys.find((k) => k.accessKeyId === accessKeyId)!;
+  }
+
+  /** The session's own pairs, Active and Inactive, for the page (no key pair needed, and no "last used" touched). */
+  async listOwnKeys(userId: number): Promise<OwnKeyPairView[]> {
+    const rows = await this.db
+      .selectFrom("key_pairs")
+      .select(["access_key_id", "name", "status", "created_at", "last_used_at"])
+      .where("user_id", "=", userId)
+      .orderBy("created_at")
+      .execute();
+    return rows.map((r) => ({
+      accessKeyId: r.access_key_id,
+      name: r.name,
+      status: r.status === "Active" ? "Active" : "Inactive",
+      createdAt: iso(r.created_at)!,
+      lastUsedAt: iso(r.last_used_at),
+    }));
   }
 
   /** Authenticates a key pair (unknown id and wrong secret alike fail) and lists its account's pairs. */
@@ -377,31 +788,29 @@ export class KeysService {
         .set({ last_used_at: now })
         .where("access_key_id", "=", accessKeyId)
         .execute();
-    const rows = await this.db
-      .selectFrom("key_pairs")
-      .select(["access_key_id", "created_at", "last_used_at"])
-      .where("user_id", "=", row.user_id)
-      .where("status", "=", "Active")
-      .orderBy("created_at")
-      .execute();
-    return rows.map((r) => ({
-      accessKeyId: r.access_key_id,
-      status: "Active",
-      createdAt: iso(r.created_at)!,
-      lastUsedAt: iso(r.last_used_at),
+    return (await this.listOwnKeys(row.user_id)).map(({ name: _name, ...view }) => ({
+      ...view,
+      // This very request used the key: its own row shows it even within the minute's resolution.
+      lastUsedAt: view.accessKeyId === accessKeyId && view.lastUsedAt === null ? iso(now) : view.lastUsedAt,
     }));
   }
 
   /** Deletes one of the caller's pairs; someone else's is as unknown as a missing one. */
-  async deleteKey(userId: number, accessKeyId: string): Promise<void> {
+  async deleteKey(userId: number, accessKeyId: string, actor?: Actor): Promise<void> {
     const result = await this.db
       .deleteFrom("key_pairs")
       .where("access_key_id", "=", accessKeyId)
       .where("user_id", "=", userId)
       .executeTakeFirst();
-    if (Number(result.numDeletedRows) !== 1)
-      throw new KeysError("key-not-found", `no key pair ${accessKeyId} on this account`);
-    await this.audit(await this.emailOf(userId), "key-deleted", accessKeyId);
+    if (Number(result.numDeletedRows) !== 1) {
+      await this.audit(
+        await this.emailOf(userId),
+        "key-delete-failed",
+        withActor(ACCESS_KEY_ID.test(accessKeyId) ? accessKeyId : "(not a key id)", actor),
+      );
+      throw notFound(accessKeyId);
+    }
+    await this.audit(await this.emailOf(userId), "key-deleted", withActor(accessKeyId, actor));
   }
 
   // --- audit trail ---
@@ -419,6 +828,17 @@ export class KeysService {
     return rows.map((r) => ({ at: iso(Number(r.at))!, email: r.email, event: r.event, detail: r.detail }));
   }
 
+  /** The account's own trail, for the page. */
+  async accountAudit(userId: number, limit = 50) {
+    const email = await this.emailOf(userId);
+    return email ? this.listAudit({ email, limit }) : [];
+  }
+
+  /** Records something that happened outside the service's own calls (a refused cross-site request). */
+  async record(event: AuditEvent, detail: string, email: string | null = null): Promise<void> {
+    await this.audit(email, event, detail);
+  }
+
   private async audit(email: string | null, event: AuditEvent, detail: string): Promise<void> {
     await this.db
       .insertInto("audit")
@@ -431,37 +851,49 @@ export class KeysService {
     return row?.email ?? null;
   }
 
-  // --- throttling ---
+  // --- retention ---
 
-  private async checkThrottle(keys: string[]): Promise<void> {
+  /**
+   * Drops what no longer counts: throttle rows whose window has ended, audit entries past the retention, and failed
+   * logins for emails with no account past the shorter one (anyone can make those, as many as the throttle lets them).
+   */
+  async prune(): Promise<{ throttle: number; audit: number }> {
     const now = this.clock();
-    const rows = await this.db.selectFrom("throttle").selectAll().where("key", "in", keys).execute();
-    for (const row of rows) {
-      const ends = Number(row.window_start) + this.failureWindowMs;
-      if (row.failures >= this.maxFailures && now < ends)
-        throw new KeysError("throttled", "too many failed attempts; try again later", {
-          retryAfterSeconds: Math.ceil((ends - now) / 1000),
-        });
-    }
+    const throttle = await this.db
+      .deleteFrom("throttle")
+      .where("window_start", "<", now - Math.max(this.failureWindowMs, this.slowDown.maxDelayMs))
+      .executeTakeFirst();
+    const old = await this.db
+      .deleteFrom("audit")
+      .where("at", "<", now - (this.options.auditRetentionMs ?? 90 * 86_400_000))
+      .executeTakeFirst();
+    const strangers = await this.db
+      .deleteFrom("audit")
+      .where("at", "<", now - (this.options.strangerAuditRetentionMs ?? 7 * 86_400_000))
+      .where("event", "in", ["login-failed", "login-throttled", "cross-site-refused"])
+      .where((eb) =>
+        eb.or([eb("email", "is", null), eb("email", "not in", eb.selectFrom("users").select("email"))]),
+      )
+      .executeTakeFirst();
+    return {
+      throttle: Number(throttle.numDeletedRows),
+      audit: Number(old.numDeletedRows) + Number(strangers.numDeletedRows),
+    };
   }
+}
 
-  private async recordFailure(keys: string[]): Promise<void> {
-    const now = this.clock();
-    for (const key of keys) {
-      const row = await this.db.selectFrom("throttle").selectAll().where("key", "=", key).executeTakeFirst();
-      if (!row || now - Number(row.window_start) >= this.failureWindowMs) {
-        await this.db
-          .insertInto("throttle")
-          .values({ key, failures: 1, window_start: now })
-          .onConflict((oc) => oc.column("key").doUpdateSet({ failures: 1, window_start: now }))
-          .execute();
-      } else {
-        await this.db
-          .updateTable("throttle")
-          .set((eb) => ({ failures: eb("failures", "+", 1) }))
-          .where("key", "=", key)
-          .execute();
-      }
-    }
-  }
+const throttled = (retryAfterMs: number, message = "too many attempts; try again later") =>
+  new KeysError("throttled", message, { retryAfterSeconds: Math.max(1, Math.ceil(retryAfterMs / 1000)) });
+
+const withActor = (detail: string, actor: Actor | undefined) =>
+  actor ? `${detail}, ip ${actor.ip}` : detail;
+
+/** A 404 that names the id only when it is one: a 5,000-character "id" is not echoed back. */
+function notFound(accessKeyId: string): KeysError {
+  return new KeysError(
+    "key-not-found",
+    ACCESS_KEY_ID.test(accessKeyId)
+      ? `no key pair ${accessKeyId} on this account`
+      : "no key pair with that id on this account (ids are LFAK and 16 characters)",
+  );
 }

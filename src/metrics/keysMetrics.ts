@@ -9,6 +9,8 @@ export const KEYS_ROUTES = [
   "create-key",
   "list-keys",
   "delete-key",
+  "update-key",
+  "account",
   "page",
   "other",
 ] as const;

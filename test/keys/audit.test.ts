@@ -2,7 +2,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "../support/runCli.js";
-import { Client, PEPPER, startTestKeysApi } from "./support.js";
+import { Client, SECRETS_ENV, startTestKeysApi } from "./support.js";
 
 const PASSWORD = "audit trail password";
 
@@ -40,8 +40,12 @@ describe("key API audit trail", () => {
       "key-created",
       "login",
       "login-failed",
+      "user-added",
     ]);
-    expect(entries.filter((e) => e.event.startsWith("key-")).map((e) => e.detail)).toEqual([id, id]);
+    expect(entries.filter((e) => e.event.startsWith("key-")).map((e) => e.detail)).toEqual([
+      `${id}, ip 127.0.0.1`,
+      `${id}, ip 127.0.0.1`,
+    ]);
     const dump = JSON.stringify(entries);
     expect(dump).not.toContain(created.body.secretKey as string);
     expect(dump).not.toContain(PASSWORD);
@@ -51,14 +55,16 @@ describe("key API audit trail", () => {
     const cli = await runCli(
       ["keys-api", "user", "audit", "--email", "audit@example.org", "--config", config],
       {
-        env: { LIGHTFLEET_KEYS_PEPPER: PEPPER },
+        env: SECRETS_ENV,
       },
     );
     expect(cli.code).toBe(0);
     const lines = cli.stdout.trim().split("\n");
-    expect(lines).toHaveLength(5);
+    expect(lines).toHaveLength(6);
     expect(lines[2]).toMatch(
-      new RegExp(`^\\d{4}-\\d\\d-\\d\\dT[^\\t]+\\tkey-created\\taudit@example\\.org\\t${id}$`),
+      new RegExp(
+        `^\\d{4}-\\d\\d-\\d\\dT[^\\t]+\\tkey-created\\taudit@example\\.org\\t${id}, ip 127\\.0\\.0\\.1$`,
+      ),
     );
     expect(cli.stdout).not.toContain(created.body.secretKey as string);
   });

@@ -351,10 +351,11 @@ function contract(storeName: string, databaseUrl: () => Promise<string | undefin
       expect((await client.request("DELETE", `/v1/keys/${pair.accessKeyId}`)).status).toBe(204);
       const events = await started.api.service.listAudit({ email: dave, limit: 10 });
       expect(events.map((e) => [e.event, e.detail])).toEqual([
-        ["key-deleted", pair.accessKeyId],
-        ["key-created", pair.accessKeyId],
+        ["key-deleted", `${pair.accessKeyId}, ip 127.0.0.1`],
+        ["key-created", `${pair.accessKeyId}, ip 127.0.0.1`],
         ["login", "ip 127.0.0.1"],
         ["login-failed", "ip 127.0.0.1"],
+        ["user-added", "by cli"],
       ]);
       expect(events.every((e) => e.email === dave && e.at === new Date(now).toISOString())).toBe(true);
       const all = JSON.stringify(await started.api.store.db.selectFrom("audit").selectAll().execute());

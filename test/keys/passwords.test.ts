@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { hashPassword, needsRehash, verifyPassword } from "../../src/keys/crypto/passwords.js";
 import { KeysService } from "../../src/keys/service.js";
 import { openKeyStore } from "../../src/keys/store/database.js";
-import { PEPPER } from "./support.js";
+import { PEPPER, SEED_KEY } from "./support.js";
 
 /** A hash as the first releases made them (N=2^15, r=8, p=1). */
 function oldHash(password: string): string {
@@ -48,7 +48,7 @@ describe("password hashing", () => {
     cleanup.push(() => rmSync(dir, { recursive: true, force: true }));
     const store = await openKeyStore(undefined, dir);
     cleanup.push(() => store.close());
-    const service = new KeysService({ store, pepper: Buffer.from(PEPPER) });
+    const service = new KeysService({ store, pepper: Buffer.from(PEPPER), seedKey: Buffer.from(SEED_KEY) });
     await service.addUser("old@example.org", "hunter2hunter2");
     const old = oldHash("hunter2hunter2");
     await store.db.updateTable("users").set({ password_hash: old }).execute();

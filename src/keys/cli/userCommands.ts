@@ -1,9 +1,16 @@
 import { loadConfig, parseConfig } from "../../config/loadConfig.js";
 import type { Config } from "../../config/schema.js";
-import { loadPepper } from "../crypto/secrets.js";
-import { KeysService } from "../service.js";
+import { openService } from "../openService.js";
+import { MIN_PASSWORD_LENGTH } from "../service.js";
+import type { KeysService } from "../service.js";
 import { openKeyStore } from "../store/database.js";
 import { readPassword } from "./readPassword.js";
+
+// `keys-api user list | head`: a reader that goes away ends the listing quietly, as for any Unix tool.
+process.stdout.on("error", (error: NodeJS.ErrnoException) => {
+  if (error.code === "EPIPE") process.exit(0);
+  throw error;
+});
 
 async function withService<T>(
   flags: { config?: string },
@@ -15,20 +22,18 @@ async function withService<T>(
   // directory would otherwise show as "no accounts" from a new, empty one).
   process.stderr.write(`key store: ${store.description}\n`);
   try {
-    return await run(new KeysService({ store, pepper: loadPepper(process.env, config.dataDir).pepper }));
+    return await run(await openService(store, process.env, config));
   } finally {
     await store.close();
   }
 }
 
-const MIN_PASSWORD = 12;
-
 export async function addUser(flags: { config?: string; email: string }): Promise<void> {
   if (!/^[^@\s]+@[^@\s]+$/.test(flags.email))
     throw new Error(`--email: not an email address: ${flags.email}`);
   const password = await readPassword(`Password for ${flags.email}: `);
-  if (password.length < MIN_PASSWORD)
-    throw new Error(`the password must be at least ${MIN_PASSWORD} characters`);
+  if (password.length < MIN_PASSWORD_LENGTH)
+    throw new Error(`the password must be at least ${MIN_PASSWORD_LENGTH} characters`);
   await withService(flags, (s) => s.addUser(flags.email, password));
   process.stdout.write(`added ${flags.email.toLowerCase()}\n`);
 }
@@ -45,6 +50,20 @@ export async function listUsers(flags: { config?: string }): Promise<void> {
 export async function disableUser(flags: { config?: string; email: string }): Promise<void> {
   await withService(flags, (s) => s.disableUser(flags.email));
   process.stdout.write(`disabled ${flags.email.toLowerCase()}\n`);
+}
+
+export async function enableUser(flags: { config?: string; email: string }): Promise<void> {
+  await withService(flags, (s) => s.enableUser(flags.email));
+  process.stdout.write(`enabled ${flags.email.toLowerCase()}\n`);
+}
+
+/** Sets a new password (from stdin or a prompt, never argv); every session of the account ends. */
+export async function setPassword(flags: { config?: string; email: string }): Promise<void> {
+  const password = await readPassword(`New password for ${flags.email}: `);
+  if (password.length < MIN_PASSWORD_LENGTH)
+    throw new Error(`the password must be at least ${MIN_PASSWORD_LENGTH} characters`);
+  await withService(flags, (s) => s.setPassword(flags.email, password));
+  process.stdout.write(`password changed for ${flags.email.toLowerCase()}; its sessions have ended\n`);
 }
 
 export async function enableTwoFactor(flags: { config?: string; email: string }): Promise<void> {

@@ -41,23 +41,43 @@ export function tokenHash(token: string): string {
   return createHash("sha256").update(token).digest("hex");
 }
 
-/**
- * The pepper: LIGHTFLEET_KEYS_PEPPER (at least 32 characters) in production; otherwise a random one kept in the data
- * directory, which suits one host (`up`) but must be replaced by the variable when replicas share a database.
- */
-export function loadPepper(
+/** A server secret: from the environment when set (at least 32 characters), else a random one kept in a file. */
+export interface ServerSecret {
+  value: Buffer;
+  /** The file it was kept in when it did not come from the environment. */
+  generated: string | undefined;
+}
+
+function loadSecret(
   env: NodeJS.ProcessEnv,
+  variable: string,
   dataDir: string,
-): { pepper: Buffer; generated: string | undefined } {
-  const fromEnv = env.LIGHTFLEET_KEYS_PEPPER;
+  fileName: string,
+): ServerSecret {
+  const fromEnv = env[variable];
   if (fromEnv !== undefined) {
-    if (fromEnv.length < 32) throw new Error("LIGHTFLEET_KEYS_PEPPER must be at least 32 characters");
-    return { pepper: Buffer.from(fromEnv, "utf8"), generated: undefined };
+    if (fromEnv.length < 32) throw new Error(`${variable} must be at least 32 characters`);
+    return { value: Buffer.from(fromEnv, "utf8"), generated: undefined };
   }
-  const file = join(resolve(dataDir), "keys-pepper");
+  const file = join(resolve(dataDir), fileName);
   if (!existsSync(file)) {
     mkdirSync(dirname(file), { recursive: true });
     writeFileSync(file, randomBytes(32).toString("base64url"), { mode: 0o600, flag: "wx" });
   }
-  return { pepper: Buffer.from(readFileSync(file, "utf8").trim(), "utf8"), generated: file };
+  return { value: Buffer.from(readFileSync(file, "utf8").trim(), "utf8"), generated: file };
+}
+
+/**
+ * The server's two secrets: the pepper of the secret hashes (LIGHTFLEET_KEYS_PEPPER) and the key TOTP seeds are
+ * encrypted under (LIGHTFLEET_KEYS_SEED_KEY). Without the variables each is a random one kept in the data directory,
+ * which suits one host (`up`) but not replicas sharing a database: those refuse to start without them.
+ */
+export function loadServerSecrets(
+  env: NodeJS.ProcessEnv,
+  dataDir: string,
+): { pepper: ServerSecret; seedKey: ServerSecret } {
+  return {
+    pepper: loadSecret(env, "LIGHTFLEET_KEYS_PEPPER", dataDir, "keys-pepper"),
+    seedKey: loadSecret(env, "LIGHTFLEET_KEYS_SEED_KEY", dataDir, "keys-seed-key"),
+  };
 }

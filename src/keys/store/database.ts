@@ -1,4 +1,4 @@
-import { mkdirSync } from "node:fs";
+import { chmodSync, closeSync, mkdirSync, openSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import Database from "better-sqlite3";
 import { Kysely, Migrator, PostgresDialect, SqliteDialect } from "kysely";
@@ -47,6 +47,10 @@ export async function openKeyStore(databaseUrl: string | undefined, dataDir: str
       ? resolve(databaseUrl.slice("sqlite:".length))
       : join(resolve(dataDir), "keys.sqlite");
     mkdirSync(dirname(path), { recursive: true });
+    // Owner-only, like the pepper beside it: the file holds password hashes and sealed seeds. SQLite gives its -wal
+    // and -shm files the database file's mode.
+    closeSync(openSync(path, "a", 0o600));
+    chmodSync(path, 0o600);
     const sqlite = new Database(path);
     sqlite.pragma("journal_mode = WAL");
     sqlite.pragma("foreign_keys = ON");

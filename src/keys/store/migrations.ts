@@ -57,6 +57,27 @@ const migrations: Record<string, Migration> = {
       await db.schema.createIndex("audit_at").on("audit").column("at").execute();
     },
   },
+  "0003_throttle_names_sessions": {
+    async up(db: Kysely<unknown>) {
+      const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
+      // The last evaluated attempt of a key, for the per-account slow-down.
+      await db.schema.alterTable("throttle").addColumn("last_at", "bigint").execute();
+      await db.schema.createIndex("throttle_window").on("throttle").column("window_start").execute();
+      // Sealed seeds are longer than clear ones (SQLite does not enforce varchar lengths).
+      if (postgres)
+        await db.schema
+          .alterTable("users")
+          .alterColumn("totp_secret", (c) => c.setDataType("varchar(255)"))
+          .execute();
+      // A seed set up from the page waits here until a code confirms it.
+      await db.schema.alterTable("users").addColumn("totp_pending", "varchar(255)").execute();
+      await db.schema.alterTable("key_pairs").addColumn("name", "varchar(64)").execute();
+      await db.schema.alterTable("sessions").addColumn("id", "varchar(16)").execute();
+      await db.schema.alterTable("sessions").addColumn("ip", "varchar(64)").execute();
+      await db.schema.alterTable("sessions").addColumn("user_agent", "varchar(255)").execute();
+      await db.schema.createIndex("audit_email").on("audit").columns(["email", "at"]).execute();
+    },
+  },
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -5,8 +5,10 @@ export interface UsersTable {
   id: Generated<number>;
   email: string;
   password_hash: string;
-  /** Base32 TOTP secret; null until two-factor authentication is enabled. */
+  /** TOTP seed sealed under the seed key (see crypto/seedCipher.ts); null until two-factor authentication is on. */
   totp_secret: string | null;
+  /** A sealed seed set up from the page, waiting for a code to confirm it. */
+  totp_pending: string | null;
   /** Highest TOTP time step accepted, so a code is never accepted twice. */
   totp_last_step: number | null;
   disabled: number;
@@ -21,6 +23,10 @@ export interface SessionsTable {
   two_factor_pending: number;
   created_at: number;
   last_seen_at: number;
+  /** A short public id for the session list (never the cookie or its hash). */
+  id: string | null;
+  ip: string | null;
+  user_agent: string | null;
 }
 
 export interface KeyPairsTable {
@@ -28,16 +34,21 @@ export interface KeyPairsTable {
   user_id: number;
   /** HMAC-SHA256 of the secret under the server's pepper. */
   secret_hash: string;
+  /** "Active" or "Inactive". */
   status: string;
+  /** The owner's label for the pair. */
+  name: string | null;
   created_at: number;
   last_used_at: number | null;
 }
 
 export interface ThrottleTable {
-  /** "account:<email>" or "ip:<address>". */
+  /** "pair:<account>|<address>", "account:<account>", "ip:<address>" or "totp:<user id>"; accounts as hashes. */
   key: string;
+  /** Attempts counted in the window (reserved before evaluation; a success is taken back). */
   failures: number;
   window_start: number;
+  last_at: number | null;
 }
 
 /** Who did what: logins, second factors, key creation and deletion. Never a password, secret or session id. */
@@ -56,8 +67,19 @@ export const AUDIT_EVENTS = [
   "two-factor",
   "two-factor-failed",
   "logout",
+  "login-throttled",
+  "cross-site-refused",
   "key-created",
   "key-deleted",
+  "key-delete-failed",
+  "key-updated",
+  "session-revoked",
+  "password-changed",
+  "two-factor-enabled",
+  "two-factor-disabled",
+  "user-added",
+  "user-disabled",
+  "user-enabled",
 ] as const;
 export type AuditEvent = (typeof AUDIT_EVENTS)[number];
 

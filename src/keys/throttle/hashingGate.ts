@@ -1,0 +1,65 @@
+/**
+ * Bounds the password hashing a process does at once: per account and per address (a burst from one source is
+ * refused at once rather than queued) and in all (FIFO queues, themselves bounded). scrypt takes a core for about
+ * half a second; without these bounds a burst of wrong passwords makes everyone's login wait behind it. A browser the
+ * account logged in from before (its device cookie) waits in a queue of its own that goes first, so a burst from
+ * many addresses delays the accounts' owners by the checks already running, not by the whole queue.
+ */
+export interface HashingGateLimits {
+  perAccount: number;
+  perAddress: number;
+  total: number;
+  /** Logins waiting for a free slot; more are refused. */
+  queue: number;
+}
+
+export type GateRefusal = "account" | "address" | "busy";
+
+export class HashingGate {
+  private readonly byAccount = new Map<string, number>();
+  private readonly byAddress = new Map<string, number>();
+  private running = 0;
+  private readonly waiting: Array<() => void> = [];
+  private readonly trustedWaiting: Array<() => void> = [];
+
+  constructor(private readonly limits: HashingGateLimits) {}
+
+  /**
+   * A slot for one password check, or why there is none. `trusted` (a browser the account logged in from before)
+   * skips the per-account bound, so attempts from others do not crowd the owner out.
+   */
+  async enter(
+    account: string,
+    address: string,
+    trusted: boolean,
+  ): Promise<{ release: () => void } | { refused: GateRefusal }> {
+    if (!trusted && (this.byAccount.get(account) ?? 0) >= this.limits.perAccount)
+      return { refused: "account" };
+    if ((this.byAddress.get(address) ?? 0) >= this.limits.perAddress) return { refused: "address" };
+    const queue = trusted ? this.trustedWaiting : this.waiting;
+    if (this.running >= this.limits.total && queue.length >= this.limits.queue) return { refused: "busy" };
+    bump(this.byAccount, account, 1);
+    bump(this.byAddress, address, 1);
+    if (this.running >= this.limits.total) await new Promise<void>((resolve) => queue.push(resolve));
+    else this.running++;
+    let released = false;
+    return {
+      release: () => {
+        if (released) return;
+        released = true;
+        bump(this.byAccount, account, -1);
+        bump(this.byAddress, address, -1);
+        const next = this.trustedWaiting.shift() ?? this.waiting.shift();
+        // The slot passes straight to the next in line; `running` stays the same.
+        if (next) next();
+        else this.running--;
+      },
+    };
+  }
+}
+
+function bump(counts: Map<string, number>, key: string, by: number): void {
+  const n = (counts.get(key) ?? 0) + by;
+  if (n <= 0) counts.delete(key);
+  else counts.set(key, n);
+}

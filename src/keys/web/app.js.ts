@@ -1,0 +1,308 @@
+/**
+ * The page's script (plain browser JavaScript, served as /app.js). Everything the session can do: log in with the
+ * second factor, list, name, deactivate, activate and delete its pairs, create one (secret shown once, copy and
+ * download, "I have saved it" before it goes), set up two-factor authentication, change the password, see and end
+ * sessions, read the account's audit trail. Focus moves to each new step; text is set with textContent only.
+ */
+export const APP_JS = String.raw`"use strict";
+const $ = (id) => document.getElementById(id);
+const state = { me: null, keys: [], created: null, deleting: null };
+
+function say(message) { $("status").textContent = message; }
+function fail(message) { $("error").textContent = message; }
+function focusOn(id) { const el = $(id); if (el) el.focus(); }
+
+async function api(method, path, body) {
+  $("error").textContent = "";
+  const response = await fetch(path, {
+    method, credentials: "same-origin",
+    headers: body === undefined ? {} : { "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  if (response.status === 204) return {};
+  const data = await response.json().catch(() => ({}));
+  if (!response.ok) {
+    let message = data.detail || data.title || "the request failed";
+    if (response.status === 429) message += " (try again in " + response.headers.get("retry-after") + " s)";
+    const error = new Error(message);
+    error.code = data.code; error.status = response.status;
+    throw error;
+  }
+  return data;
+}
+
+/** A failure: a lost session goes back to the login step, anything else is shown. */
+function handle(error) {
+  if (error && error.code === "session-required") { show("login"); fail("Your session has ended: log in again."); return; }
+  fail(error && error.message ? error.message : String(error));
+}
+
+function show(step) {
+  $("login").hidden = step !== "login";
+  $("twofactor").hidden = step !== "twofactor";
+  $("app").hidden = step !== "app";
+  $("account-bar").hidden = step !== "app";
+  const heading = { login: "login-title", twofactor: "twofactor-title", app: "keys-title" }[step];
+  focusOn(heading);
+}
+
+function relative(iso) {
+  const seconds = Math.round((Date.now() - Date.parse(iso)) / 1000);
+  const units = [["year", 31536000], ["month", 2592000], ["day", 86400], ["hour", 3600], ["minute", 60]];
+  const format = new Intl.RelativeTimeFormat("en", { numeric: "auto" });
+  for (const [unit, size] of units) if (Math.abs(seconds) >= size) return format.format(-Math.round(seconds / size), unit);
+  return "just now";
+}
+function timeCell(iso, never) {
+  const td = document.createElement("td");
+  if (!iso) { td.textContent = never; return td; }
+  const time = document.createElement("time");
+  time.dateTime = iso; time.title = new Date(iso).toLocaleString(); time.textContent = relative(iso);
+  td.append(time);
+  return td;
+}
+function cell(label, content) {
+  const td = content instanceof HTMLElement && content.tagName === "TD" ? content : document.createElement("td");
+  if (!(content instanceof HTMLElement && content.tagName === "TD")) {
+    if (content instanceof Node) td.append(content); else td.textContent = content;
+  }
+  td.dataset.label = label;
+  return td;
+}
+function button(text, label, onClick, kind) {
+  const b = document.createElement("button");
+  b.type = "button"; b.textContent = text; b.setAttribute("aria-label", label);
+  if (kind) b.className = kind;
+  b.addEventListener("click", onClick);
+  return b;
+}
+
+async function loadKeys() {
+  const { keys } = await api("GET", "/v1/user/keys");
+  state.keys = keys;
+  const active = keys.filter((k) => k.status === "Active").length;
+  const limit = state.me ? state.me.keyLimit : 2;
+  $("quota").textContent = active + " of " + limit + " active keys. Deactivate a key before deleting it.";
+  $("create").disabled = active >= limit || state.created !== null;
+  const rows = $("key-rows"); rows.textContent = "";
+  $("no-keys").hidden = keys.length > 0;
+  $("key-table").hidden = keys.length === 0;
+  for (const k of keys) {
+    const tr = document.createElement("tr");
+    tr.dataset.id = k.accessKeyId;
+    const badge = document.createElement("span");
+    badge.className = "badge " + k.status.toLowerCase(); badge.textContent = k.status;
+    const code = document.createElement("code"); code.textContent = k.accessKeyId;
+    tr.append(
+      cell("Name", k.name || "(no name)"), cell("Access key id", code), cell("Status", badge),
+      cell("Created", timeCell(k.createdAt, "")), cell("Last used", timeCell(k.lastUsedAt, "never")),
+    );
+    const actions = cell("Actions", "");
+    const who = (k.name ? k.name + " " : "") + k.accessKeyId;
+    actions.append(button("Rename", "Rename " + who, () => rename(k)));
+    if (k.status === "Active") actions.append(button("Deactivate", "Deactivate " + who, () => setStatus(k, "Inactive")));
+    else {
+      actions.append(button("Activate", "Activate " + who, () => setStatus(k, "Active")));
+      actions.append(button("Delete", "Delete " + who, () => askDelete(k), "danger"));
+    }
+    tr.append(actions);
+    rows.append(tr);
+  }
+}
+
+async function setStatus(k, status) {
+  try {
+    await api("PATCH", "/v1/keys/" + encodeURIComponent(k.accessKeyId), { status });
+    await loadKeys(); await loadAudit();
+    say(k.accessKeyId + " is now " + status);
+    const row = document.querySelector('tr[data-id="' + k.accessKeyId + '"] button');
+    if (row) row.focus();
+  } catch (error) { handle(error); }
+}
+
+function rename(k) {
+  const row = document.querySelector('tr[data-id="' + k.accessKeyId + '"]');
+  const td = row.querySelector("td");
+  td.textContent = "";
+  const form = document.createElement("form");
+  const id = "rename-" + k.accessKeyId;
+  const label = document.createElement("label"); label.htmlFor = id; label.textContent = "New name";
+  const input = document.createElement("input"); input.id = id; input.maxLength = 64; input.value = k.name || "";
+  const save = document.createElement("button"); save.type = "submit"; save.textContent = "Save";
+  form.append(label, input, save);
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    try {
+      const name = input.value.trim();
+      await api("PATCH", "/v1/keys/" + encodeURIComponent(k.accessKeyId), { name: name === "" ? null : name });
+      await loadKeys(); await loadAudit();
+      say("renamed " + k.accessKeyId);
+    } catch (error) { handle(error); }
+  });
+  td.append(form);
+  input.focus();
+}
+
+function askDelete(k) {
+  state.deleting = k;
+  $("delete-id").textContent = k.accessKeyId;
+  $("delete-confirm").value = "";
+  $("delete-go").disabled = true;
+  $("delete-dialog").hidden = false;
+  focusOn("delete-title");
+}
+$("delete-confirm").addEventListener("input", () => {
+  $("delete-go").disabled = !state.deleting || $("delete-confirm").value.trim() !== state.deleting.accessKeyId;
+});
+$("delete-cancel").addEventListener("click", () => {
+  $("delete-dialog").hidden = true; state.deleting = null; focusOn("keys-title");
+});
+$("delete-go").addEventListener("click", async () => {
+  const k = state.deleting;
+  if (!k || $("delete-confirm").value.trim() !== k.accessKeyId) return;
+  try {
+    await api("DELETE", "/v1/keys/" + encodeURIComponent(k.accessKeyId));
+    $("delete-dialog").hidden = true; state.deleting = null;
+    await loadKeys(); await loadAudit();
+    say("deleted " + k.accessKeyId);
+    focusOn("keys-title");
+  } catch (error) { handle(error); }
+});
+
+$("create-form").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  try {
+    const name = $("key-name").value.trim();
+    const k = await api("POST", "/v1/keys/", name ? { name } : {});
+    state.created = k;
+    $("key-name").value = "";
+    $("created-id").textContent = k.accessKeyId;
+    $("created-secret").textContent = k.secretKey;
+    $("saved").checked = false; $("done").disabled = true;
+    $("created").hidden = false;
+    await loadKeys(); await loadAudit();
+    focusOn("created-title");
+  } catch (error) {
+    if (error.code === "key-limit-exceeded") fail("You have " + (state.me ? state.me.keyLimit : 2) + " active keys, the most allowed: deactivate one (and delete it if it is no longer needed) to create another.");
+    else handle(error);
+  }
+});
+async function copy(text, what) {
+  try { await navigator.clipboard.writeText(text); say(what + " copied"); }
+  catch { fail("Copying is not allowed here: select the text and copy it by hand."); }
+}
+$("copy-id").addEventListener("click", () => copy(state.created.accessKeyId, "access key id"));
+$("copy-secret").addEventListener("click", () => copy(state.created.secretKey, "secret access key"));
+$("download").addEventListener("click", () => {
+  const k = state.created;
+  const csv = "Access key ID,Secret access key\r\n" + k.accessKeyId + "," + k.secretKey + "\r\n";
+  const a = document.createElement("a");
+  a.href = URL.createObjectURL(new Blob([csv], { type: "text/csv" }));
+  a.download = "lightfleet-" + k.accessKeyId + ".csv";
+  document.body.append(a); a.click(); a.remove();
+  setTimeout(() => URL.revokeObjectURL(a.href), 0);
+  say("downloaded " + a.download);
+});
+$("saved").addEventListener("change", () => { $("done").disabled = !$("saved").checked; });
+$("done").addEventListener("click", async () => {
+  state.created = null;
+  $("created-id").textContent = ""; $("created-secret").textContent = "";
+  $("created").hidden = true;
+  focusOn("keys-title");
+  await loadKeys().catch(handle);
+});
+
+async function loadSecurity() {
+  $("tf-state").textContent = state.me.twoFactor ? "On: logins ask for a code from your authenticator app." : "Off: anyone with your password can log in.";
+  $("tf-start").hidden = state.me.twoFactor;
+  if (state.me.twoFactor) $("tf-setup").hidden = true;
+}
+$("tf-start").addEventListener("click", async () => {
+  try {
+    const setup = await api("POST", "/v1/user/twofactor/setup", {});
+    $("tf-qr").src = "data:image/svg+xml;base64," + btoa(setup.qrSvg);
+    $("tf-secret").textContent = setup.secret;
+    $("tf-setup").hidden = false;
+    focusOn("tf-setup-title");
+  } catch (error) { handle(error); }
+});
+$("tf-confirm-form").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  try {
+    await api("POST", "/v1/user/twofactor/confirm", { token: $("tf-code").value });
+    $("tf-code").value = ""; $("tf-secret").textContent = ""; $("tf-qr").removeAttribute("src");
+    state.me = await api("GET", "/v1/user/me");
+    await loadSecurity(); await loadAudit();
+    say("two-factor authentication is on");
+    focusOn("security-title");
+  } catch (error) { handle(error); }
+});
+$("password-form").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  try {
+    await api("POST", "/v1/user/password", { currentPassword: $("pw-current").value, newPassword: $("pw-new").value });
+    $("pw-current").value = ""; $("pw-new").value = "";
+    await loadSessions(); await loadAudit();
+    say("password changed; your other sessions have ended");
+  } catch (error) { handle(error); }
+});
+
+async function loadSessions() {
+  const { sessions } = await api("GET", "/v1/user/sessions");
+  const list = $("session-list"); list.textContent = "";
+  for (const s of sessions) {
+    const li = document.createElement("li");
+    const text = document.createElement("span");
+    text.textContent = (s.current ? "This session" : "Session") + " from " + (s.ip || "an unknown address") +
+      (s.userAgent ? ", " + s.userAgent.slice(0, 80) : "") + ", last active " + relative(s.lastSeenAt);
+    li.append(text);
+    if (!s.current) li.append(document.createTextNode(" "), button("End", "End session from " + (s.ip || "unknown"), async () => {
+      try { await api("DELETE", "/v1/user/sessions/" + encodeURIComponent(s.id)); await loadSessions(); await loadAudit(); say("session ended"); focusOn("sessions-title"); }
+      catch (error) { handle(error); }
+    }));
+    list.append(li);
+  }
+}
+async function loadAudit() {
+  const { entries } = await api("GET", "/v1/user/audit");
+  const list = $("audit-list"); list.textContent = "";
+  for (const entry of entries.slice(0, 20)) {
+    const li = document.createElement("li");
+    const time = document.createElement("time");
+    time.dateTime = entry.at; time.title = new Date(entry.at).toLocaleString(); time.textContent = relative(entry.at);
+    li.append(time, document.createTextNode(": " + entry.event + (entry.detail ? " (" + entry.detail + ")" : "")));
+    list.append(li);
+  }
+}
+
+async function enter() {
+  state.me = await api("GET", "/v1/user/me");
+  if (state.me.twoFactorPending) { show("twofactor"); return; }
+  $("who").textContent = state.me.email;
+  show("app");
+  await Promise.all([loadKeys(), loadSecurity(), loadSessions(), loadAudit()]);
+}
+
+$("login-form").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  try {
+    await api("POST", "/v1/user/login", { email: $("email").value, password: $("password").value });
+    $("password").value = "";
+    await enter();
+  } catch (error) { handle(error); }
+});
+$("twofactor-form").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  try { await api("POST", "/v1/user/login/twofactor", { token: $("token").value }); $("token").value = ""; await enter(); }
+  catch (error) { handle(error); }
+});
+$("logout").addEventListener("click", async () => {
+  await api("POST", "/v1/user/logout").catch(() => {});
+  state.me = null; state.created = null;
+  $("created").hidden = true; $("created-secret").textContent = ""; $("key-rows").textContent = "";
+  show("login");
+});
+
+// A reload keeps the session: ask who is logged in before showing anything.
+api("GET", "/v1/user/me").then(() => enter(), () => { $("error").textContent = ""; show("login"); }).catch(handle);
+`;
