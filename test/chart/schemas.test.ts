@@ -84,7 +84,8 @@ describe("the network part of values.schema.json and of the LightNodePool CRD", 
     const health = everyOption(
       healthSchema.parse({}) as Record<string, unknown>,
       durationKeys(spec.properties!.health!),
-      { maxLagSeconds: "30s", peerHaltAfter: "2m" },
+      // Options without a default (derived from the block time when left out).
+      { maxLagSeconds: "30s", peerHaltAfter: "2m", stallAfter: "3m" },
     );
     const scaling = everyOption(
       scalingSchema.parse({}) as Record<string, unknown>,

@@ -221,14 +221,15 @@ export class StatusWriter {
       uid: this.options.fleet.podUid(network, name),
     });
     const events = eventsOfRound(output.decisions, pod);
+    const poolTarget = {
+      kind: "LightNodePool" as const,
+      apiVersion: API_VERSION,
+      namespace: pool.namespace,
+      name: pool.name,
+    };
     if (output.systemic)
       events.push({
-        target: {
-          kind: "LightNodePool",
-          apiVersion: API_VERSION,
-          namespace: pool.namespace,
-          name: pool.name,
-        },
+        target: poolTarget,
         type: "Warning",
         reason: "SystemicFailure",
         action: "FailStatic",
@@ -236,12 +237,7 @@ export class StatusWriter {
       });
     if (output.failStaticReleased)
       events.push({
-        target: {
-          kind: "LightNodePool",
-          apiVersion: API_VERSION,
-          namespace: pool.namespace,
-          name: pool.name,
-        },
+        target: poolTarget,
         type: "Warning",
         reason: "FailStaticReleased",
         action: "FailStatic",
