@@ -45,6 +45,8 @@ export interface ControlPlane {
   ): Promise<string>;
   /** Every request the API server answered, from its audit log (level Metadata), oldest first. */
   auditEvents(): Promise<AuditEvent[]>;
+  /** The audit log itself (JSON lines), for readers that must not load it whole. */
+  auditLogFile: string;
   /** Recent output of a component, for failure messages. */
   logs(component: "etcd" | "kube-apiserver" | "kube-controller-manager"): string;
   stop(): Promise<void>;
@@ -247,6 +249,7 @@ export async function startControlPlane(
       adminKubeconfigFile,
       withToken,
       serviceAccountToken,
+      auditLogFile: auditLog,
       async auditEvents() {
         const text = await readFile(auditLog, "utf8").catch(() => "");
         return text
