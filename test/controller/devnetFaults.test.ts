@@ -1,7 +1,5 @@
-import { afterAll, afterEach, describe, expect, it } from "vitest";
-import type { EngineOutput } from "../../src/health/types.js";
-import { startDevnetFleet, type DevnetFleet } from "../support/devnetFleet.js";
-import { anvilsUnder } from "../support/processTree.js";
+import { describe, expect, it } from "vitest";
+import { restartsOf, routedFleets, statusIn } from "../support/devnetFleet.js";
 import { waitFor } from "../support/waitFor.js";
 
 const BLOCK_MS = 500;
@@ -19,37 +17,7 @@ const HEALTH = {
 };
 const NODE = "devnet-light-1";
 
-let current: DevnetFleet | undefined;
-afterEach(async () => {
-  await current?.stop();
-  current = undefined;
-});
-afterAll(() => {
-  const anvils = anvilsUnder(process.pid);
-  expect(anvils, "anvil processes left behind").toEqual([]);
-});
-
-async function healthyFleet(health: Record<string, unknown> = {}): Promise<DevnetFleet> {
-  current = await startDevnetFleet({
-    lightNodes: 3,
-    blockTimeMs: BLOCK_MS,
-    health: { ...HEALTH, ...health },
-  });
-  const fleet = current;
-  await waitFor(() => fleet.routed().length === 3, {
-    what: "all three light nodes routed",
-    timeoutMs: 20_000,
-  });
-  return fleet;
-}
-
-function statusIn(output: EngineOutput, node: string) {
-  return output.nodes.find((n) => n.name === node);
-}
-
-function restartsOf(f: DevnetFleet, node: string) {
-  return f.fleet.members("devnet").find((m) => m.name === node)?.restarts ?? [];
-}
+const healthyFleet = routedFleets({ blockTimeMs: BLOCK_MS, health: HEALTH });
 
 describe("controller on a real devnet", () => {
   it("takes a lagging node out of routing within unhealthyAfter probes of crossing the threshold, and back after healthyAfter", async () => {

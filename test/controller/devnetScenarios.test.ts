@@ -1,7 +1,5 @@
-import { afterAll, afterEach, describe, expect, it } from "vitest";
-import type { EngineOutput } from "../../src/health/types.js";
-import { startDevnetFleet, type DevnetFleet } from "../support/devnetFleet.js";
-import { anvilsUnder } from "../support/processTree.js";
+import { describe, expect, it } from "vitest";
+import { restartsOf, routedFleets, statusIn } from "../support/devnetFleet.js";
 import { waitFor } from "../support/waitFor.js";
 
 /**
@@ -20,32 +18,7 @@ const HEALTH = {
   startupGrace: "20s",
 };
 
-let current: DevnetFleet | undefined;
-afterEach(async () => {
-  await current?.stop();
-  current = undefined;
-});
-afterAll(() => {
-  expect(anvilsUnder(process.pid), "anvil processes left behind").toEqual([]);
-});
-
-async function healthyFleet(health: Record<string, unknown> = {}): Promise<DevnetFleet> {
-  current = await startDevnetFleet({
-    lightNodes: 3,
-    blockTimeMs: BLOCK_MS,
-    health: { ...HEALTH, ...health },
-  });
-  const fleet = current;
-  await waitFor(() => fleet.routed().length === 3, {
-    what: "all three light nodes routed",
-    timeoutMs: 20_000,
-  });
-  return fleet;
-}
-
-const statusIn = (output: EngineOutput, node: string) => output.nodes.find((n) => n.name === node);
-const restartsOf = (f: DevnetFleet, node: string) =>
-  f.fleet.members("devnet").find((m) => m.name === node)?.restarts ?? [];
+const healthyFleet = routedFleets({ blockTimeMs: BLOCK_MS, health: HEALTH });
 
 describe("health decisions on a real devnet when several things break", () => {
   it("a full node killed and healed never pulls the reference back, and a stalled light node is still seen Lagging", async () => {

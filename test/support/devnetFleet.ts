@@ -8,8 +8,11 @@ import type { EngineOutput } from "../../src/health/types.js";
 import { silentLogger, type Logger } from "../../src/log/logger.js";
 import { createControllerMetrics } from "../../src/metrics/controllerMetrics.js";
 import { createRegistry } from "../../src/metrics/registry.js";
+import { afterAll, afterEach, expect } from "vitest";
 import { testNetwork } from "../controller/testNetwork.js";
 import { startTestDevnet } from "./devnet.js";
+import { anvilsUnder } from "./processTree.js";
+import { waitFor } from "./waitFor.js";
 
 /** A light node as `up` runs it on the devnet: an empty anvil from the shared genesis, mined only by the driver. */
 export const ANVIL_LIGHT_NODE = [
@@ -110,3 +113,39 @@ export async function startDevnetFleet(options: DevnetFleetOptions): Promise<Dev
     stop,
   };
 }
+
+/**
+ * For a test file whose tests each need a devnet fleet of three light nodes, all routed: returns `healthyFleet(health)`,
+ * which starts one (HEALTH merged with the test's own) and waits until every node is routed. Each fleet is stopped
+ * after its test, and the file fails if an anvil outlives it.
+ */
+export function routedFleets(base: { blockTimeMs: number; health: Record<string, unknown> }) {
+  let current: DevnetFleet | undefined;
+  afterEach(async () => {
+    await current?.stop();
+    current = undefined;
+  });
+  afterAll(() => {
+    expect(anvilsUnder(process.pid), "anvil processes left behind").toEqual([]);
+  });
+  return async (health: Record<string, unknown> = {}): Promise<DevnetFleet> => {
+    current = await startDevnetFleet({
+      lightNodes: 3,
+      blockTimeMs: base.blockTimeMs,
+      health: { ...base.health, ...health },
+    });
+    const fleet = current;
+    await waitFor(() => fleet.routed().length === 3, {
+      what: "all three light nodes routed",
+      timeoutMs: 20_000,
+    });
+    return fleet;
+  };
+}
+
+/** NODE's status in one engine round. */
+export const statusIn = (output: EngineOutput, node: string) => output.nodes.find((n) => n.name === node);
+
+/** The restarts the fleet made of NODE so far. */
+export const restartsOf = (f: DevnetFleet, node: string) =>
+  f.fleet.members("devnet").find((m) => m.name === node)?.restarts ?? [];
