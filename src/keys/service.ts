@@ -316,24 +316,21 @@ export class KeysService {
       );
     try {
       const now = this.clock();
-      const pair = await reserveAttempt(this.db, pairKey, now, this.failureWindowMs);
-      if (pair.count > this.maxFailures)
-        return await this.refuseLogin(
-          normalized,
-          ip,
-          pairKey,
-          pair.windowStart + this.failureWindowMs,
-          "pair",
-        );
-      const address = await reserveAttempt(this.db, addressKey, now, this.failureWindowMs);
-      if (address.count > this.maxAddressFailures)
-        return await this.refuseLogin(
-          normalized,
-          ip,
-          addressKey,
-          address.windowStart + this.failureWindowMs,
-          "address",
-        );
+      const windows = [
+        { key: pairKey, limit: this.maxFailures, scope: "pair" },
+        { key: addressKey, limit: this.maxAddressFailures, scope: "address" },
+      ] as const;
+      for (const { key, limit, scope } of windows) {
+        const attempts = await reserveAttempt(this.db, key, now, this.failureWindowMs);
+        if (attempts.count > limit)
+          return await this.refuseLogin(
+            normalized,
+            ip,
+            key,
+            attempts.windowStart + this.failureWindowMs,
+            scope,
+          );
+      }
       if (trusted) await reserveAttempt(this.db, accountSlowKey, now, this.failureWindowMs);
       else {
         const accountSlot = await takeAccountSlot(this.db, accountSlowKey, now, this.slowDown);
