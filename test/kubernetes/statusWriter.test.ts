@@ -91,6 +91,31 @@ describe("status writing at the wire", () => {
   afterEach(() => nock.cleanAll());
   afterAll(() => nock.enableNetConnect());
 
+  /** A status writer whose Events (posted by controller-0) are recorded in `events`. */
+  function writerWithEvents() {
+    const events: Array<Record<string, unknown>> = [];
+    nock(SERVER)
+      .persist()
+      .post("/apis/events.k8s.io/v1/namespaces/eth/events")
+      .reply(201, (_path, body) => {
+        events.push(body as Record<string, unknown>);
+        return body as object;
+      });
+    const recorder = new EventRecorder(kubeConfig, {
+      identity: "controller-0",
+      logger: silentLogger(),
+      clock: () => now,
+    });
+    const writer = new StatusWriter(kubeConfig, {
+      pools: () => new Map([["mainnet", pool]]),
+      fleet,
+      logger: silentLogger(),
+      clock: () => now,
+      events: recorder,
+    });
+    return { writer, events };
+  }
+
   /** Records every write and checks it against the CRD's own schema, as the API server would. */
   function recordWrites() {
     const problems: string[] = [];
@@ -407,26 +432,7 @@ describe("status writing at the wire", () => {
 
   it("records events.k8s.io/v1 Events on transitions and restarts, at most one per pod and reason a minute", async () => {
     recordWrites();
-    const events: Array<Record<string, unknown>> = [];
-    nock(SERVER)
-      .persist()
-      .post("/apis/events.k8s.io/v1/namespaces/eth/events")
-      .reply(201, (_path, body) => {
-        events.push(body as Record<string, unknown>);
-        return body as object;
-      });
-    const recorder = new EventRecorder(kubeConfig, {
-      identity: "controller-0",
-      logger: silentLogger(),
-      clock: () => now,
-    });
-    const writer = new StatusWriter(kubeConfig, {
-      pools: () => new Map([["mainnet", pool]]),
-      fleet,
-      logger: silentLogger(),
-      clock: () => now,
-      events: recorder,
-    });
+    const { writer, events } = writerWithEvents();
     const decisions: EngineOutput["decisions"] = [
       { kind: "transition", node: "light-1", from: "Healthy", to: "Lagging", message: "5 blocks behind" },
       { kind: "restart", node: "light-1", reason: "stall" },
@@ -460,26 +466,7 @@ describe("status writing at the wire", () => {
 
   it("a fail-static hold that ran out says so in the pool's Degraded condition and a Warning Event", async () => {
     const writes = recordWrites();
-    const events: Array<Record<string, unknown>> = [];
-    nock(SERVER)
-      .persist()
-      .post("/apis/events.k8s.io/v1/namespaces/eth/events")
-      .reply(201, (_path, body) => {
-        events.push(body as Record<string, unknown>);
-        return body as object;
-      });
-    const recorder = new EventRecorder(kubeConfig, {
-      identity: "controller-0",
-      logger: silentLogger(),
-      clock: () => now,
-    });
-    const writer = new StatusWriter(kubeConfig, {
-      pools: () => new Map([["mainnet", pool]]),
-      fleet,
-      logger: silentLogger(),
-      clock: () => now,
-      events: recorder,
-    });
+    const { writer, events } = writerWithEvents();
     now = T0;
     await writer.onRound(
       "mainnet",
