@@ -21,12 +21,18 @@ const pool: PoolBinding = {
 function pod(
   name: string,
   ip: string,
-  options: { inSync?: "True" | "False"; gate?: boolean; resourceVersion?: string } = {},
+  options: { inSync?: "True" | "False"; gate?: boolean; resourceVersion?: string; restart?: string } = {},
 ) {
   return {
     apiVersion: "v1",
     kind: "Pod",
-    metadata: { name, namespace: "eth", uid: `uid-${name}`, resourceVersion: options.resourceVersion ?? "1" },
+    metadata: {
+      name,
+      namespace: "eth",
+      uid: `uid-${name}`,
+      resourceVersion: options.resourceVersion ?? "1",
+      ...(options.restart ? { annotations: { "lightfleet.io/restart": options.restart } } : {}),
+    },
     spec: {
       containers: [{ name: "node", image: "light" }],
       ...(options.gate === false ? {} : { readinessGates: [{ conditionType: "lightfleet.io/in-sync" }] }),
@@ -161,6 +167,52 @@ describe("Kubernetes fleet backend at the wire", () => {
         ],
       },
     });
+  });
+
+  it("keeps a newer watched pod over the older one a slow status write returns (an operator's restart is not lost)", async () => {
+    const base = { labelSelector: pool.labelSelector, allowWatchBookmarks: "true", watch: "true" };
+    // The status write lands first (101), then an operator annotates the pod (102), and the watch says so while the
+    // write's answer (the pod as of 101) is still on its way.
+    let written: () => void = () => {};
+    const writeLanded = new Promise<void>((resolve) => (written = resolve));
+    let answer: () => void = () => {};
+    const answered = new Promise<void>((resolve) => (answer = resolve));
+    nock(SERVER)
+      .get(PODS)
+      .query({ labelSelector: pool.labelSelector })
+      .reply(200, {
+        metadata: { resourceVersion: "100" },
+        items: [pod("light-0", "10.0.0.10", { inSync: "True", resourceVersion: "100" })],
+      })
+      .get(PODS)
+      .query({ ...base, resourceVersion: "100" })
+      .reply(200, async () => {
+        await writeLanded;
+        return event(
+          "MODIFIED",
+          pod("light-0", "10.0.0.10", { inSync: "False", resourceVersion: "102", restart: "2026-11-22T12:00:00Z" }),
+        );
+      })
+      .get(PODS)
+      .query({ ...base, resourceVersion: "102" })
+      .delay(60_000)
+      .reply(200, "")
+      .patch(`${PODS}/light-0/status`)
+      .reply(200, async () => {
+        written();
+        await answered;
+        return pod("light-0", "10.0.0.10", { inSync: "False", resourceVersion: "101" });
+      });
+    const fleet = start();
+    await waitFor(() => fleet.members("mainnet").length === 1, { what: "the listed pod" });
+    const writing = fleet.setRouted("mainnet", "light-0", false);
+    await waitFor(() => fleet.members("mainnet")[0]?.restartRequested === true, {
+      what: "the annotated pod from the watch",
+    });
+    answer();
+    await writing;
+    expect(nock.isDone()).toBe(true);
+    expect(fleet.members("mainnet")[0]).toMatchObject({ restartRequested: true, routed: false });
   });
 
   it("restarts through the Eviction API: created is restarted, 429 (a PodDisruptionBudget) is deferred, 404 is gone", async () => {

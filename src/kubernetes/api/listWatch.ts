@@ -3,6 +3,7 @@ import type { KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "../../log/logger.js";
 import type { KubeCacheMetrics, WatchRestartReason } from "../../metrics/kubeCacheMetrics.js";
 import { backoffDelay } from "../../rpc/backoff.js";
+import { olderResourceVersion } from "./resourceVersion.js";
 
 /** What every object kept by a ListWatch has: a name and a resource version. */
 export interface Named {
@@ -67,10 +68,16 @@ export class ListWatch<T extends Named> {
     return this.objects.get(name);
   }
 
-  /** Takes an object the API returned from a write, so the cache does not wait for the watch to see our change. */
+  /**
+   * Takes an object the API returned from a write, so the cache does not wait for the watch to see our change. The
+   * answer may arrive after the watch delivered a later write by someone else (an operator's annotation): the cache
+   * keeps whichever is newer.
+   */
   update(object: T): void {
     const name = object.metadata?.name;
-    if (name && this.objects.has(name)) this.objects.set(name, object);
+    const cached = name === undefined ? undefined : this.objects.get(name);
+    if (!cached || olderResourceVersion(object.metadata?.resourceVersion, cached.metadata?.resourceVersion)) return;
+    this.objects.set(name!, object);
   }
 
   /** When the cache was last known good (a list, or a watch event); undefined before the first list. */
