@@ -13,6 +13,7 @@ import { waitFor } from "../support/waitFor.js";
 import { post, writeGatewayConfig } from "./support.js";
 
 const SLICES = "apis/discovery.k8s.io/v1/endpointslices";
+const GENESIS = 1_790_000_000;
 
 /** The Service's one EndpointSlice: light-0 on 127.0.0.2 and light-1 on 127.0.0.3, each ready or not. */
 function slice(port: number, ready: [boolean, boolean]) {
@@ -44,14 +45,19 @@ describe("lightfleet gateway in a cluster: upstreams from the pool Service's End
   beforeAll(async () => {
     port = await freePort();
     for (let i = 0; i < 2; i++) {
+      // One genesis and the same three blocks on both: they agree on every hash, however far apart they start (the
+      // gateway gives no calls to a node whose head the peer does not have).
       const node = await startAnvil({
         name: `light-${i}`,
         chainId: 31_337,
         noMining: true,
+        timestamp: GENESIS,
         host: `127.0.0.${i + 2}`,
         port,
       });
-      await new HttpRpcClient(node.httpUrl, 10_000).call("anvil_mine", ["0x3"]);
+      const rpc = new HttpRpcClient(node.httpUrl, 10_000);
+      await rpc.call("anvil_setBlockTimestampInterval", [0]);
+      await rpc.call("evm_mine", [{ timestamp: GENESIS + 12, blocks: 3 }]);
       nodes.push(node);
     }
     api = await startFakeApiServer();
@@ -98,11 +104,16 @@ describe("lightfleet gateway in a cluster: upstreams from the pool Service's End
       for (let i = 0; i < 20; i++) expect(await call()).toBe("0x0");
     };
 
-    // Both pods take traffic.
+    // Both pods take traffic, once the gateway has each one's head (a call for `latest` goes to a node known to have
+    // the block, so a pod whose first head is still on its way gets none).
     await waitFor(async () => (await call()) === "0x0", { what: "a first answer through the gateway" });
-    await batch();
-    expect(await served("light-0")).toBeGreaterThan(0);
-    expect(await served("light-1")).toBeGreaterThan(0);
+    await waitFor(
+      async () => {
+        await batch();
+        return (await served("light-0")) > 0 && (await served("light-1")) > 0;
+      },
+      { what: "both ready pods answering calls" },
+    );
 
     // light-0 turns unready (the controller unrouted it): it gets nothing more.
     api.put(SLICES, slice(port, [false, true]));
