@@ -15,7 +15,9 @@
 import { spawn, spawnSync } from "node:child_process";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
+import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import { getHeapStatistics } from "node:v8";
 import { KubeConfig } from "@kubernetes/client-node";
 import { KubernetesFleet } from "../src/kubernetes/pods/kubernetesFleet.js";
 import type { PoolBinding } from "../src/kubernetes/pods/podRules.js";
@@ -24,6 +26,7 @@ import { StatusWriter } from "../src/kubernetes/status/statusWriter.js";
 import type { PoolRef } from "../src/kubernetes/status/statusWriter.js";
 import type { EngineOutput, NodeState, NodeStatus } from "../src/health/types.js";
 import { silentLogger } from "../src/log/logger.js";
+import { parse } from "yaml";
 
 const POOLS = 10;
 const PODS_PER_POOL = 500;
@@ -114,14 +117,20 @@ if (process.env.LIGHTFLEET_BENCH_API) {
 } else if (VARIANT === "real") {
   await realRun();
 } else {
-  // Both, each in a process of its own.
+  // Both, each in a process of its own, with the V8 heap limit the chart gives the controller (controller.maxHeapMiB):
+  // without it V8 sizes the heap from the machine's memory and the RSS printed is mostly garbage not yet collected.
+  const chartValues = parse(readFileSync("charts/lightfleet/values.yaml", "utf8")) as {
+    controller: { maxHeapMiB: number };
+  };
+  const heapFlag = `--max-old-space-size=${chartValues.controller.maxHeapMiB}`;
+  console.log(`the controller as the chart runs it: NODE_OPTIONS=${heapFlag}`);
   for (const variant of ["simulated", "real"]) {
     console.log(
       `\n== ${variant === "real" ? "real kube-apiserver (etcd, schema validation, audit log)" : "simulated API server"}`,
     );
     const run = spawnSync(
       process.execPath,
-      [...process.execArgv, fileURLToPath(import.meta.url), String(ROUNDS), variant],
+      [...process.execArgv, heapFlag, fileURLToPath(import.meta.url), String(ROUNDS), variant],
       {
         stdio: "inherit",
       },
@@ -350,7 +359,8 @@ async function rounds(
   const mib = (n: number) => (n / 2 ** 20).toFixed(0);
   console.log(
     `memory: RSS ${rssAtStart.toFixed(0)} MiB before the first list (runtime and modules); heap used ` +
-      `${mib(memory.heapUsed)} MiB of ${mib(memory.heapTotal)} MiB, external ${mib(memory.external)} MiB`,
+      `${mib(memory.heapUsed)} MiB of ${mib(memory.heapTotal)} MiB (limit ${mib(getHeapStatistics().heap_size_limit)} MiB), ` +
+      `external ${mib(memory.external)} MiB`,
   );
   fleet.stop();
 }

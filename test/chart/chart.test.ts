@@ -209,6 +209,21 @@ describe("helm chart", () => {
     ).toBe(8080);
   });
 
+  it("caps the controller's V8 heap near its memory request, unless told not to", async () => {
+    const nodeOptions = async (set: string[] = []) =>
+      podSpec(
+        find((await renderChart({ set })).objects, "Deployment", "lightfleet-controller"),
+      )!.containers[0]!.env?.find((e) => e.name === "NODE_OPTIONS")?.value;
+    // V8 sizes its heap from the host's memory (4 GiB on a 24 GiB node) and collects lazily: the pod would sit far
+    // above its 192Mi request (bench:controller).
+    expect(await nodeOptions()).toBe("--max-old-space-size=192");
+    expect(await nodeOptions(["controller.maxHeapMiB=320"])).toBe("--max-old-space-size=320");
+    expect(await nodeOptions(["controller.maxHeapMiB=0"])).toBeUndefined();
+    const bad = await helm(["template", "x", CHART_DIR, "--set", "controller.maxHeapMiB=-5"]);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toContain("/controller/maxHeapMiB");
+  });
+
   it("renders light-node workloads with the readiness gate, injected peers and an evicting PDB", async () => {
     const { objects } = await renderChart({ values: [FULL] });
     const sts = find(objects, "StatefulSet", "lightfleet-mainnet");
