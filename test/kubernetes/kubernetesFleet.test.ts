@@ -190,7 +190,11 @@ describe("Kubernetes fleet backend at the wire", () => {
         await writeLanded;
         return event(
           "MODIFIED",
-          pod("light-0", "10.0.0.10", { inSync: "False", resourceVersion: "102", restart: "2026-11-22T12:00:00Z" }),
+          pod("light-0", "10.0.0.10", {
+            inSync: "False",
+            resourceVersion: "102",
+            restart: "2026-11-22T12:00:00Z",
+          }),
         );
       })
       .get(PODS)

@@ -76,7 +76,8 @@ export class ListWatch<T extends Named> {
   update(object: T): void {
     const name = object.metadata?.name;
     const cached = name === undefined ? undefined : this.objects.get(name);
-    if (!cached || olderResourceVersion(object.metadata?.resourceVersion, cached.metadata?.resourceVersion)) return;
+    if (!cached || olderResourceVersion(object.metadata?.resourceVersion, cached.metadata?.resourceVersion))
+      return;
     this.objects.set(name!, object);
   }
 
