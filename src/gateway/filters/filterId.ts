@@ -1,4 +1,4 @@
-import { randomBytes } from "node:crypto";
+import { randomFillSync } from "node:crypto";
 
 /** Random bytes in an id: as unguessable as geth's 16-byte filter ids. */
 const RANDOM_BYTES = 16;
@@ -12,9 +12,10 @@ const OWN_ID = new RegExp(`^0x[0-9a-f]{${ID_DIGITS}}$`, "i");
  * random ones: ids look uniformly random, so clients take them as opaque (as they must) and do not come to rely on a
  * layout. The first digit is never 0, so the id is a valid hex quantity, as geth's are.
  */
-export function newFilterId(owner: number, random: Buffer = randomBytes(RANDOM_BYTES)): string {
-  const bytes = Buffer.alloc(RANDOM_BYTES + 4);
-  random.copy(bytes, 0, 0, RANDOM_BYTES);
+export function newFilterId(owner: number, random?: Buffer): string {
+  const bytes = Buffer.allocUnsafe(RANDOM_BYTES + 4);
+  if (random) random.copy(bytes, 0, 0, RANDOM_BYTES);
+  else randomFillSync(bytes, 0, RANDOM_BYTES);
   const first = bytes.readUInt8(0);
   if (first < 0x10) bytes.writeUInt8(first | 0x10, 0);
   bytes.writeUInt32BE((owner ^ bytes.readUInt32BE(0)) >>> 0, RANDOM_BYTES);
