@@ -8,7 +8,7 @@ import { WebSocketServer } from "ws";
 import type { Config } from "../config/schema.js";
 import type { Logger } from "../log/logger.js";
 import { createGatewayMetrics } from "../metrics/gatewayMetrics.js";
-import type { JsonRpcResponse } from "../rpc/jsonRpc.js";
+import type { JsonRpcRequest, JsonRpcResponse } from "../rpc/jsonRpc.js";
 import { RPC_ERROR } from "../rpc/jsonRpc.js";
 import { matchRoute } from "./http/routes.js";
 import { clientAddress } from "./limits/clientAddress.js";
@@ -23,7 +23,8 @@ import { errorResponse, parseBody } from "./rpc/parseRequest.js";
 import type { ParsedBody } from "./rpc/parseRequest.js";
 import { serializeBody } from "./rpc/serialize.js";
 import { NetworkUpstreams } from "./upstreams/networkUpstreams.js";
-import { FilterStore } from "./filters/filterStore.js";
+import { FilterStore, filterNotFound } from "./filters/filterStore.js";
+import type { FilterQuota, FilterStoreOptions } from "./filters/filterStore.js";
 import type { UpstreamSource } from "./upstreams/upstreamSource.js";
 import { closeUpstreamPools } from "./upstreams/forward.js";
 import { HeadFeed } from "./ws/headFeed.js";
@@ -41,6 +42,18 @@ export interface GatewayOptions {
   rateLimiter?: RateLimiter;
   /** The per-address WebSocket connection cap, when counted with others (gateway workers); by default in-process. */
   connectionCap?: ConnectionCap;
+  /** Filters kept by several workers (see FilterStore); by default all of them are here. */
+  filterWorkers?: FilterWorkers;
+}
+
+/** How this worker's filters live with the other workers'. */
+export interface FilterWorkers {
+  /** This worker's id, named in the ids of its filters. */
+  owner: number;
+  /** Each address's filters counted over all workers (the address prefixed with the network). */
+  quota: FilterQuota;
+  /** Answers a call on another worker's filter by that worker. */
+  forward(owner: number, network: string, request: JsonRpcRequest, client: string): Promise<JsonRpcResponse>;
 }
 
 export interface Gateway {
@@ -57,6 +70,8 @@ export interface Gateway {
   drain(): void;
   /** Stops accepting, closes WebSockets with 1001, lets in-flight requests finish. */
   stop(): Promise<void>;
+  /** Answers a filter call another worker received for one of this worker's filters. */
+  answerFilterCall(network: string, request: JsonRpcRequest, client: string): Promise<JsonRpcResponse>;
 }
 
 type Body = JsonRpcResponse | JsonRpcResponse[] | undefined;
@@ -92,6 +107,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const totals = new Map<string, number>();
   const runtimes = new Map<string, NetworkRuntime>();
   const routes: NetworkRoute[] = [];
+  const workers = options.filterWorkers;
   const defaultNetwork =
     config.networks.find((n) => n.gateway.default)?.name ??
     (config.networks.length === 1 ? config.networks[0]!.name : undefined);
@@ -139,6 +155,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       getLogs: (request) => handler.handle(request),
       maxPerClient: settings.maxFiltersPerAddress,
       timeoutMs: settings.filterTimeout,
+      ...(workers ? filterStoreWorkers(workers, network.name) : {}),
     });
     handler.useFilters(filters);
     upstreams.on("change", () => {
@@ -481,6 +498,19 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     drain() {
       draining = true;
     },
+    async answerFilterCall(network, request, client) {
+      const filters = runtimes.get(network)?.filters;
+      if (!filters) return filterNotFound(request.id);
+      try {
+        return await filters.answerHere(request, client);
+      } catch (error) {
+        logger.error(
+          { err: error, method: request.method },
+          "unexpected error answering a forwarded filter call",
+        );
+        return errorResponse(request.id ?? null, RPC_ERROR.INTERNAL_ERROR, "internal error");
+      }
+    },
     async stop() {
       if (stopping) return;
       stopping = true;
@@ -500,5 +530,21 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       // Kept-alive connections to the nodes would hold the process open; a later gateway makes new ones.
       await closeUpstreamPools();
     },
+  };
+}
+
+/** A network's filter store as one of several workers: its ids name this worker, its counts are per network. */
+function filterStoreWorkers(
+  workers: FilterWorkers,
+  network: string,
+): Pick<FilterStoreOptions, "owner" | "quota" | "forward"> {
+  const key = (client: string) => `${network} ${client}`;
+  return {
+    owner: workers.owner,
+    quota: {
+      acquire: (client) => workers.quota.acquire(key(client)),
+      release: (client) => workers.quota.release(key(client)),
+    },
+    forward: (owner, request, client) => workers.forward(owner, network, request, client),
   };
 }

@@ -25,7 +25,7 @@ export async function openGateway(
   logger: Logger,
   registry: Registry,
   port: number | undefined,
-  shared: Pick<GatewayOptions, "rateLimiter" | "connectionCap"> = {},
+  shared: Pick<GatewayOptions, "rateLimiter" | "connectionCap" | "filterWorkers"> = {},
 ): Promise<GatewayProcess> {
   const fixed = new StaticUpstreamSource(
     config.networks.flatMap((network) =>

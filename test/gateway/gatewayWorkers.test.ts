@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import type { AnvilNode } from "../../src/devnet/anvil.js";
+import { LOG_EMITTER_BYTECODE, LOG_EMITTER_TOPIC } from "../../src/devnet/devTransactions.js";
 import { HttpRpcClient } from "../../src/rpc/httpRpcClient.js";
 import { parseExposition } from "../../src/scaling/sources/parseExposition.js";
 import { spawnGateway } from "../support/runCli.js";
@@ -13,9 +14,14 @@ import type { SpawnedGateway } from "../support/runCli.js";
 import { waitFor } from "../support/waitFor.js";
 import { startUpstreamNode, writeGatewayConfig } from "./support.js";
 
-/** eth_blockNumber on a connection of its own, so the cluster hands each call to the next worker. */
-function blockNumberOnNewConnection(url: string): Promise<string> {
-  const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_blockNumber", params: [] });
+interface RpcAnswer {
+  result?: unknown;
+  error?: { code: number; message: string };
+}
+
+/** One call on a connection of its own (no keep-alive), so the cluster hands each call to the next worker. */
+function callOnNewConnection(url: string, method: string, params: unknown[] = []): Promise<RpcAnswer> {
+  const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method, params });
   return new Promise((resolve, reject) => {
     const req = request(
       `${url}/`,
@@ -23,13 +29,17 @@ function blockNumberOnNewConnection(url: string): Promise<string> {
       (res) => {
         let text = "";
         res.on("data", (chunk: Buffer) => (text += chunk.toString()));
-        res.on("end", () => resolve((JSON.parse(text) as { result: string }).result));
+        res.on("end", () => resolve(JSON.parse(text) as RpcAnswer));
         res.on("error", reject);
       },
     );
     req.on("error", reject);
     req.end(body);
   });
+}
+
+async function blockNumberOnNewConnection(url: string): Promise<string> {
+  return (await callOnNewConnection(url, "eth_blockNumber")).result as string;
 }
 
 /** A POST on the agent's one kept-alive connection. */
@@ -232,6 +242,146 @@ describe("lightfleet gateway with workers: 2", () => {
     expect(await closed).toBe(1001);
     expect(await exited).toBe(0);
     expect(workerPids(gateway).every((pid) => !isRunning(pid))).toBe(true);
+  });
+
+  describe("filters polled over fresh connections, which land on either worker", () => {
+    const anvil = () => new HttpRpcClient(node.httpUrl, 10_000);
+    let emitter: string;
+
+    beforeAll(async () => {
+      const [from] = (await anvil().call("eth_accounts", [])) as string[];
+      const hash = await anvil().call("eth_sendTransaction", [{ from, data: LOG_EMITTER_BYTECODE }]);
+      await anvil().call("anvil_mine", ["0x1"]);
+      emitter = ((await anvil().call("eth_getTransactionReceipt", [hash])) as { contractAddress: string })
+        .contractAddress;
+    });
+
+    /** Sends a call to the emitter (a log with `data`) and mines it: the block's hash. */
+    async function emitAndMine(data: string): Promise<string> {
+      const [from] = (await anvil().call("eth_accounts", [])) as string[];
+      await anvil().call("eth_sendTransaction", [{ from, to: emitter, data }]);
+      await anvil().call("anvil_mine", ["0x1"]);
+      return ((await anvil().call("eth_getBlockByNumber", ["latest", false])) as { hash: string }).hash;
+    }
+
+    /**
+     * Polls a filter on fresh connections until `count` changes came, then once more (nothing new): at least two
+     * consecutive connections, so round robin gives both workers a turn. Every answer is kept, errors included.
+     */
+    async function pollUntil(url: string, filter: string, count: number, answers: RpcAnswer[]) {
+      const changes: unknown[] = [];
+      await waitFor(
+        async () => {
+          const answer = await callOnNewConnection(url, "eth_getFilterChanges", [filter]);
+          answers.push(answer);
+          if (Array.isArray(answer.result)) changes.push(...(answer.result as unknown[]));
+          return changes.length >= count || answer.error !== undefined;
+        },
+        { what: `${count} changes of filter ${filter}` },
+      );
+      const after = await callOnNewConnection(url, "eth_getFilterChanges", [filter]);
+      answers.push(after);
+      if (Array.isArray(after.result)) changes.push(...(after.result as unknown[]));
+      return changes;
+    }
+
+    it("answers every poll with the filter's changes, whichever worker it lands on, and uninstalls from either", async () => {
+      const gateway = await start();
+      const blocks = (await callOnNewConnection(gateway.url, "eth_newBlockFilter")).result as string;
+      const head = Number(await anvil().call("eth_blockNumber", []));
+      // From the next block: eth_getFilterLogs then answers the logs of every block the filter saw.
+      const fromBlock = `0x${(head + 1).toString(16)}`;
+      const logs = (
+        await callOnNewConnection(gateway.url, "eth_newFilter", [
+          { fromBlock, address: emitter, topics: [LOG_EMITTER_TOPIC] },
+        ])
+      ).result as string;
+      expect(blocks).toMatch(/^0x[1-9a-f][0-9a-f]*$/);
+      expect(logs).toMatch(/^0x[1-9a-f][0-9a-f]*$/);
+
+      const answers: RpcAnswer[] = [];
+      const mined: string[] = [];
+      const seenBlocks: unknown[] = [];
+      const seenLogs: unknown[] = [];
+      for (let round = 1; round <= 3; round++) {
+        mined.push(await emitAndMine(`0x0${round}`));
+        seenBlocks.push(...(await pollUntil(gateway.url, blocks, 1, answers)));
+        seenLogs.push(...(await pollUntil(gateway.url, logs, 1, answers)));
+      }
+      expect(answers.filter((a) => a.error !== undefined)).toEqual([]);
+      // Every block once, in order, and every log once: the owner's buffer, drained by polls from both workers.
+      expect(seenBlocks).toEqual(mined);
+      expect(seenLogs.map((l) => (l as { data: string }).data)).toEqual(["0x01", "0x02", "0x03"]);
+      for (let i = 0; i < 2; i++) {
+        const all = await callOnNewConnection(gateway.url, "eth_getFilterLogs", [logs]);
+        expect((all.result as Array<{ data: string }>).map((l) => l.data)).toEqual(["0x01", "0x02", "0x03"]);
+      }
+
+      // Uninstalled on one worker, gone on both.
+      expect((await callOnNewConnection(gateway.url, "eth_uninstallFilter", [blocks])).result).toBe(true);
+      expect((await callOnNewConnection(gateway.url, "eth_uninstallFilter", [blocks])).result).toBe(false);
+      for (let i = 0; i < 2; i++)
+        expect((await callOnNewConnection(gateway.url, "eth_getFilterChanges", [blocks])).error).toEqual({
+          code: -32000,
+          message: "filter not found",
+        });
+      expect((await callOnNewConnection(gateway.url, "eth_uninstallFilter", [logs])).result).toBe(true);
+      gateway.child.kill("SIGTERM");
+    });
+
+    it("holds an address to maxFiltersPerAddress over all workers", async () => {
+      const limited = writeGatewayConfig(join(dir, "filter-limit.yaml"), {
+        peer: node.httpUrl,
+        network: { upstreams: [{ name: "upstream", http: node.httpUrl, ws: node.wsUrl }] },
+        workers: 2,
+        gateway: { maxFiltersPerAddress: 3 },
+      });
+      const gateway = await start(limited);
+      const made: RpcAnswer[] = [];
+      for (let i = 0; i < 5; i++) made.push(await callOnNewConnection(gateway.url, "eth_newBlockFilter"));
+      expect(made.filter((a) => typeof a.result === "string")).toHaveLength(3);
+      expect(made.slice(3).map((a) => a.error?.code)).toEqual([-32005, -32005]);
+      // One uninstalled (on whichever worker) makes room for one more.
+      expect((await callOnNewConnection(gateway.url, "eth_uninstallFilter", [made[0]!.result])).result).toBe(
+        true,
+      );
+      await waitFor(
+        async () => typeof (await callOnNewConnection(gateway.url, "eth_newBlockFilter")).result === "string",
+        {
+          what: "room for a filter once one was uninstalled",
+        },
+      );
+      expect((await callOnNewConnection(gateway.url, "eth_newBlockFilter")).error?.code).toBe(-32005);
+      gateway.child.kill("SIGTERM");
+    });
+
+    it('answers the filters of a worker that died "filter not found" from either worker, and serves the others', async () => {
+      const gateway = await start();
+      // Consecutive fresh connections: one filter on each worker.
+      const filters = [
+        (await callOnNewConnection(gateway.url, "eth_newBlockFilter")).result as string,
+        (await callOnNewConnection(gateway.url, "eth_newBlockFilter")).result as string,
+      ];
+      const [first] = workerPids(gateway);
+      process.kill(first!, "SIGKILL");
+      await waitFor(() => workerPids(gateway)[2], { what: "a replacement worker" });
+      await waitFor(async () => (await fetch(`${gateway.admin}/readyz`)).status === 200, {
+        what: "ready again",
+      });
+      const verdicts = new Set<string>();
+      for (const filter of filters) {
+        const outcomes = new Set<string>();
+        for (let i = 0; i < 4; i++) {
+          const answer = await callOnNewConnection(gateway.url, "eth_getFilterChanges", [filter]);
+          outcomes.add(answer.error ? `${answer.error.code} ${answer.error.message}` : "changes");
+        }
+        // The same answer whichever worker took the poll.
+        expect(outcomes.size).toBe(1);
+        verdicts.add([...outcomes][0]!);
+      }
+      expect([...verdicts].sort()).toEqual(["-32000 filter not found", "changes"]);
+      gateway.child.kill("SIGTERM");
+    });
   });
 });
 

@@ -49,4 +49,39 @@ describe("the WebSocket connection cap counted over gateway workers", () => {
     // Not a grant: left to other handlers.
     expect(cap.receive({ kind: "lightfleet-gateway-spent", spent: [] })).toBe(false);
   });
+
+  it("keeps the filter count apart from the connection count: each takes only its own grants", async () => {
+    const sent: Array<ConnectionAcquire | ConnectionRelease> = [];
+    const connections = new PrimaryConnectionCap((message) => sent.push(message));
+    const filters = new PrimaryConnectionCap((message) => sent.push(message), "filters");
+    const connection = connections.acquire("a");
+    const filter = filters.acquire("n a");
+    const [askedConnection, askedFilter] = sent as ConnectionAcquire[];
+    expect(askedConnection).not.toHaveProperty("pool");
+    expect(askedFilter).toMatchObject({
+      kind: "lightfleet-gateway-ws-acquire",
+      address: "n a",
+      pool: "filters",
+    });
+    // Both ask with id 1: a grant goes to the count that asked for it.
+    expect(askedFilter!.id).toBe(askedConnection!.id);
+    const filterGrant = {
+      kind: "lightfleet-gateway-ws-grant",
+      id: askedFilter!.id,
+      ok: false,
+      pool: "filters",
+    };
+    expect(connections.receive(filterGrant)).toBe(false);
+    expect(filters.receive(filterGrant)).toBe(true);
+    expect(await filter).toBe(false);
+    expect(filters.receive({ kind: "lightfleet-gateway-ws-grant", id: askedConnection!.id, ok: true })).toBe(
+      false,
+    );
+    expect(
+      connections.receive({ kind: "lightfleet-gateway-ws-grant", id: askedConnection!.id, ok: true }),
+    ).toBe(true);
+    expect(await connection).toBe(true);
+    filters.release("n a");
+    expect(sent.at(-1)).toEqual({ kind: "lightfleet-gateway-ws-release", address: "n a", pool: "filters" });
+  });
 });

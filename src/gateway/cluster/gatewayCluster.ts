@@ -13,12 +13,22 @@ import {
   isConnectionAcquire,
   isConnectionRelease,
   isDrainWorker,
+  isFilterCall,
+  isFilterReply,
   isRateSpending,
   isStopWorker,
   isWorkerStatus,
 } from "./messages.js";
-import type { DrainWorker, RateSpending, StopWorker, WorkerStatus } from "./messages.js";
+import type {
+  ConnectionGrant,
+  DrainWorker,
+  FilterReply,
+  RateSpending,
+  StopWorker,
+  WorkerStatus,
+} from "./messages.js";
 import { ClusterConnectionCounts, PrimaryConnectionCap } from "./sharedConnectionCap.js";
+import { FilterCallRelay, ForwardedFilterCalls } from "./sharedFilters.js";
 import { SharedRateLimiter } from "./sharedRateLimit.js";
 
 /** How often a worker reports its served heads (the primary's /readyz). */
@@ -30,6 +40,11 @@ const REPORT_MS = 500;
 const SHARE_SPENDING_MS = 100;
 /** A worker that dies before serving is replaced after this long, so a worker that cannot start does not spin. */
 const RESTART_BACKOFF_MS = 1_000;
+/**
+ * How much longer than a call to a node a worker waits for another worker's answer on a filter it holds
+ * (eth_getFilterLogs asks a node): beyond, the client is told to poll again.
+ */
+const FILTER_FORWARD_SLACK_MS = 5_000;
 
 /**
  * The cluster primary: forks `gateway.workers` workers sharing the public port, serves the admin port (metrics summed
@@ -51,6 +66,16 @@ export async function runPrimary(config: Config, logger: Logger, flags: GatewayF
 
   // WebSocket connections per address, counted over all workers (the cap is per address, not per worker).
   const connections = new ClusterConnectionCounts(config.gateway.maxWsConnectionsPerAddress);
+  // Filters per address (and network), counted the same way: a client's filters may sit on every worker.
+  const filterCounts = new ClusterConnectionCounts(config.gateway.maxFiltersPerAddress);
+  const countsOf = (message: { pool?: string }) => (message.pool === "filters" ? filterCounts : connections);
+  // A filter call that landed on a worker other than the filter's: sent on to the owner, its reply back.
+  const filterCalls = new FilterCallRelay((id, message) => {
+    const worker = cluster.workers?.[id];
+    if (!worker?.isConnected()) return false;
+    worker.send(message);
+    return true;
+  });
   // What one worker's clients spent is charged by every other worker (see SharedRateLimiter).
   const shareSpending = (from: Worker, message: RateSpending) => {
     for (const worker of Object.values(cluster.workers ?? {}))
@@ -63,12 +88,21 @@ export async function runPrimary(config: Config, logger: Logger, flags: GatewayF
       if (metrics.receive(message)) return;
       if (isRateSpending(message)) return shareSpending(worker, message);
       if (isConnectionAcquire(message)) {
-        const ok = connections.acquire(worker.id, message.address);
-        if (worker.isConnected()) worker.send({ kind: "lightfleet-gateway-ws-grant", id: message.id, ok });
-        else connections.release(worker.id, message.address);
+        const counts = countsOf(message);
+        const ok = counts.acquire(worker.id, message.address);
+        const grant: ConnectionGrant = {
+          kind: "lightfleet-gateway-ws-grant",
+          id: message.id,
+          ok,
+          ...(message.pool ? { pool: message.pool } : {}),
+        };
+        if (worker.isConnected()) worker.send(grant);
+        else counts.release(worker.id, message.address);
         return;
       }
-      if (isConnectionRelease(message)) return connections.release(worker.id, message.address);
+      if (isConnectionRelease(message)) return countsOf(message).release(worker.id, message.address);
+      if (isFilterCall(message)) return filterCalls.call(worker.id, message);
+      if (isFilterReply(message)) return filterCalls.reply(message);
       if (!isWorkerStatus(message) || worker.isDead()) return;
       statuses.set(worker.id, message);
       onReport?.();
@@ -106,6 +140,8 @@ export async function runPrimary(config: Config, logger: Logger, flags: GatewayF
   cluster.on("exit", (worker, code, signal) => {
     const served = statuses.delete(worker.id);
     connections.releaseWorker(worker.id);
+    filterCounts.releaseWorker(worker.id);
+    filterCalls.workerGone(worker.id);
     metrics.retire(worker.id);
     if (stopping) return;
     logger.error(
@@ -196,13 +232,40 @@ export async function runWorker(config: Config, parentLogger: Logger, flags: Gat
     config.gateway.maxWsConnectionsPerAddress === undefined
       ? undefined
       : new PrimaryConnectionCap((message) => process.connected && process.send?.(message));
+  const toPrimary = (message: unknown): boolean => {
+    if (!process.connected || !process.send) return false;
+    process.send(message);
+    return true;
+  };
+  // Filters stay with the worker that made them; calls on them that land here are forwarded (see FilterStore).
+  const filterQuota = new PrimaryConnectionCap(toPrimary, "filters");
+  const forwarded = new ForwardedFilterCalls(
+    toPrimary,
+    config.gateway.upstreamTimeout + FILTER_FORWARD_SLACK_MS,
+  );
   const { gateway, source, slices } = await openGateway(config, logger, registry, flags.port, {
     ...(limiter ? { rateLimiter: limiter } : {}),
     ...(connectionCap ? { connectionCap } : {}),
+    filterWorkers: {
+      owner: cluster.worker!.id,
+      quota: filterQuota,
+      forward: (owner, network, request, client) => forwarded.forward(owner, network, request, client),
+    },
   });
   process.on("message", (message: unknown) => {
     if (isDrainWorker(message)) return gateway.drain();
     if (connectionCap?.receive(message)) return;
+    if (filterQuota.receive(message) || forwarded.receive(message)) return;
+    if (isFilterCall(message))
+      return void gateway
+        .answerFilterCall(message.network, message.request, message.client)
+        .then((response) =>
+          toPrimary({
+            kind: "lightfleet-gateway-filter-reply",
+            id: message.id,
+            response,
+          } satisfies FilterReply),
+        );
     if (limiter && isRateSpending(message)) limiter.debit(message.spent);
   });
   const shareTimer =

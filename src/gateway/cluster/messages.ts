@@ -1,3 +1,5 @@
+import type { JsonRpcRequest, JsonRpcResponse } from "../../rpc/jsonRpc.js";
+
 /** What a gateway worker tells the primary, at start and then periodically. */
 export interface WorkerStatus {
   kind: "lightfleet-gateway-status";
@@ -37,23 +39,53 @@ export interface RateSpending {
   spent: Array<[string, number]>;
 }
 
-/** A worker asks the primary to count a WebSocket connection of an address against the cap of all workers. */
+/**
+ * What the primary counts per address over all workers: WebSocket connections (`maxWsConnectionsPerAddress`), or
+ * filters (`maxFiltersPerAddress`, the address prefixed with its network).
+ */
+export type CountedPool = "ws" | "filters";
+
+/** A worker asks the primary to count a WebSocket connection (or a filter) of an address against its cap. */
 export interface ConnectionAcquire {
   kind: "lightfleet-gateway-ws-acquire";
   id: number;
   address: string;
+  /** Absent: "ws". */
+  pool?: CountedPool;
 }
 
 export interface ConnectionGrant {
   kind: "lightfleet-gateway-ws-grant";
   id: number;
   ok: boolean;
+  pool?: CountedPool;
 }
 
-/** A counted connection closed. */
+/** A counted connection closed (or filter went). */
 export interface ConnectionRelease {
   kind: "lightfleet-gateway-ws-release";
   address: string;
+  pool?: CountedPool;
+}
+
+/**
+ * A call on a filter that another worker holds (its id names it): the asking worker sends it to the primary, which
+ * sends it on to the owner with an id of its own. The request goes without the client's id (the asker puts it back).
+ */
+export interface FilterCall {
+  kind: "lightfleet-gateway-filter-call";
+  id: number;
+  owner: number;
+  network: string;
+  client: string;
+  request: JsonRpcRequest;
+}
+
+/** The owner's answer, back the same way (or the primary's "filter not found" when the owner is gone). */
+export interface FilterReply {
+  kind: "lightfleet-gateway-filter-reply";
+  id: number;
+  response: JsonRpcResponse;
 }
 
 /** A guard for one kind of message. Messages come only from the gateway's own processes, so the kind tells. */
@@ -70,3 +102,5 @@ export const isRateSpending = guard<RateSpending>("lightfleet-gateway-spent");
 export const isConnectionAcquire = guard<ConnectionAcquire>("lightfleet-gateway-ws-acquire");
 export const isConnectionGrant = guard<ConnectionGrant>("lightfleet-gateway-ws-grant");
 export const isConnectionRelease = guard<ConnectionRelease>("lightfleet-gateway-ws-release");
+export const isFilterCall = guard<FilterCall>("lightfleet-gateway-filter-call");
+export const isFilterReply = guard<FilterReply>("lightfleet-gateway-filter-reply");

@@ -1,5 +1,5 @@
 import type { ConnectionCap } from "../limits/connectionCap.js";
-import type { ConnectionAcquire, ConnectionRelease } from "./messages.js";
+import type { ConnectionAcquire, ConnectionRelease, CountedPool } from "./messages.js";
 import { isConnectionGrant } from "./messages.js";
 
 /**
@@ -44,13 +44,23 @@ export class ClusterConnectionCounts {
 /** How long a worker waits for the primary's count before refusing the connection. */
 const GRANT_TIMEOUT_MS = 2_000;
 
-/** A worker's side: every WebSocket connection of an address counted by the primary (ClusterConnectionCounts). */
+/**
+ * A worker's side: every WebSocket connection (or filter, with `pool` "filters") of an address counted by the primary
+ * (ClusterConnectionCounts).
+ */
 export class PrimaryConnectionCap implements ConnectionCap {
   private nextId = 1;
   /** Asked and not answered yet; `answer` is gone once the wait timed out (the connection was refused). */
   private readonly asked = new Map<number, { address: string; answer?: (ok: boolean) => void }>();
+  /** Set on the messages of any pool but the first one ("ws"), whose messages stay as they were. */
+  private readonly named: { pool?: CountedPool };
 
-  constructor(private readonly send: (message: ConnectionAcquire | ConnectionRelease) => void) {}
+  constructor(
+    private readonly send: (message: ConnectionAcquire | ConnectionRelease) => void,
+    private readonly pool: CountedPool = "ws",
+  ) {
+    this.named = pool === "ws" ? {} : { pool };
+  }
 
   acquire(address: string): Promise<boolean> {
     const id = this.nextId++;
@@ -65,17 +75,17 @@ export class PrimaryConnectionCap implements ConnectionCap {
         resolve(ok);
       };
       this.asked.set(id, entry);
-      this.send({ kind: "lightfleet-gateway-ws-acquire", id, address });
+      this.send({ kind: "lightfleet-gateway-ws-acquire", id, address, ...this.named });
     });
   }
 
   release(address: string): void {
-    this.send({ kind: "lightfleet-gateway-ws-release", address });
+    this.send({ kind: "lightfleet-gateway-ws-release", address, ...this.named });
   }
 
   /** The primary's answer; true when the message was one. A grant that came after the wait is given back. */
   receive(message: unknown): boolean {
-    if (!isConnectionGrant(message)) return false;
+    if (!isConnectionGrant(message) || (message.pool ?? "ws") !== this.pool) return false;
     const entry = this.asked.get(message.id);
     this.asked.delete(message.id);
     if (entry?.answer) entry.answer(message.ok);

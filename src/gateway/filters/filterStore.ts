@@ -1,12 +1,14 @@
-import { randomBytes } from "node:crypto";
 import type { JsonRpcRequest, JsonRpcResponse } from "../../rpc/jsonRpc.js";
 import { RPC_ERROR } from "../../rpc/jsonRpc.js";
 import { readBlockParam } from "../rpc/blockParams.js";
 import { errorResponse } from "../rpc/parseRequest.js";
+import type { ConnectionCap } from "../limits/connectionCap.js";
+import { ConnectionCounts } from "../limits/connectionCap.js";
 import type { FeedBlock } from "../ws/headFeed.js";
 import type { Log, LogFilter } from "../ws/logFilter.js";
 import { matchesFilter, parseLogFilter } from "../ws/logFilter.js";
 import type { StreamListener } from "../ws/networkStreams.js";
+import { filterOwner, newFilterId } from "./filterId.js";
 
 /** The filter methods the gateway serves itself. */
 export const FILTER_METHODS = new Set([
@@ -20,6 +22,19 @@ export const FILTER_METHODS = new Set([
 
 /** geth's answer for a filter it does not have (never made, uninstalled or expired); clients know it. */
 const FILTER_NOT_FOUND = -32000;
+
+export function filterNotFound(id: JsonRpcRequest["id"]): JsonRpcResponse {
+  return errorResponse(id ?? null, FILTER_NOT_FOUND, "filter not found");
+}
+
+/** The methods that name a filter by its id: with gateway workers, answered by the worker holding it. */
+const BY_ID = new Set(["eth_getFilterChanges", "eth_getFilterLogs", "eth_uninstallFilter"]);
+
+/**
+ * Each client address's count of filters, up to its limit: the same counting as the WebSocket connection cap, kept
+ * here or, with gateway workers, by the primary for all of them (acquire is then a promise).
+ */
+export type FilterQuota = ConnectionCap;
 
 /** Filters kept at most over all clients, whatever the per-client limit: memory stays bounded. */
 const MAX_FILTERS = 100_000;
@@ -37,6 +52,15 @@ export interface FilterStoreOptions {
   /** A filter not polled for this long is removed (geth: 5 minutes). */
   timeoutMs: number;
   now?: () => number;
+  /** Counts the filters of each client; by default here, `maxPerClient` each. */
+  quota?: FilterQuota;
+  /** The gateway worker this store belongs to, named in its filter ids (0 without workers). */
+  owner?: number;
+  /**
+   * Answers a call on another worker's filter by that worker (through the cluster primary). Without it, every id is
+   * looked up here.
+   */
+  forward?: (owner: number, request: JsonRpcRequest, client: string) => Promise<JsonRpcResponse>;
 }
 
 interface FilterBase {
@@ -63,12 +87,19 @@ type Filter =
  * Polled filters (eth_newFilter, eth_newBlockFilter, eth_getFilterChanges, ...) served by the gateway from its own
  * head and logs streams, not by a node: a filter lives as long as the gateway, whichever node fails or restarts. Each
  * client address holds at most `maxPerClient`; a filter not polled within `timeoutMs` is removed, as geth does.
+ *
+ * With gateway workers, a filter stays with the worker that made it and its id names that worker: a call on it that
+ * lands on another worker (a client polling over fresh connections) is forwarded there and answered with the owner's
+ * reply. Forwarding rather than sharing the filters keeps the single-process path as it was (no IPC, no copies of
+ * every block's changes to every worker): only the calls that land elsewhere cost one hop through the primary.
  */
 export class FilterStore {
   private readonly filters = new Map<string, Filter>();
-  private readonly perClient = new Map<string, number>();
   private readonly unlisten: () => void;
   private readonly now: () => number;
+  private readonly quota: FilterQuota;
+  private readonly owner: number;
+  private closed = false;
   /** Logs are added in block order, each block after the previous one's logs came. */
   private queue: Promise<void> = Promise.resolve();
   private logFilters = 0;
@@ -76,6 +107,8 @@ export class FilterStore {
 
   constructor(private readonly options: FilterStoreOptions) {
     this.now = options.now ?? Date.now;
+    this.quota = options.quota ?? new ConnectionCounts(options.maxPerClient);
+    this.owner = options.owner ?? 0;
     this.unlisten = options.streams.add({
       onBlock: (block, logs) => this.onBlock(block, logs),
       onRemoved: (block, logs) => this.onRemoved(block, logs),
@@ -86,10 +119,11 @@ export class FilterStore {
     return this.filters.size;
   }
 
+  /** The filters go with the store (with workers, the primary forgets a worker's counts when it exits). */
   close(): void {
+    this.closed = true;
     this.unlisten();
     this.filters.clear();
-    this.perClient.clear();
   }
 
   /** Removes filters not polled within the timeout. */
@@ -100,8 +134,18 @@ export class FilterStore {
       if (now - filter.polledAt > this.options.timeoutMs) this.remove(id);
   }
 
-  /** Answers one filter call for the client at `client` (its address). */
+  /** Answers one filter call for the client at `client` (its address), here or by the worker holding the filter. */
   answer(request: JsonRpcRequest, client: string): JsonRpcResponse | Promise<JsonRpcResponse> {
+    if (this.options.forward && BY_ID.has(request.method)) {
+      const filterId = this.filterId(Array.isArray(request.params) ? request.params : []);
+      const owner = filterId === undefined ? undefined : filterOwner(filterId);
+      if (owner !== undefined && owner !== this.owner) return this.options.forward(owner, request, client);
+    }
+    return this.answerHere(request, client);
+  }
+
+  /** Answers one filter call from this store's filters (a call forwarded by another worker: never sent on again). */
+  answerHere(request: JsonRpcRequest, client: string): JsonRpcResponse | Promise<JsonRpcResponse> {
     if (this.now() - this.sweptAt >= 1_000) this.sweep();
     const id = request.id ?? null;
     const params = Array.isArray(request.params) ? request.params : [];
@@ -133,7 +177,11 @@ export class FilterStore {
     }
   }
 
-  private newLogFilter(id: JsonRpcRequest["id"], client: string, params: unknown[]): JsonRpcResponse {
+  private newLogFilter(
+    id: JsonRpcRequest["id"],
+    client: string,
+    params: unknown[],
+  ): JsonRpcResponse | Promise<JsonRpcResponse> {
     const invalid = (message: string) =>
       errorResponse(id ?? null, RPC_ERROR.INVALID_PARAMS, `invalid params: ${message}`);
     const criteria = params[0] ?? {};
@@ -169,23 +217,42 @@ export class FilterStore {
   private install(
     id: JsonRpcRequest["id"],
     client: string,
-    filter: { kind: "block"; hashes: string[] } | Omit<Extract<Filter, { kind: "logs" }>, keyof FilterBase>,
+    filter: NewFilter,
+  ): JsonRpcResponse | Promise<JsonRpcResponse> {
+    if (this.filters.size >= MAX_FILTERS) return this.tooMany(id);
+    const granted = this.quota.acquire(client);
+    return granted instanceof Promise
+      ? granted.then((ok) => this.installGranted(id, client, filter, ok))
+      : this.installGranted(id, client, filter, granted);
+  }
+
+  private installGranted(
+    id: JsonRpcRequest["id"],
+    client: string,
+    filter: NewFilter,
+    granted: boolean,
   ): JsonRpcResponse {
-    const held = this.perClient.get(client) ?? 0;
-    if (held >= this.options.maxPerClient || this.filters.size >= MAX_FILTERS)
+    if (!granted)
       return errorResponse(
         id ?? null,
         RPC_ERROR.LIMIT_EXCEEDED,
-        held >= this.options.maxPerClient
-          ? `limit exceeded: at most ${this.options.maxPerClient} filters per client; uninstall some or let them expire`
-          : "limit exceeded: too many filters on this endpoint",
+        `limit exceeded: at most ${this.options.maxPerClient} filters per client; uninstall some or let them expire`,
         { limit: this.options.maxPerClient },
       );
-    const filterId = `0x${randomBytes(16).toString("hex")}`;
+    // While the primary counted, the store may have filled up or closed.
+    if (this.closed || this.filters.size >= MAX_FILTERS) {
+      this.quota.release(client);
+      return this.tooMany(id);
+    }
+    const filterId = newFilterId(this.owner);
     this.filters.set(filterId, { ...filter, client, polledAt: this.now(), overflowed: false } as Filter);
-    this.perClient.set(client, held + 1);
     if (filter.kind === "logs") this.logFilters++;
     return { jsonrpc: "2.0", id: id ?? null, result: filterId };
+  }
+
+  private tooMany(id: JsonRpcRequest["id"]): JsonRpcResponse {
+    const message = "limit exceeded: too many filters on this endpoint";
+    return errorResponse(id ?? null, RPC_ERROR.LIMIT_EXCEEDED, message, { limit: this.options.maxPerClient });
   }
 
   private changes(id: JsonRpcRequest["id"], params: unknown[]): JsonRpcResponse {
@@ -239,7 +306,7 @@ export class FilterStore {
   }
 
   private notFound(id: JsonRpcRequest["id"]): JsonRpcResponse {
-    return errorResponse(id ?? null, FILTER_NOT_FOUND, "filter not found");
+    return filterNotFound(id);
   }
 
   private remove(filterId: string): void {
@@ -247,9 +314,7 @@ export class FilterStore {
     if (!filter) return;
     this.filters.delete(filterId);
     if (filter.kind === "logs") this.logFilters--;
-    const held = (this.perClient.get(filter.client) ?? 1) - 1;
-    if (held > 0) this.perClient.set(filter.client, held);
-    else this.perClient.delete(filter.client);
+    this.quota.release(filter.client);
   }
 
   private onBlock(block: FeedBlock, logs: () => Promise<Log[]>): void {
@@ -281,6 +346,10 @@ export class FilterStore {
     this.queue = this.queue.then(task).catch(() => undefined);
   }
 }
+
+/** A filter as made, before it is installed. */
+type NewFilter =
+  { kind: "block"; hashes: string[] } | Omit<Extract<Filter, { kind: "logs" }>, keyof FilterBase>;
 
 /** Buffers one change, dropping the oldest beyond MAX_BUFFERED (and marking the filter so its next poll says so). */
 function push<T>(filter: FilterBase, buffer: T[], item: T): void {
