@@ -307,24 +307,50 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
 
   it("autoscales on the rate it scrapes from the gateway pod's /metrics at the address its EndpointSlice advertises", async () => {
     const gateway = await gatewayPod();
-    const pool = await waitFor(
+    // Calls the gateway sends on to a node: what the rate counts (eth_blockNumber it answers itself).
+    const traffic = async () => {
+      for (let i = 0; i < 10; i++)
+        expect((await rpc(gateway.rpc, "eth_getBlockByNumber", ["latest", false])).error).toBeUndefined();
+    };
+    const leases = await coordination.listNamespacedLease({
+      namespace: NAMESPACE,
+      labelSelector: `app.kubernetes.io/instance=${RELEASE}`,
+    });
+    const leader = await core.readNamespacedPod({
+      name: leases.items[0]!.spec!.holderIdentity!,
+      namespace: NAMESPACE,
+    });
+    // The leader's own admin port, at its pod IP, as a Prometheus would scrape it.
+    const adminPort = leader.spec!.containers[0]!.ports!.find((p) => p.name === "admin")!.containerPort;
+    const leaderRate = async () => {
+      const text = await (await fetch(`http://${leader.status!.podIP}:${adminPort}/metrics`)).text();
+      return Number(/^lightfleet_pool_request_rate\{[^}]*network="alpha"[^}]*\} (\S+)$/m.exec(text)?.[1] ?? 0);
+    };
+    await waitFor(
       async () => {
-        for (let i = 0; i < 10; i++) await rpc(gateway.rpc, "eth_blockNumber");
-        const alpha = await custom.getNamespacedCustomObject({
-          ...GROUP,
-          plural: "lightnodepools",
-          name: "alpha",
-        });
-        return ((alpha as LightNodePool).status?.requestRate ?? 0) > 0 ? (alpha as LightNodePool) : undefined;
+        await traffic();
+        return (await leaderRate()) > 0;
+      },
+      { timeoutMs: 20_000, intervalMs: 500, what: `the leader to read alpha's rate${failureContext()}` },
+    );
+    // A rate alone does not make a status write due: the pool's status shows it at its next refresh (30 s at most).
+    const alpha = await waitFor(
+      async () => {
+        await traffic();
+        const current = await pool("alpha");
+        return (current.status?.requestRate ?? 0) > 0 ? current : undefined;
       },
       {
-        timeoutMs: 30_000,
+        timeoutMs: 45_000,
         intervalMs: 1_000,
         what: `alpha's status to show the scraped request rate${failureContext()}`,
       },
     );
-    expect(pool.status?.scalingReason).not.toMatch(/unavailable/i);
-  }, 60_000);
+    expect(alpha.status?.conditions?.find((c) => c.type === "ScalingActive")).toMatchObject({
+      status: "True",
+      reason: "Scaling",
+    });
+  }, 90_000);
 
   it("evicts a stalled node through the Eviction API against the chart's PDB; the StatefulSet controller recreates it and it comes back Healthy", async () => {
     const [victim] = (await lightPods("alpha")).sort((a, b) =>
