@@ -324,7 +324,9 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
     const adminPort = leader.spec!.containers[0]!.ports!.find((p) => p.name === "admin")!.containerPort;
     const leaderRate = async () => {
       const text = await (await fetch(`http://${leader.status!.podIP}:${adminPort}/metrics`)).text();
-      return Number(/^lightfleet_pool_request_rate\{[^}]*network="alpha"[^}]*\} (\S+)$/m.exec(text)?.[1] ?? 0);
+      return Number(
+        /^lightfleet_pool_request_rate\{[^}]*network="alpha"[^}]*\} (\S+)$/m.exec(text)?.[1] ?? 0,
+      );
     };
     await waitFor(
       async () => {

@@ -71,8 +71,8 @@ export interface KubeletStandIn {
  * Plays the kubelet (and the scheduler) of one Node: binds every schedulable pod to it, starts its containers through
  * a runtime, writes the pod status a kubelet writes (phase, IPs, container statuses, and the Ready condition computed
  * from the containers' readiness probes and every readiness gate), restarts containers that exit as the pod's
- * restartPolicy says (else the pod ends Succeeded or Failed by the exit code, as a `helm test` pod does), stops deleted pods
- * within their grace period and then removes them. Status is brought up to date by listing pods every
+ * restartPolicy says (else the pod ends Succeeded or Failed by the exit code, as a `helm test` pod does), stops
+ * deleted pods within their grace period and then removes them. Status is brought up to date by listing pods every
  * `syncIntervalMs` (a kubelet also resyncs periodically; here it is the only trigger, which keeps it simple).
  */
 export async function startKubeletStandIn(options: KubeletStandInOptions): Promise<KubeletStandIn> {
