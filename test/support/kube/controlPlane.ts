@@ -81,7 +81,7 @@ interface Component {
  */
 export async function startControlPlane(
   binaries: ControlPlaneBinaries,
-  options: { controllers?: string[] } = {},
+  options: { controllers?: string[]; serviceCidr?: string } = {},
 ): Promise<ControlPlane> {
   const dir = await mkdtemp(join(tmpdir(), "lightfleet-cp-"));
   const components: Component[] = [];
@@ -149,7 +149,7 @@ export async function startControlPlane(
         `--service-account-signing-key-file=${join(dir, "sa.key")}`,
         "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
         "--api-audiences=https://kubernetes.default.svc.cluster.local",
-        "--service-cluster-ip-range=10.96.0.0/16",
+        `--service-cluster-ip-range=${options.serviceCidr ?? "10.96.0.0/16"}`,
         // The `kubernetes` Service's endpoints would be 127.0.0.1, which the API refuses in endpoints.
         "--endpoint-reconciler-type=none",
         "--allow-privileged=true",

@@ -23,8 +23,10 @@ export interface RunningPod {
   resolvePort?(port: number | string): { host: string; port: number } | undefined;
   /** Sends a signal to the containers' processes (SIGSTOP and SIGCONT pause and resume them). */
   signal(signal: NodeJS.Signals): void;
-  /** Set when a container exited on its own (crashed or killed). */
+  /** Set when a container exited on its own (crashed, killed, or done). */
   exited(): boolean;
+  /** The exit code once exited (128 + the signal's number when killed by one); undefined if the runtime cannot tell. */
+  exitCode?(): number | undefined;
   /** Stops the containers within the grace period (SIGTERM, then SIGKILL). */
   stop(graceMs: number): Promise<void>;
 }
@@ -55,6 +57,8 @@ interface PodRecord {
   probeOk: Map<string, boolean>;
   lastStatus?: string;
   failure?: string;
+  /** Set when the containers exited and the pod's restartPolicy leaves them so: the pod is done. */
+  terminated?: { exitCode: number; finishedAt: string };
 }
 
 export interface KubeletStandIn {
@@ -66,8 +70,9 @@ export interface KubeletStandIn {
 /**
  * Plays the kubelet (and the scheduler) of one Node: binds every schedulable pod to it, starts its containers through
  * a runtime, writes the pod status a kubelet writes (phase, IPs, container statuses, and the Ready condition computed
- * from the containers' readiness probes and every readiness gate), restarts containers that exit, stops deleted pods
- * within their grace period and then removes them. Status is brought up to date by listing pods every
+ * from the containers' readiness probes and every readiness gate), restarts containers that exit as the pod's
+ * restartPolicy says (else the pod ends Succeeded or Failed by the exit code, as a `helm test` pod does), stops
+ * deleted pods within their grace period and then removes them. Status is brought up to date by listing pods every
  * `syncIntervalMs` (a kubelet also resyncs periodically; here it is the only trigger, which keeps it simple).
  */
 export async function startKubeletStandIn(options: KubeletStandInOptions): Promise<KubeletStandIn> {
@@ -156,8 +161,18 @@ export async function startKubeletStandIn(options: KubeletStandInOptions): Promi
       };
       records.set(key, record);
       void startContainers(pod, record);
-    } else if (record.running?.exited() && !record.stopping) {
-      // The container died: the kubelet restarts it (restartPolicy Always), counting the restart.
+    } else if (record.running?.exited() && !record.stopping && !record.terminated) {
+      const exitCode = record.running.exitCode?.() ?? 1;
+      const policy = pod.spec!.restartPolicy ?? "Always";
+      if (policy === "Never" || (policy === "OnFailure" && exitCode === 0)) {
+        record.terminated = { exitCode, finishedAt: new Date().toISOString() };
+        log(
+          `pod ${record.namespace}/${record.name}: container exited with ${exitCode}, not restarted (${policy})`,
+        );
+        await writeStatus(pod, record);
+        return;
+      }
+      // The container died: the kubelet restarts it, counting the restart.
       record.restarts++;
       const dead = record.running;
       record.running = undefined;
@@ -165,7 +180,7 @@ export async function startKubeletStandIn(options: KubeletStandInOptions): Promi
       log(`pod ${record.namespace}/${record.name}: container exited, restarting`);
       void dead.stop(0).then(() => startContainers(pod, record!));
     }
-    if (record.running) await runProbes(pod, record);
+    if (record.running && !record.terminated) await runProbes(pod, record);
     await writeStatus(pod, record);
   };
 
@@ -220,7 +235,8 @@ export async function startKubeletStandIn(options: KubeletStandInOptions): Promi
 
   const writeStatus = async (pod: V1Pod, record: PodRecord) => {
     const containers = pod.spec!.containers;
-    const started = record.running !== undefined;
+    const { terminated } = record;
+    const started = record.running !== undefined && !terminated;
     const containersReady = started && containers.every((c) => record.probeOk.get(c.name) === true);
     const gates = pod.spec!.readinessGates ?? [];
     const existing = pod.status?.conditions ?? [];
@@ -228,15 +244,17 @@ export async function startKubeletStandIn(options: KubeletStandInOptions): Promi
       (gate) => existing.find((c) => c.type === gate.conditionType)?.status === "True",
     );
     const ready = containersReady && gatesTrue;
-    const notReadyReason = !containersReady
-      ? {
-          reason: "ContainersNotReady",
-          message: `containers with unready status: [${containers.map((c) => c.name).join(" ")}]`,
-        }
-      : {
-          reason: "ReadinessGatesNotReady",
-          message: "corresponding condition of pod readiness gate is not True",
-        };
+    const notReadyReason = terminated
+      ? { reason: "PodCompleted", message: "" }
+      : !containersReady
+        ? {
+            reason: "ContainersNotReady",
+            message: `containers with unready status: [${containers.map((c) => c.name).join(" ")}]`,
+          }
+        : {
+            reason: "ReadinessGatesNotReady",
+            message: "corresponding condition of pod readiness gate is not True",
+          };
     const condition = (
       type: string,
       status: boolean,
@@ -263,8 +281,15 @@ export async function startKubeletStandIn(options: KubeletStandInOptions): Promi
       condition("PodScheduled", true),
     ];
     const podIp = record.ip;
+    const phase = terminated
+      ? terminated.exitCode === 0
+        ? "Succeeded"
+        : "Failed"
+      : started || record.restarts > 0
+        ? "Running"
+        : "Pending";
     const status = {
-      phase: started || record.restarts > 0 ? "Running" : "Pending",
+      phase,
       hostIP: options.nodeIp,
       hostIPs: [{ ip: options.nodeIp }],
       ...(podIp ? { podIP: podIp, podIPs: [{ ip: podIp }] } : {}),
@@ -274,18 +299,28 @@ export async function startKubeletStandIn(options: KubeletStandInOptions): Promi
         name: c.name,
         image: c.image ?? "",
         imageID: `stand-in://${c.image ?? ""}`,
-        containerID: started ? `stand-in://${record.uid}/${c.name}/${record.restarts}` : undefined,
-        ready: record.probeOk.get(c.name) === true,
+        containerID:
+          started || terminated ? `stand-in://${record.uid}/${c.name}/${record.restarts}` : undefined,
+        ready: started && record.probeOk.get(c.name) === true,
         started,
         restartCount: record.restarts,
-        state: started
-          ? { running: { startedAt: record.startedAt } }
-          : {
-              waiting: {
-                reason: record.failure ? "CrashLoopBackOff" : "ContainerCreating",
-                message: record.failure,
+        state: terminated
+          ? {
+              terminated: {
+                exitCode: terminated.exitCode,
+                reason: terminated.exitCode === 0 ? "Completed" : "Error",
+                startedAt: record.startedAt,
+                finishedAt: terminated.finishedAt,
               },
-            },
+            }
+          : started
+            ? { running: { startedAt: record.startedAt } }
+            : {
+                waiting: {
+                  reason: record.failure ? "CrashLoopBackOff" : "ContainerCreating",
+                  message: record.failure,
+                },
+              },
       })),
     };
     // Only what changed is written; transition times come from the pod, so an unchanged status compares equal.

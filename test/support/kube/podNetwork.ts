@@ -14,9 +14,21 @@ export interface PodNetwork {
   namespace: string;
   /** The host's address on the pod network (the node's InternalIP). */
   hostIp: string;
+  /**
+   * A range for Services' ClusterIPs (10.214.N.0/24), as distinct per network as the pod subnet, so fixtures running
+   * side by side never serve the same ClusterIP on the host.
+   */
+  serviceCidr: string;
   /** A free pod IP, added to the namespace. */
   allocate(): Promise<string>;
+  /**
+   * A free pod IP on the host's side of the veth, for pods whose processes run in the host's network namespace: a
+   * pod IP of its own to serve its container ports on, reachable from the host and from the pod network.
+   */
+  allocateOnHost(): Promise<string>;
   release(ip: string): Promise<void>;
+  /** Adds an address outside the pod subnet on the host's side (a Service's ClusterIP), gone with the network. */
+  addHostAddress(address: string): Promise<void>;
   /** The command prefix that runs a program inside the pod network. */
   exec(command: string, args: string[]): { command: string; args: string[] };
   destroy(): Promise<void>;
@@ -56,34 +68,38 @@ export async function createPodNetwork(): Promise<PodNetwork> {
       await ip(["netns", "exec", namespace, "ip", "link", "set", "lo", "up"]);
       await ip(["netns", "exec", namespace, "ip", "addr", "add", `10.213.${n}.2/24`, "dev", podLink]);
       await ip(["netns", "exec", namespace, "ip", "link", "set", podLink, "up"]);
-      const used = new Set<number>();
+      // Host part of each pod IP in use, and whether it sits on the host's side of the veth.
+      const used = new Map<number, "pod" | "host">();
+      const allocate = async (side: "pod" | "host") => {
+        let host = 10;
+        while (used.has(host)) host++;
+        if (host > 250) throw new Error(`pod network ${namespace} is full`);
+        used.set(host, side);
+        const address = `10.213.${n}.${host}`;
+        if (side === "pod")
+          await ip(["netns", "exec", namespace, "ip", "addr", "add", `${address}/32`, "dev", podLink]);
+        else await ip(["addr", "add", `${address}/32`, "dev", hostLink]);
+        return address;
+      };
       return {
         namespace,
         hostIp,
-        async allocate() {
-          let host = 10;
-          while (used.has(host)) host++;
-          if (host > 250) throw new Error(`pod network ${namespace} is full`);
-          used.add(host);
-          await ip([
-            "netns",
-            "exec",
-            namespace,
-            "ip",
-            "addr",
-            "add",
-            `10.213.${n}.${host}/32`,
-            "dev",
-            podLink,
-          ]);
-          return `10.213.${n}.${host}`;
-        },
+        serviceCidr: `10.214.${n}.0/24`,
+        allocate: () => allocate("pod"),
+        allocateOnHost: () => allocate("host"),
         async release(address) {
           const host = Number(address.split(".")[3]);
-          if (!used.delete(host)) return;
-          await ip(["netns", "exec", namespace, "ip", "addr", "del", `${address}/32`, "dev", podLink]).catch(
-            () => undefined,
-          );
+          const side = used.get(host);
+          if (!side) return;
+          used.delete(host);
+          const del =
+            side === "pod"
+              ? ["netns", "exec", namespace, "ip", "addr", "del", `${address}/32`, "dev", podLink]
+              : ["addr", "del", `${address}/32`, "dev", hostLink];
+          await ip(del).catch(() => undefined);
+        },
+        async addHostAddress(address) {
+          await ip(["addr", "add", `${address}/32`, "dev", hostLink]);
         },
         exec: (command, args) => ({ command: "ip", args: ["netns", "exec", namespace, command, ...args] }),
         async destroy() {

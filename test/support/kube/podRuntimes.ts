@@ -1,5 +1,7 @@
 import type { ChildProcess } from "node:child_process";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { createServer, connect, type Socket } from "node:net";
+import { constants } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { CoreV1Api, type V1Container, type V1EnvVar, type V1Pod } from "@kubernetes/client-node";
@@ -12,6 +14,7 @@ import { ROOT } from "../runCli.js";
 import type { ControlPlane } from "./controlPlane.js";
 import type { PodNetwork } from "./podNetwork.js";
 import type { PodRuntime, RunningPod } from "./kubeletStandIn.js";
+import { clusterDnsModule, type ServiceProxy } from "./serviceProxy.js";
 
 /** tsx's loader, imported into the one node process (its CLI would run the program in a child, out of reach of signals). */
 const TSX_LOADER = pathToFileURL(join(ROOT, "node_modules/tsx/dist/loader.mjs")).href;
@@ -92,8 +95,10 @@ export function anvilPodRuntime(
  *   every API call is authorised by the chart's RBAC exactly as in a cluster;
  * - its configMap, secret and emptyDir volumes materialised under a directory of the pod's own, and paths under their
  *   mount points rewritten to it;
- * - `--port` and `--admin-port` on free ports (every such pod shares the host network here), resolved for probes
- *   through the container's port names.
+ * - `--port` and `--admin-port` on free ports (every such pod shares the host's network namespace here), resolved for
+ *   probes through the container's port names, and each container port forwarded from the pod's own IP to them, so
+ *   what reaches the pod at the address and port its EndpointSlices advertise (the controller's scrape of a gateway
+ *   pod's /metrics, the Service proxy) reaches the process.
  */
 export function lightfleetPodRuntime(
   plane: ControlPlane,
@@ -114,7 +119,6 @@ export function lightfleetPodRuntime(
       };
       const ports = new Map<string, number>();
       const args = [...(container.command ?? []), ...(container.args ?? [])].map(rewrite);
-      if (args[0] === "node") throw new Error("scripts run with node -e are not run here (no cluster DNS)");
       const adminPort = await freePort();
       args.push("--admin-port", String(adminPort));
       for (const p of container.ports ?? []) if (p.name === "admin") ports.set("admin", adminPort);
@@ -146,21 +150,108 @@ export function lightfleetPodRuntime(
         cwd: dir,
         onLine: (line) => options.log?.(`${pod.metadata!.name}: ${line}`),
       });
-      let exited = false;
-      child.once("exit", () => (exited = true));
+      let exitCode: number | undefined;
+      child.once("exit", (code, signal) => (exitCode = code ?? 128 + signalNumber(signal)));
+      const forwarders = await Promise.all(
+        (container.ports ?? [])
+          .filter((p) => p.name && ports.has(p.name))
+          .map((p) => forward(podIp, p.containerPort, ports.get(p.name!)!)),
+      ).catch(async (error: Error) => {
+        await stopChild(child, 0);
+        throw error;
+      });
       return {
         resolvePort: (port) => {
           const number = typeof port === "number" ? port : ports.get(port);
           return number === undefined ? undefined : { host: "127.0.0.1", port: number };
         },
         signal: (signal) => child.kill(signal),
-        exited: () => exited,
+        exited: () => exitCode !== undefined,
+        exitCode: () => exitCode,
+        async stop(graceMs) {
+          await Promise.all(forwarders.map((close) => close()));
+          await stopChild(child, graceMs);
+          await rm(dir, { recursive: true, force: true });
+        },
+      } satisfies RunningPod;
+    },
+  };
+}
+
+/**
+ * Pods of lightfleet's image whose command is `node` (the chart's `helm test` pods): node runs the script here with
+ * the container's env, and cluster DNS's names for Services resolve to their ClusterIPs, which the Service proxy
+ * serves. Such pods mount no service account token (the chart's test pods ask for none).
+ */
+export function nodeScriptPodRuntime(
+  plane: ControlPlane,
+  serviceProxy: ServiceProxy,
+  options: { log?: (line: string) => void } = {},
+): PodRuntime {
+  const core = plane.admin().makeApiClient(CoreV1Api);
+  return {
+    async start(pod, podIp) {
+      const container = pod.spec!.containers[0]!;
+      const [command, ...args] = [...(container.command ?? []), ...(container.args ?? [])];
+      if (command !== "node") throw new Error(`not a node script: ${command}`);
+      if (pod.spec!.automountServiceAccountToken !== false)
+        throw new Error(
+          "node script pods run here without a service account token: set automountServiceAccountToken: false",
+        );
+      const hosts = await serviceProxy.sync(pod.metadata!.namespace!);
+      const dir = await mkdtemp(join(plane.dir, `pod-${pod.metadata!.name}-`));
+      const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: dir };
+      for (const variable of container.env ?? [])
+        env[variable.name] = await envValue(core, pod, podIp, variable);
+      const child: ChildProcess = spawnChild({
+        command: process.execPath,
+        args: ["--import", clusterDnsModule(hosts), ...args],
+        name: pod.metadata!.name!,
+        logger: silentLogger(),
+        env,
+        cwd: dir,
+        onLine: (line) => options.log?.(`${pod.metadata!.name}: ${line}`),
+      });
+      let exitCode: number | undefined;
+      child.once("exit", (code, signal) => (exitCode = code ?? 128 + signalNumber(signal)));
+      return {
+        signal: (signal) => child.kill(signal),
+        exited: () => exitCode !== undefined,
+        exitCode: () => exitCode,
         async stop(graceMs) {
           await stopChild(child, graceMs);
           await rm(dir, { recursive: true, force: true });
         },
       } satisfies RunningPod;
     },
+  };
+}
+
+/** A container's exit code after a signal, as the kubelet reports it (128 + the signal's number). */
+function signalNumber(signal: NodeJS.Signals | null): number {
+  return signal ? (constants.signals[signal] ?? 0) : 0;
+}
+
+/** Forwards podIp:port to 127.0.0.1:target (a container port on the pod's own IP); returns its close. */
+async function forward(podIp: string, port: number, target: number): Promise<() => Promise<void>> {
+  const sockets = new Set<Socket>();
+  const server = createServer((client) => {
+    const upstream = connect(target, "127.0.0.1");
+    for (const socket of [client, upstream]) {
+      sockets.add(socket);
+      socket.once("close", () => sockets.delete(socket));
+    }
+    client.on("error", () => upstream.destroy());
+    upstream.on("error", () => client.resetAndDestroy());
+    client.pipe(upstream).pipe(client);
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, podIp, () => resolve());
+  });
+  return async () => {
+    for (const socket of sockets) socket.destroy();
+    await new Promise((resolve) => server.close(resolve));
   };
 }
 

@@ -9,7 +9,8 @@ import { ensureControlPlane, missingGo } from "./controlPlaneBinaries.js";
 import { startControlPlane, type ControlPlane } from "./controlPlane.js";
 import { startKubeletStandIn, type KubeletStandIn } from "./kubeletStandIn.js";
 import { createPodNetwork, podNetworkUnavailable, type PodNetwork } from "./podNetwork.js";
-import { anvilPodRuntime, lightfleetPodRuntime } from "./podRuntimes.js";
+import { anvilPodRuntime, lightfleetPodRuntime, nodeScriptPodRuntime } from "./podRuntimes.js";
+import { startServiceProxy } from "./serviceProxy.js";
 
 /** The image the chart is installed with in these tests; its pods run from the source tree. */
 export const LIGHTFLEET_IMAGE = "ghcr.io/lightfleet/lightfleet";
@@ -50,14 +51,14 @@ export async function startRealCluster(options: {
   log?: (line: string) => void;
 }): Promise<RealCluster> {
   const binaries = await ensureControlPlane(options.log);
-  const plane = await startControlPlane(binaries);
-  const cleanup: Array<() => Promise<unknown>> = [() => plane.stop()];
+  const podNetwork = await createPodNetwork();
+  const cleanup: Array<() => Promise<unknown>> = [() => podNetwork.destroy()];
   const stop = async () => {
     for (const fn of cleanup.splice(0).reverse()) await fn().catch(() => undefined);
   };
   try {
-    const podNetwork = await createPodNetwork();
-    cleanup.push(() => podNetwork.destroy());
+    const plane = await startControlPlane(binaries, { serviceCidr: podNetwork.serviceCidr });
+    cleanup.push(() => plane.stop());
     const devnet = await startTestDevnet({ networks: options.networks, blockTimeMs: options.blockTimeMs });
     cleanup.push(() => devnet.stop());
     const chainIds = new Map(options.networks.map((n) => [n.name, n.chainId]));
@@ -69,23 +70,30 @@ export async function startRealCluster(options: {
     };
     const anvils = anvilPodRuntime(devnet, podNetwork, chainIds);
     const lightfleet = lightfleetPodRuntime(plane, { log: keepLog });
+    const serviceProxy = startServiceProxy({
+      kubeConfig: plane.admin(),
+      addAddress: (address) => podNetwork.addHostAddress(address),
+      log: keepLog,
+    });
+    cleanup.push(() => serviceProxy.stop());
+    const scripts = nodeScriptPodRuntime(plane, serviceProxy, { log: keepLog });
     const isLightNode = (pod: V1Pod) =>
       (pod.spec?.readinessGates ?? []).some((g) => g.conditionType === "lightfleet.io/in-sync");
     const runtimeFor = (pod: V1Pod) => {
       if (isLightNode(pod)) return anvils;
-      // helm test pods call Services by DNS name, which needs cluster DNS and a Service proxy: not run here.
-      if (pod.metadata?.annotations?.["helm.sh/hook"]) return undefined;
-      const image = pod.spec?.containers[0]?.image ?? "";
-      return image.startsWith(`${LIGHTFLEET_IMAGE}:`) || image.startsWith(`${LIGHTFLEET_IMAGE}@`)
-        ? lightfleet
-        : undefined;
+      const container = pod.spec?.containers[0];
+      const image = container?.image ?? "";
+      if (!image.startsWith(`${LIGHTFLEET_IMAGE}:`) && !image.startsWith(`${LIGHTFLEET_IMAGE}@`))
+        return undefined;
+      // The image's node running a script (the helm test pods), or the lightfleet CLI.
+      return container?.command?.[0] === "node" ? scripts : lightfleet;
     };
     const kubelet = await startKubeletStandIn({
       kubeConfig: plane.admin(),
       nodeName: NODE_NAME,
       nodeIp: podNetwork.hostIp,
-      allocateIp: (pod) => (isLightNode(pod) ? podNetwork.allocate() : Promise.resolve(podNetwork.hostIp)),
-      releaseIp: (ip) => (ip === podNetwork.hostIp ? Promise.resolve() : podNetwork.release(ip)),
+      allocateIp: (pod) => (isLightNode(pod) ? podNetwork.allocate() : podNetwork.allocateOnHost()),
+      releaseIp: (ip) => podNetwork.release(ip),
       runtimeFor,
       log: keepLog,
     });
