@@ -120,7 +120,12 @@ describe("POST /v1/user/twofactor/disable", () => {
       "invalid-body",
       /token/,
     );
-    expectProblem(await client.request("POST", OFF, { token: "123456" }), 400, "invalid-body", /currentPassword/);
+    expectProblem(
+      await client.request("POST", OFF, { token: "123456" }),
+      400,
+      "invalid-body",
+      /currentPassword/,
+    );
 
     // Still on, and a refused attempt does not end the session.
     expect((await client.request("GET", "/v1/user/me")).body).toMatchObject({ twoFactor: true });
@@ -160,9 +165,9 @@ describe("POST /v1/user/twofactor/disable", () => {
     expect((await client.request("GET", "/v1/user/me")).body).toMatchObject({ twoFactor: true });
 
     now += 15 * 60_000;
-    expect((await client.request("POST", OFF, { currentPassword: PASSWORD, token: code(secret) })).status).toBe(
-      204,
-    );
+    expect(
+      (await client.request("POST", OFF, { currentPassword: PASSWORD, token: code(secret) })).status,
+    ).toBe(204);
   });
 
   it("evaluates at most 5 of 20 parallel wrong passwords; the rest are 429", async () => {
@@ -184,7 +189,12 @@ describe("POST /v1/user/twofactor/disable", () => {
     const secret = await withTwoFactor("guarded@example.org");
     const body = () => ({ currentPassword: PASSWORD, token: code(secret) });
 
-    expectProblem(await new Client(started.api.url).request("POST", OFF, body()), 401, "session-required", /log in/);
+    expectProblem(
+      await new Client(started.api.url).request("POST", OFF, body()),
+      401,
+      "session-required",
+      /log in/,
+    );
     const halfway = new Client(started.api.url);
     await halfway.request("POST", "/v1/user/login", { email: "guarded@example.org", password: PASSWORD });
     expectProblem(await halfway.request("POST", OFF, body()), 401, "two-factor-required", /two-factor/);

@@ -294,7 +294,8 @@ describe("key API web page in headless Chromium", () => {
     // A clock of its own, moved a 30-second step at a time: each code works once, and no test waits for the next.
     let offset = 0;
     const server = await startTestKeysApi({ clock: () => Date.now() + offset });
-    const code = (secret: string) => generateSync({ secret, epoch: Math.floor((Date.now() + offset) / 1000) });
+    const code = (secret: string) =>
+      generateSync({ secret, epoch: Math.floor((Date.now() + offset) / 1000) });
     const context = await browser.newContext({
       viewport: { width: 390, height: 844 },
       isMobile: true,
@@ -359,7 +360,7 @@ describe("key API web page in headless Chromium", () => {
       })`);
       expect(layout.scrollWidth).toBeLessThanOrEqual(390);
       expect(layout.buttons.map((b) => b.text)).toEqual(
-        expect.arrayContaining(["Turn off two-factor authentication", "Cancel"]),
+        expect.arrayContaining(["Turn off two-factor", "Turn off two-factor authentication", "Cancel"]),
       );
       for (const b of layout.buttons) {
         expect(b.height, b.text).toBeGreaterThanOrEqual(44);
@@ -367,6 +368,7 @@ describe("key API web page in headless Chromium", () => {
         expect(b.right, b.text).toBeLessThanOrEqual(390);
       }
       expect(await axeViolations(page)).toEqual([]);
+      await page.locator("#tf-off").screenshot({ path: shot("keys-page-phone-2fa-off-confirm.png") });
 
       // A wrong password is refused with the server's detail; two-factor stays on.
       await page.keyboard.press("Tab");
@@ -374,7 +376,9 @@ describe("key API web page in headless Chromium", () => {
       await page.keyboard.press("Tab");
       await page.keyboard.type(code(seed));
       await page.keyboard.press("Enter");
-      await poll(() => page.textContent("#error")).toContain("password is not correct");
+      // Said next to the form, with focus on the field to fix.
+      await poll(() => page.textContent("#tf-off-error")).toContain("password is not correct");
+      expect(await focused(page)).toBe("tf-off-password");
       expect(await page.isVisible("#tf-off")).toBe(true);
       expect(await page.textContent("#tf-state")).toMatch(/^On/);
 
