@@ -342,6 +342,15 @@ describe("key API web page in headless Chromium", () => {
       await page.keyboard.press("Enter");
       await page.waitForSelector("#tf-off", { state: "hidden" });
       expect(await focused(page)).toBe("tf-off-start");
+      // Escape closes it as well, and what was typed goes with it.
+      await page.keyboard.press("Enter");
+      await page.waitForSelector("#tf-off:not([hidden])");
+      await page.keyboard.press("Tab");
+      await page.keyboard.type("typed then abandoned");
+      await page.keyboard.press("Escape");
+      await page.waitForSelector("#tf-off", { state: "hidden" });
+      expect(await focused(page)).toBe("tf-off-start");
+      expect(await page.inputValue("#tf-off-password")).toBe("");
 
       await page.keyboard.press("Enter");
       await page.waitForSelector("#tf-off:not([hidden])");
