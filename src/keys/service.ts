@@ -69,6 +69,7 @@ export class KeysError extends Error {
       | "session-not-found"
       | "two-factor-already-enabled"
       | "two-factor-setup-required"
+      | "two-factor-not-enabled"
       | "throttled",
     message: string,
     readonly extra: Record<string, unknown> = {},
@@ -401,7 +402,13 @@ export class KeysService {
       .where("id", "=", session.userId)
       .executeTakeFirstOrThrow();
     if (!session.twoFactorPending || !user.totp_secret) return token;
-    const step = await this.acceptCode(user.id, user.email, user.totp_secret, user.totp_last_step, code, ip);
+    const step = await this.acceptCode(
+      user.id,
+      user.totp_secret,
+      user.totp_last_step,
+      code,
+      loginCodeFailure(this, user.email, ip),
+    );
     // Record the step conditionally, so two concurrent uses of one code cannot both pass.
     const updated = await this.db
       .updateTable("users")
@@ -420,21 +427,21 @@ export class KeysService {
 
   /**
    * Checks a TOTP code against a sealed seed, the attempt counted first (5 per account in the window, shared by every
-   * replica), and returns its time step.
+   * replica and by every use of a code: login, set-up, turning it off), and returns its time step. `failed` records a
+   * refusal in the audit trail as the caller names it.
    */
   private async acceptCode(
     userId: number,
-    email: string,
     sealed: string,
     lastStep: number | null,
     code: string,
-    ip: string,
+    failed: (why: "throttled" | "wrong code") => Promise<void>,
   ): Promise<number> {
     const now = this.clock();
     const key = `totp:${userId}`;
     const reserved = await reserveAttempt(this.db, key, now, this.failureWindowMs);
     if (reserved.count > this.maxFailures) {
-      await this.audit(email, "two-factor-failed", `ip ${ip}, throttled`);
+      await failed("throttled");
       throw new KeysError("throttled", "too many attempts; try again later", {
         retryAfterSeconds: Math.max(1, Math.ceil((reserved.windowStart + this.failureWindowMs - now) / 1000)),
       });
@@ -451,7 +458,7 @@ export class KeysService {
       : { valid: false };
     const step = result.valid && "timeStep" in result ? Number(result.timeStep) : undefined;
     if (step === undefined) {
-      await this.audit(email, "two-factor-failed", `ip ${ip}`);
+      await failed("wrong code");
       throw new KeysError("invalid-two-factor-token", "the code is not valid, or was used already");
     }
     await clearAttempts(this.db, key);
@@ -567,7 +574,7 @@ export class KeysService {
     await this.audit(await this.emailOf(userId), "session-revoked", `ip ${actor.ip}`);
   }
 
-  /** Changes the password after checking the current one (throttled like a second factor); other sessions end. */
+  /** Changes the password after checking the current one (see checkCurrentPassword); other sessions end. */
   async changePassword(
     userId: number,
     current: string,
@@ -580,25 +587,45 @@ export class KeysService {
       .selectAll()
       .where("id", "=", userId)
       .executeTakeFirstOrThrow();
+    await this.checkCurrentPassword(user, current, actor.ip, async () => {});
+    await clearAttempts(this.db, reauthKey(userId));
+    await this.replacePassword(userId, next, keepSession);
+    await this.audit(user.email, "password-changed", `ip ${actor.ip}`);
+  }
+
+  /**
+   * Re-authentication before a change to the account's security (a new password, two-factor off), throttled as
+   * logins are: one budget per account for all such changes (5 attempts in the window), each attempt counted in the
+   * database before the password is checked, a refusal already known answered from memory, and the check itself
+   * through the hashing gate. `failed` records a wrong password, and the first refusal of a block, as the caller names
+   * them. The caller clears the budget once the whole change has succeeded.
+   */
+  private async checkCurrentPassword(
+    user: { id: number; email: string; password_hash: string },
+    password: string,
+    ip: string,
+    failed: (why: "throttled" | "wrong password") => Promise<void>,
+  ): Promise<void> {
+    const key = reauthKey(user.id);
+    const left = this.refusals.remaining(key, this.clock());
+    if (left > 0) throw throttled(left);
     const now = this.clock();
-    const key = `password:${userId}`;
     const reserved = await reserveAttempt(this.db, key, now, this.failureWindowMs);
-    if (reserved.count > this.maxFailures)
-      throw new KeysError("throttled", "too many attempts; try again later", {
-        retryAfterSeconds: Math.max(1, Math.ceil((reserved.windowStart + this.failureWindowMs - now) / 1000)),
-      });
-    const slot = await this.gate.enter(accountKey(user.email), actor.ip, true);
-    if ("refused" in slot)
-      throw new KeysError("throttled", "too many attempts; try again later", { retryAfterSeconds: 1 });
+    if (reserved.count > this.maxFailures) {
+      const until = reserved.windowStart + this.failureWindowMs;
+      if (this.refusals.remember(key, until, now)) await failed("throttled");
+      throw throttled(until - now);
+    }
+    const slot = await this.gate.enter(accountKey(user.email), ip, true);
+    if ("refused" in slot) throw throttled(1_000, "too many attempts at once");
     try {
-      if (!(await verifyPassword(current, user.password_hash)))
+      if (!(await verifyPassword(password, user.password_hash))) {
+        await failed("wrong password");
         throw new KeysError("invalid-credentials", "the current password is not correct");
+      }
     } finally {
       slot.release();
     }
-    await clearAttempts(this.db, key);
-    await this.replacePassword(userId, next, keepSession);
-    await this.audit(user.email, "password-changed", `ip ${actor.ip}`);
   }
 
   private async replacePassword(userId: number, password: string, keepSession: string | undefined) {
@@ -639,7 +666,13 @@ export class KeysService {
       throw new KeysError("two-factor-already-enabled", "two-factor authentication is on already");
     if (user.totp_pending === null)
       throw new KeysError("two-factor-setup-required", "start the two-factor set-up first");
-    const step = await this.acceptCode(userId, user.email, user.totp_pending, null, code, actor.ip);
+    const step = await this.acceptCode(
+      userId,
+      user.totp_pending,
+      null,
+      code,
+      loginCodeFailure(this, user.email, actor.ip),
+    );
     await this.db
       .updateTable("users")
       .set({ totp_secret: user.totp_pending, totp_pending: null, totp_last_step: step })
@@ -647,6 +680,56 @@ export class KeysService {
       .where("totp_pending", "=", user.totp_pending)
       .execute();
     await this.audit(user.email, "two-factor-enabled", `ip ${actor.ip}`);
+  }
+
+  /**
+   * Turns two-factor authentication off from a session. A downgrade of the account's protection, so it asks what a
+   * login asks: the current password, checked first (so the code budget, which logins share, is spent only by someone
+   * who knows it), and a code not used before (not the one that opened this session). Every other session of the
+   * account ends, as after a password change: whoever holds one is asked to log in again under the new rule; this
+   * session stays. Each refusal and the change go to the account's audit trail.
+   */
+  async turnOffTwoFactor(
+    userId: number,
+    password: string,
+    code: string,
+    keepSession: string,
+    actor: Actor,
+  ): Promise<void> {
+    const user = await this.db
+      .selectFrom("users")
+      .selectAll()
+      .where("id", "=", userId)
+      .executeTakeFirstOrThrow();
+    const seed = user.totp_secret;
+    if (seed === null) throw twoFactorNotOn();
+    const failed = (why: string) =>
+      this.audit(user.email, "two-factor-disable-failed", `ip ${actor.ip}, ${why}`);
+    await this.checkCurrentPassword(user, password, actor.ip, failed);
+    await this.acceptCode(userId, seed, user.totp_last_step, code, failed);
+    const ended = await this.db.transaction().execute(async (tx) => {
+      // Conditional on the seed checked, so a set-up finished meanwhile is not undone unseen.
+      const off = await tx
+        .updateTable("users")
+        .set({ totp_secret: null, totp_pending: null, totp_last_step: null })
+        .where("id", "=", userId)
+        .where("totp_secret", "=", seed)
+        .executeTakeFirst();
+      if (Number(off.numUpdatedRows) !== 1) return undefined;
+      const others = await tx
+        .deleteFrom("sessions")
+        .where("user_id", "=", userId)
+        .where("token_hash", "!=", tokenHash(keepSession))
+        .executeTakeFirst();
+      return Number(others.numDeletedRows);
+    });
+    if (ended === undefined) throw twoFactorNotOn();
+    await clearAttempts(this.db, reauthKey(userId));
+    await this.audit(
+      user.email,
+      "two-factor-disabled",
+      `ip ${actor.ip}, ${ended} other session${ended === 1 ? "" : "s"} ended`,
+    );
   }
 
   // --- key pairs ---
@@ -878,6 +961,18 @@ export class KeysService {
     };
   }
 }
+
+/** The throttle key of re-authentication (password change, two-factor off): one budget per account. */
+const reauthKey = (userId: number) => `password:${userId}`;
+
+const twoFactorNotOn = () =>
+  new KeysError("two-factor-not-enabled", "two-factor authentication is not on for this account");
+
+/** How a refused code at login or set-up is recorded (as it always was). */
+const loginCodeFailure =
+  (service: KeysService, email: string, ip: string) =>
+  (why: "throttled" | "wrong code"): Promise<void> =>
+    service.record("two-factor-failed", why === "throttled" ? `ip ${ip}, throttled` : `ip ${ip}`, email);
 
 const throttled = (retryAfterMs: number, message = "too many attempts; try again later") =>
   new KeysError("throttled", message, { retryAfterSeconds: Math.max(1, Math.ceil(retryAfterMs / 1000)) });

@@ -289,4 +289,132 @@ describe("key API web page in headless Chromium", () => {
     expect(problems).toEqual([]);
     await context.close();
   });
+
+  it("turns two-factor off on a 390 px phone with the keyboard alone, after a confirmation step asking for the password and a code", async () => {
+    // A clock of its own, moved a 30-second step at a time: each code works once, and no test waits for the next.
+    let offset = 0;
+    const server = await startTestKeysApi({ clock: () => Date.now() + offset });
+    const code = (secret: string) =>
+      generateSync({ secret, epoch: Math.floor((Date.now() + offset) / 1000) });
+    const context = await browser.newContext({
+      viewport: { width: 390, height: 844 },
+      isMobile: true,
+      hasTouch: true,
+      deviceScaleFactor: 2,
+    });
+    try {
+      await server.api.service.addUser("off@example.org", PASSWORD);
+      const seed = (await server.api.service.enableTwoFactor("off@example.org")).secret;
+      const page = await context.newPage();
+      const problems = watch(page);
+      await page.goto(`${server.api.url}/`);
+      await page.waitForSelector("#login:not([hidden])");
+      await page.fill("#email", "off@example.org");
+      await page.fill("#password", PASSWORD);
+      await page.keyboard.press("Enter");
+      await page.waitForSelector("#twofactor:not([hidden])");
+      await page.fill("#token", code(seed));
+      await page.keyboard.press("Enter");
+      await page.waitForSelector("#app:not([hidden])");
+      offset += 30_000;
+      // Another browser of the account, to be signed out.
+      const other = new Client(server.api.url);
+      await other.request("POST", "/v1/user/login", { email: "off@example.org", password: PASSWORD });
+      await other.request("POST", "/v1/user/login/twofactor", { token: code(seed) });
+      offset += 30_000;
+
+      await poll(() => page.textContent("#tf-state")).toMatch(/^On/);
+      expect(await page.isHidden("#tf-off")).toBe(true);
+
+      // The control opens a confirmation step; Cancel closes it and gives focus back.
+      await page.focus("#tf-off-start");
+      await page.keyboard.press("Enter");
+      await page.waitForSelector("#tf-off:not([hidden])");
+      expect(await focused(page)).toBe("tf-off-title");
+      await page.keyboard.press("Tab");
+      expect(await focused(page)).toBe("tf-off-password");
+      await page.keyboard.press("Tab");
+      expect(await focused(page)).toBe("tf-off-code");
+      await page.keyboard.press("Tab");
+      expect(await focused(page)).toBe("tf-off-go");
+      await page.keyboard.press("Tab");
+      expect(await focused(page)).toBe("tf-off-cancel");
+      await page.keyboard.press("Enter");
+      await page.waitForSelector("#tf-off", { state: "hidden" });
+      expect(await focused(page)).toBe("tf-off-start");
+      // Escape closes it as well, and what was typed goes with it.
+      await page.keyboard.press("Enter");
+      await page.waitForSelector("#tf-off:not([hidden])");
+      await page.keyboard.press("Tab");
+      await page.keyboard.type("typed then abandoned");
+      await page.keyboard.press("Escape");
+      await page.waitForSelector("#tf-off", { state: "hidden" });
+      expect(await focused(page)).toBe("tf-off-start");
+      expect(await page.inputValue("#tf-off-password")).toBe("");
+
+      await page.keyboard.press("Enter");
+      await page.waitForSelector("#tf-off:not([hidden])");
+      // Laid out for the phone: no horizontal scroll, touch-sized buttons inside the screen.
+      const layout = await page.evaluate<{
+        scrollWidth: number;
+        buttons: Array<{ text: string; width: number; height: number; right: number }>;
+      }>(`({
+        scrollWidth: document.documentElement.scrollWidth,
+        buttons: [...document.querySelectorAll("#security button")]
+          .filter((b) => b.offsetParent !== null)
+          .map((b) => {
+            const r = b.getBoundingClientRect();
+            return { text: b.textContent, width: r.width, height: r.height, right: r.right };
+          }),
+      })`);
+      expect(layout.scrollWidth).toBeLessThanOrEqual(390);
+      expect(layout.buttons.map((b) => b.text)).toEqual(
+        expect.arrayContaining(["Turn off two-factor", "Turn off two-factor authentication", "Cancel"]),
+      );
+      for (const b of layout.buttons) {
+        expect(b.height, b.text).toBeGreaterThanOrEqual(44);
+        expect(b.width, b.text).toBeGreaterThanOrEqual(44);
+        expect(b.right, b.text).toBeLessThanOrEqual(390);
+      }
+      expect(await axeViolations(page)).toEqual([]);
+      await page.locator("#tf-off").screenshot({ path: shot("keys-page-phone-2fa-off-confirm.png") });
+
+      // A wrong password is refused with the server's detail; two-factor stays on.
+      await page.keyboard.press("Tab");
+      await page.keyboard.type("not my password");
+      await page.keyboard.press("Tab");
+      await page.keyboard.type(code(seed));
+      await page.keyboard.press("Enter");
+      // Said next to the form, with focus on the field to fix.
+      await poll(() => page.textContent("#tf-off-error")).toContain("password is not correct");
+      expect(await focused(page)).toBe("tf-off-password");
+      expect(await page.isVisible("#tf-off")).toBe(true);
+      expect(await page.textContent("#tf-state")).toMatch(/^On/);
+
+      await page.fill("#tf-off-password", PASSWORD);
+      await page.fill("#tf-off-code", code(seed));
+      await page.focus("#tf-off-code");
+      await page.keyboard.press("Enter");
+      await poll(() => page.textContent("#tf-state")).toMatch(/^Off/);
+      expect(await page.isHidden("#tf-off")).toBe(true);
+      expect(await page.isVisible("#tf-start")).toBe(true);
+      expect(await page.isHidden("#tf-off-start")).toBe(true);
+      expect(await focused(page)).toBe("security-title");
+      expect(await page.textContent("#status")).toContain("two-factor authentication is off");
+      expect(await page.inputValue("#tf-off-password")).toBe("");
+      await poll(() => page.textContent("#audit-list")).toContain("two-factor-disabled");
+      await poll(() => page.locator("#session-list li").count()).toBe(1);
+      expect((await other.request("GET", "/v1/user/me")).status).toBe(401);
+      expect(
+        (await server.api.service.listUsers()).find((u) => u.email === "off@example.org")!.twoFactor,
+      ).toBe(false);
+
+      expect(await axeViolations(page)).toEqual([]);
+      await page.screenshot({ path: shot("keys-page-phone-2fa-off.png"), fullPage: true });
+      expect(problems).toEqual([]);
+    } finally {
+      await context.close();
+      await server.stop();
+    }
+  });
 });

@@ -41,6 +41,11 @@ const passwordBody = z.strictObject({
     .max(1024),
 });
 const emptyBody = z.strictObject({});
+/** Turning the second factor off asks for both factors again. */
+const twoFactorOffBody = z.strictObject({
+  currentPassword: z.string().min(1).max(1024),
+  token: twoFactorBody.shape.token,
+});
 
 const CODES: Record<KeysError["code"], { status: number; title: string }> = {
   "invalid-credentials": { status: 401, title: "Invalid credentials" },
@@ -52,6 +57,7 @@ const CODES: Record<KeysError["code"], { status: number; title: string }> = {
   "session-not-found": { status: 404, title: "Session not found" },
   "two-factor-already-enabled": { status: 409, title: "Two-factor authentication is on already" },
   "two-factor-setup-required": { status: 409, title: "Two-factor set-up not started" },
+  "two-factor-not-enabled": { status: 409, title: "Two-factor authentication is not on" },
   throttled: { status: 429, title: "Too many attempts" },
 };
 
@@ -68,6 +74,7 @@ const ROUTES: Array<[string[], string]> = [
   [["/v1/user/password"], "POST"],
   [["/v1/user/twofactor/setup"], "POST"],
   [["/v1/user/twofactor/confirm"], "POST"],
+  [["/v1/user/twofactor/disable"], "POST"],
   [["/v1/keys", "/v1/keys/"], "GET, POST"],
   [["/v1/keys/:accessKeyId"], "PATCH, DELETE"],
 ];
@@ -284,6 +291,16 @@ export function createKeysApp(options: KeysAppOptions): express.Express {
     const input = body(twoFactorBody, req, res);
     if (!input) return;
     await service.confirmTwoFactorSetup(userId, input.token, { ip: ip(req) });
+    res.status(204).end();
+  });
+
+  app.post("/v1/user/twofactor/disable", async (req, res) => {
+    const userId = await account(req);
+    const input = body(twoFactorOffBody, req, res);
+    if (!input) return;
+    await service.turnOffTwoFactor(userId, input.currentPassword, input.token, cookie(req, SESSION_COOKIE)!, {
+      ip: ip(req),
+    });
     res.status(204).end();
   });
 

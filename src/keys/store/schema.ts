@@ -43,7 +43,10 @@ export interface KeyPairsTable {
 }
 
 export interface ThrottleTable {
-  /** "pair:<account>|<address>", "account:<account>", "ip:<address>" or "totp:<user id>"; accounts as hashes. */
+  /**
+   * "pair:<account>|<address>", "account:<account>", "ip:<address>", "totp:<user id>" or "password:<user id>" (the
+   * re-authentication before a password change or turning two-factor off); accounts as hashes.
+   */
   key: string;
   /** Attempts counted in the window (reserved before evaluation; a success is taken back). */
   failures: number;
@@ -77,6 +80,7 @@ export const AUDIT_EVENTS = [
   "password-changed",
   "two-factor-enabled",
   "two-factor-disabled",
+  "two-factor-disable-failed",
   "user-added",
   "user-disabled",
   "user-enabled",

@@ -1,7 +1,8 @@
 /**
  * The page's script (plain browser JavaScript, served as /app.js). Everything the session can do: log in with the
  * second factor, list, name, deactivate, activate and delete its pairs, create one (secret shown once, copy and
- * download, "I have saved it" before it goes), set up two-factor authentication, change the password, see and end
+ * download, "I have saved it" before it goes), set up two-factor authentication and turn it off (password and code
+ * confirmed), change the password, see and end
  * sessions, read the account's audit trail. Focus moves to each new step; text is set with textContent only.
  */
 export const APP_JS = String.raw`"use strict";
@@ -215,7 +216,9 @@ $("done").addEventListener("click", async () => {
 async function loadSecurity() {
   $("tf-state").textContent = state.me.twoFactor ? "On: logins ask for a code from your authenticator app." : "Off: anyone with your password can log in.";
   $("tf-start").hidden = state.me.twoFactor;
+  $("tf-off-start").hidden = !state.me.twoFactor;
   if (state.me.twoFactor) $("tf-setup").hidden = true;
+  else closeTwoFactorOff();
 }
 $("tf-start").addEventListener("click", async () => {
   try {
@@ -236,6 +239,36 @@ $("tf-confirm-form").addEventListener("submit", async (e) => {
     say("two-factor authentication is on");
     focusOn("security-title");
   } catch (error) { handle(error); }
+});
+// Turning two-factor off: a confirmation step that asks for the password and a code, as the server does.
+function closeTwoFactorOff(focusId) {
+  $("tf-off").hidden = true; $("tf-off-start").setAttribute("aria-expanded", "false");
+  $("tf-off-password").value = ""; $("tf-off-code").value = ""; $("tf-off-error").textContent = "";
+  if (focusId) focusOn(focusId);
+}
+$("tf-off-start").addEventListener("click", () => {
+  $("tf-off").hidden = false; $("tf-off-start").setAttribute("aria-expanded", "true");
+  focusOn("tf-off-title");
+});
+$("tf-off-cancel").addEventListener("click", () => closeTwoFactorOff("tf-off-start"));
+$("tf-off").addEventListener("keydown", (e) => { if (e.key === "Escape") closeTwoFactorOff("tf-off-start"); });
+$("tf-off-form").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  $("tf-off-error").textContent = "";
+  try {
+    await api("POST", "/v1/user/twofactor/disable", { currentPassword: $("tf-off-password").value, token: $("tf-off-code").value });
+    closeTwoFactorOff();
+    state.me = await api("GET", "/v1/user/me");
+    await loadSecurity(); await loadSessions(); await loadAudit();
+    say("two-factor authentication is off; your other sessions have ended");
+    focusOn("security-title");
+  } catch (error) {
+    if (error.code === "session-required") { handle(error); return; }
+    // Shown next to the form (on a phone the page's own error line is out of view), focus on what to fix.
+    $("tf-off-error").textContent = error.message;
+    const field = error.code === "invalid-credentials" ? "tf-off-password" : error.code === "invalid-two-factor-token" ? "tf-off-code" : null;
+    if (field) { $(field).value = ""; focusOn(field); }
+  }
 });
 $("password-form").addEventListener("submit", async (e) => {
   e.preventDefault();

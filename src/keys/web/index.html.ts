@@ -90,7 +90,7 @@ export const INDEX_HTML = `<!doctype html>
     </section>
 
     <section id="security" aria-labelledby="security-title">
-      <h2 id="security-title">Security</h2>
+      <h2 id="security-title" tabindex="-1">Security</h2>
       <h3>Two-factor authentication</h3>
       <p id="tf-state"></p>
       <button type="button" id="tf-start" hidden>Set up two-factor authentication</button>
@@ -102,6 +102,22 @@ export const INDEX_HTML = `<!doctype html>
           <label for="tf-code">Code the app shows</label>
           <input id="tf-code" inputmode="numeric" autocomplete="one-time-code" pattern="[0-9]{6}" maxlength="6" required>
           <button type="submit" class="primary">Turn on two-factor authentication</button>
+        </form>
+      </div>
+      <button type="button" id="tf-off-start" aria-expanded="false" aria-controls="tf-off" hidden>Turn off two-factor</button>
+      <div id="tf-off" class="danger-zone" role="group" aria-labelledby="tf-off-title" hidden>
+        <h4 id="tf-off-title" tabindex="-1">Turn off two-factor authentication?</h4>
+        <p>Logins will then ask only for your password, and every other session of this account ends. Confirm with your password and a code from your authenticator app.</p>
+        <p id="tf-off-error" class="error" role="alert"></p>
+        <form id="tf-off-form">
+          <label for="tf-off-password">Current password</label>
+          <input id="tf-off-password" type="password" autocomplete="current-password" required>
+          <label for="tf-off-code">Code the app shows</label>
+          <input id="tf-off-code" inputmode="numeric" autocomplete="one-time-code" pattern="[0-9]{6}" maxlength="6" required>
+          <div class="buttons">
+            <button type="submit" id="tf-off-go" class="danger">Turn off two-factor authentication</button>
+            <button type="button" id="tf-off-cancel">Cancel</button>
+          </div>
         </form>
       </div>
 
