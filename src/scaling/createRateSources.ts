@@ -2,7 +2,7 @@ import type { RateSourceConfig } from "../config/sections/scaling.js";
 import type { RateReading, RateSource } from "./rateReading.js";
 import { GatewayScrapeSource } from "./sources/gatewayScrapeSource.js";
 import { InProcessGatewaySource, type RequestCounters } from "./sources/inProcessGatewaySource.js";
-import { PrometheusSource } from "./sources/prometheusSource.js";
+import { PrometheusSource, promqlFor } from "./sources/prometheusSource.js";
 
 export interface RateSourceDeps {
   clock: () => number;
@@ -13,7 +13,10 @@ export interface RateSourceDeps {
 }
 
 export interface RateSourceNetwork {
+  /** The network name, as the gateway's counters and `{network}` in a PromQL template name it. */
   name: string;
+  /** A cluster pool's namespace: fills `{namespace}` in a PromQL template, and tells two pools of one network apart. */
+  namespace?: string;
   scaling: { source: RateSourceConfig; rateWindow: number };
 }
 
@@ -46,10 +49,16 @@ export function createRateSources(deps: RateSourceDeps): (network: RateSourceNet
     const config = network.scaling.source;
     if (config.type === "gateway") return gateway();
     const key = JSON.stringify(config);
-    const kept = prometheus.get(network.name);
+    const { namespace } = network;
+    const pool = namespace === undefined ? network.name : `${namespace}/${network.name}`;
+    const kept = prometheus.get(pool);
     if (kept?.key === key) return kept.source;
-    const source = new PrometheusSource({ url: config.url, query: config.query, timeoutMs: config.timeout });
-    prometheus.set(network.name, { key, source });
+    const source = new PrometheusSource({
+      url: config.url,
+      query: (name) => promqlFor(config.query, name, namespace),
+      timeoutMs: config.timeout,
+    });
+    prometheus.set(pool, { key, source });
     return source;
   };
 }

@@ -10,6 +10,7 @@ import { waitFor } from "../support/waitFor.js";
 const SERVER = "https://k8s.test:6443";
 const PODS = "/api/v1/namespaces/eth/pods";
 const pool: PoolBinding = {
+  key: "mainnet",
   network: "mainnet",
   namespace: "eth",
   labelSelector: "app=light,network=mainnet",
@@ -190,7 +191,11 @@ describe("Kubernetes fleet backend at the wire", () => {
         await writeLanded;
         return event(
           "MODIFIED",
-          pod("light-0", "10.0.0.10", { inSync: "False", resourceVersion: "102", restart: "2026-11-22T12:00:00Z" }),
+          pod("light-0", "10.0.0.10", {
+            inSync: "False",
+            resourceVersion: "102",
+            restart: "2026-11-22T12:00:00Z",
+          }),
         );
       })
       .get(PODS)
