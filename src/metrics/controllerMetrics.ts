@@ -127,17 +127,19 @@ export function createControllerMetrics(
     if (nodes) return nodes;
     nodes = new Map();
     exported.set(network, nodes);
+    const pool = pools.of(network);
     // Counters start at 0 so that increase() sees the first event.
-    for (const reason of RESTART_REASONS) restarts.inc({ ...pools.of(network), reason }, 0);
-    for (const kind of DECISION_KINDS) decisions.inc({ ...pools.of(network), kind }, 0);
+    for (const reason of RESTART_REASONS) restarts.inc({ ...pool, reason }, 0);
+    for (const kind of DECISION_KINDS) decisions.inc({ ...pool, kind }, 0);
     return nodes;
   }
 
   function removeNode(network: string, node: string): void {
-    for (const state of NODE_STATES) nodeState.remove({ ...pools.of(network), node, state });
-    nodeHead.remove({ ...pools.of(network), node });
-    nodeLagBlocks.remove({ ...pools.of(network), node });
-    nodeLagSeconds.remove({ ...pools.of(network), node });
+    const pool = pools.of(network);
+    for (const state of NODE_STATES) nodeState.remove({ ...pool, node, state });
+    nodeHead.remove({ ...pool, node });
+    nodeLagBlocks.remove({ ...pool, node });
+    nodeLagSeconds.remove({ ...pool, node });
   }
 
   function setOrRemove(gauge: Gauge, labels: Record<string, string>, value?: number) {
@@ -150,10 +152,11 @@ export function createControllerMetrics(
     if (!nodes) return;
     for (const node of nodes.keys()) removeNode(network, node);
     exported.delete(network);
-    referenceHead.remove(pools.of(network));
-    poolHealthy.remove(pools.of(network));
-    poolNodes.remove(pools.of(network));
-    for (const cause of SYSTEMIC_CAUSES) poolSystemic.remove({ ...pools.of(network), cause });
+    const pool = pools.of(network);
+    referenceHead.remove(pool);
+    poolHealthy.remove(pool);
+    poolNodes.remove(pool);
+    for (const cause of SYSTEMIC_CAUSES) poolSystemic.remove({ ...pool, cause });
   };
 
   return {
@@ -171,10 +174,11 @@ export function createControllerMetrics(
 
     observeRound(network, output, durationSeconds) {
       const previous = startNetwork(network);
+      const pool = pools.of(network);
       const current = new Map<string, NodeState>();
       let healthy = 0;
       for (const status of output.nodes) {
-        const labels = { ...pools.of(network), node: status.name };
+        const labels = { ...pool, node: status.name };
         current.set(status.name, status.state);
         if (status.state === "Healthy") healthy++;
         const before = previous.get(status.name);
@@ -189,15 +193,15 @@ export function createControllerMetrics(
       for (const node of previous.keys()) if (!current.has(node)) removeNode(network, node);
       exported.set(network, current);
 
-      if (output.reference) referenceHead.set(pools.of(network), output.reference.number);
-      else referenceHead.remove(pools.of(network));
-      poolHealthy.set(pools.of(network), healthy);
-      poolNodes.set(pools.of(network), output.nodes.length);
+      if (output.reference) referenceHead.set(pool, output.reference.number);
+      else referenceHead.remove(pool);
+      poolHealthy.set(pool, healthy);
+      poolNodes.set(pool, output.nodes.length);
       for (const cause of SYSTEMIC_CAUSES) {
-        poolSystemic.set({ ...pools.of(network), cause }, output.systemic?.cause === cause ? 1 : 0);
+        poolSystemic.set({ ...pool, cause }, output.systemic?.cause === cause ? 1 : 0);
       }
-      for (const decision of output.decisions) decisions.inc({ ...pools.of(network), kind: decision.kind });
-      if (durationSeconds !== undefined) roundDuration.observe(pools.of(network), durationSeconds);
+      for (const decision of output.decisions) decisions.inc({ ...pool, kind: decision.kind });
+      if (durationSeconds !== undefined) roundDuration.observe(pool, durationSeconds);
     },
 
     recordRestart(network, reason) {
@@ -210,9 +214,10 @@ export function createControllerMetrics(
     forgetNetwork(network) {
       if (!exported.has(network)) return;
       dropView(network);
-      for (const reason of RESTART_REASONS) restarts.remove({ ...pools.of(network), reason });
-      for (const kind of DECISION_KINDS) decisions.remove({ ...pools.of(network), kind });
-      roundDuration.remove(pools.of(network));
+      const pool = pools.of(network);
+      for (const reason of RESTART_REASONS) restarts.remove({ ...pool, reason });
+      for (const kind of DECISION_KINDS) decisions.remove({ ...pool, kind });
+      roundDuration.remove(pool);
     },
   };
 }

@@ -40,7 +40,10 @@ export function createRateSources(deps: RateSourceDeps): (network: RateSourceNet
         windowMs,
       });
     else
-      gatewaySource = unavailable("gateway", "no gateway counters in this process and no gateway discovery");
+      gatewaySource = unavailableSource(
+        "gateway",
+        "no gateway counters in this process and no gateway discovery",
+      );
     return gatewaySource;
   };
   const prometheus = new Map<string, { key: string; source: RateSource }>();
@@ -63,7 +66,8 @@ export function createRateSources(deps: RateSourceDeps): (network: RateSourceNet
   };
 }
 
-function unavailable(kind: string, reason: string): RateSource {
+/** A source that always fails with `reason` (the autoscaler then holds the pool's size and says why). */
+export function unavailableSource(kind: string, reason: string): RateSource {
   const reading: RateReading = { ok: false, failed: true, reason };
   return { kind, read: () => Promise.resolve(reading) };
 }

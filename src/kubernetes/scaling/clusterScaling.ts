@@ -5,8 +5,8 @@ import type { EngineOutput } from "../../health/types.js";
 import type { Logger } from "../../log/logger.js";
 import type { KubeCacheMetrics } from "../../metrics/kubeCacheMetrics.js";
 import { createScalingMetrics } from "../../metrics/scalingMetrics.js";
-import { createRateSources } from "../../scaling/createRateSources.js";
-import type { RateReading, RateSource } from "../../scaling/rateReading.js";
+import { createRateSources, unavailableSource } from "../../scaling/createRateSources.js";
+import type { RateSource } from "../../scaling/rateReading.js";
 import { listAutoscalers, type Autoscalers } from "../../scaling/listAutoscalers.js";
 import { poolScalingStatus, scalingEvent, type PoolScalingStatus } from "../../scaling/poolScalingStatus.js";
 import { Scaler } from "../../scaling/scaler.js";
@@ -94,7 +94,7 @@ export function clusterScaling(deps: {
   /** A pool's rate source: read by its network name and namespace, not by the key the autoscaler knows it by. */
   const sourceOf = (key: string, scaling: PoolNetwork["network"]["scaling"]): RateSource => {
     const pool = pools.get(key);
-    if (!pool) return unavailable("none", `no pool ${key}`);
+    if (!pool) return unavailableSource("none", `no pool ${key}`);
     const { network, namespace } = pool.ref;
     const problem =
       scaling.source.type === "gateway"
@@ -104,7 +104,7 @@ export function clusterScaling(deps: {
             gatewayNamespace,
           )
         : undefined;
-    if (problem) return unavailable("gateway", problem);
+    if (problem) return unavailableSource("gateway", problem);
     const source = rateSources({ name: network, namespace, scaling });
     return { kind: source.kind, read: () => source.read(network) };
   };
@@ -168,9 +168,4 @@ export function clusterScaling(deps: {
       await gateways?.close();
     },
   };
-}
-
-function unavailable(kind: string, reason: string): RateSource {
-  const reading: RateReading = { ok: false, failed: true, reason };
-  return { kind, read: () => Promise.resolve(reading) };
 }
