@@ -209,6 +209,7 @@ async function rounds(
 ): Promise<void> {
   const serverCounts = counts;
   const bindings: PoolBinding[] = Array.from({ length: POOLS }, (_, p) => ({
+    key: `net-${p}`,
     network: `net-${p}`,
     namespace: "bench",
     labelSelector: `app=light,network=net-${p}`,
@@ -217,8 +218,8 @@ async function rounds(
   }));
   const refs = new Map<string, PoolRef>(
     bindings.map((b) => [
-      b.network,
-      { network: b.network, namespace: "bench", name: b.network, generation: 1 },
+      b.key,
+      { key: b.key, network: b.network, namespace: "bench", name: b.network, generation: 1 },
     ]),
   );
   let now = T0;

@@ -9,7 +9,11 @@ import { NetworkLoop, type RoundListener } from "./networkLoop.js";
 
 export type { RoundListener };
 
-/** What the controller needs of a network (a NetworkConfig, or one built from a LightNodePool). */
+/**
+ * What the controller needs of a network (a NetworkConfig, or one built from a LightNodePool). Its `name` names the
+ * loop to the fleet, the metrics, the logs and the round listeners: the network on one host, the pool key
+ * (`namespace/network`) in a cluster, where one network may run in several namespaces.
+ */
 export type ControlledNetwork = Pick<
   NetworkConfig,
   "name" | "chainId" | "blockTimeMs" | "health" | "reservedPeers"

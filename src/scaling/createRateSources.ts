@@ -2,7 +2,7 @@ import type { RateSourceConfig } from "../config/sections/scaling.js";
 import type { RateReading, RateSource } from "./rateReading.js";
 import { GatewayScrapeSource } from "./sources/gatewayScrapeSource.js";
 import { InProcessGatewaySource, type RequestCounters } from "./sources/inProcessGatewaySource.js";
-import { PrometheusSource } from "./sources/prometheusSource.js";
+import { PrometheusSource, promqlFor } from "./sources/prometheusSource.js";
 
 export interface RateSourceDeps {
   clock: () => number;
@@ -13,7 +13,10 @@ export interface RateSourceDeps {
 }
 
 export interface RateSourceNetwork {
+  /** The network name, as the gateway's counters and `{network}` in a PromQL template name it. */
   name: string;
+  /** A cluster pool's namespace: fills `{namespace}` in a PromQL template, and tells two pools of one network apart. */
+  namespace?: string;
   scaling: { source: RateSourceConfig; rateWindow: number };
 }
 
@@ -37,7 +40,10 @@ export function createRateSources(deps: RateSourceDeps): (network: RateSourceNet
         windowMs,
       });
     else
-      gatewaySource = unavailable("gateway", "no gateway counters in this process and no gateway discovery");
+      gatewaySource = unavailableSource(
+        "gateway",
+        "no gateway counters in this process and no gateway discovery",
+      );
     return gatewaySource;
   };
   const prometheus = new Map<string, { key: string; source: RateSource }>();
@@ -46,15 +52,22 @@ export function createRateSources(deps: RateSourceDeps): (network: RateSourceNet
     const config = network.scaling.source;
     if (config.type === "gateway") return gateway();
     const key = JSON.stringify(config);
-    const kept = prometheus.get(network.name);
+    const { namespace } = network;
+    const pool = namespace === undefined ? network.name : `${namespace}/${network.name}`;
+    const kept = prometheus.get(pool);
     if (kept?.key === key) return kept.source;
-    const source = new PrometheusSource({ url: config.url, query: config.query, timeoutMs: config.timeout });
-    prometheus.set(network.name, { key, source });
+    const source = new PrometheusSource({
+      url: config.url,
+      query: (name) => promqlFor(config.query, name, namespace),
+      timeoutMs: config.timeout,
+    });
+    prometheus.set(pool, { key, source });
     return source;
   };
 }
 
-function unavailable(kind: string, reason: string): RateSource {
+/** A source that always fails with `reason` (the autoscaler then holds the pool's size and says why). */
+export function unavailableSource(kind: string, reason: string): RateSource {
   const reading: RateReading = { ok: false, failed: true, reason };
   return { kind, read: () => Promise.resolve(reading) };
 }

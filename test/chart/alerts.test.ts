@@ -64,8 +64,8 @@ describe("alert rules", () => {
     try {
       // The same tests against rules whose no-healthy-node threshold is broken.
       const broken = (await readFile(RULES, "utf8")).replace(
-        "max by (namespace, network) (lightfleet_pool_healthy_nodes) == 0",
-        "max by (namespace, network) (lightfleet_pool_healthy_nodes) == 1",
+        "max by (namespace, pool_namespace, network) (lightfleet_pool_healthy_nodes) == 0",
+        "max by (namespace, pool_namespace, network) (lightfleet_pool_healthy_nodes) == 1",
       );
       await writeFile(join(dir, "alerts.rules.yaml"), broken);
       const tests = (await readFile(RULE_TESTS, "utf8")).replace(

@@ -116,6 +116,7 @@ describe("the chart's RBAC against the calls the code makes", () => {
       fleet.start();
       await fleet.setPools([
         {
+          key: "mainnet",
           network: "mainnet",
           namespace: "eth",
           labelSelector: "app=light",
@@ -130,7 +131,12 @@ describe("the chart's RBAC against the calls the code makes", () => {
       await fleet.scale("mainnet", 3);
       const writer = new StatusWriter(kubeConfig, {
         pools: () =>
-          new Map([["mainnet", { network: "mainnet", namespace: "eth", name: "mainnet", generation: 1 }]]),
+          new Map([
+            [
+              "mainnet",
+              { key: "mainnet", network: "mainnet", namespace: "eth", name: "mainnet", generation: 1 },
+            ],
+          ]),
         fleet,
         logger: silentLogger(),
         events: new EventRecorder(kubeConfig, { identity: "c-0", logger: silentLogger() }),

@@ -38,11 +38,15 @@ async function cluster(lights: number) {
 /** The pool as the API server holds it. */
 const poolObject = (...args: Parameters<typeof devnetPool>) => devnetPool(...args) as unknown as KubeObject;
 
-function start(api: FakeApiServer, config: Record<string, unknown> = {}) {
+function start(
+  api: FakeApiServer,
+  config: Record<string, unknown> = {},
+  registry = createRegistry({ defaultMetrics: false }),
+) {
   const running = startClusterController({
     config: parseConfig({ controller: { namespace: "eth", ...config } }, "test", {}),
     kubeConfig: api.kubeConfig(),
-    registry: createRegistry({ defaultMetrics: false }),
+    registry,
     logger: process.env.DEBUG_K8S ? createLogger({ format: "json", level: "debug" }) : silentLogger(),
     identity: "controller-0",
     leaseNamespace: "eth",
@@ -52,12 +56,13 @@ function start(api: FakeApiServer, config: Record<string, unknown> = {}) {
   return running;
 }
 
-const inSync = (api: FakeApiServer, pod: string) =>
+const inSync = (api: FakeApiServer, pod: string, namespace = "eth") =>
   (
-    api.get(PODS, "eth", pod)?.status as { conditions?: Array<{ type: string; status: string }> } | undefined
+    api.get(PODS, namespace, pod)?.status as
+      { conditions?: Array<{ type: string; status: string }> } | undefined
   )?.conditions?.find((c) => c.type === "lightfleet.io/in-sync")?.status;
-const poolStatus = (api: FakeApiServer, name = "devnet") =>
-  (api.get(POOLS, "eth", name)?.status ?? {}) as {
+const poolStatus = (api: FakeApiServer, name = "devnet", namespace = "eth") =>
+  (api.get(POOLS, namespace, name)?.status ?? {}) as {
     observedGeneration?: number;
     desiredReplicas?: number;
     requestRate?: number;
@@ -143,6 +148,76 @@ describe("the controller in a cluster (API simulated on loopback, real nodes)", 
     expect(connections).toBeLessThan(requests.length / 4);
   });
 
+  it("runs the same network in two namespaces as two pools, each with its pods, statuses and metrics; a second pool in one namespace is a duplicate", async () => {
+    const { devnet, api, port } = await cluster(2);
+    // light-1 serves the staging release: its pod, and a pool of the same network, live in the staging namespace.
+    const staged = podNodeObject(1);
+    api.remove(PODS, "eth", "light-1");
+    api.put(PODS, { ...staged, metadata: { ...staged.metadata, namespace: "staging" } });
+    const inNamespace = (namespace: string, name = "devnet") => {
+      const pool = poolObject(devnet, port, { name });
+      return { ...pool, metadata: { ...pool.metadata, namespace } };
+    };
+    api.put(POOLS, inNamespace("eth"));
+    api.put(POOLS, inNamespace("staging"));
+    const registry = createRegistry({ defaultMetrics: false });
+    const running = start(api, { namespace: "" }, registry);
+    await running.ready;
+
+    await waitFor(() => inSync(api, "light-0") === "True" && inSync(api, "light-1", "staging") === "True", {
+      timeoutMs: 20_000,
+      what: "each namespace's pod routed by its own pool",
+    });
+    const lightNode = (namespace: string, pod: string) =>
+      api.get(NODES, namespace, pod)?.status as { network?: string; state?: string } | undefined;
+    await waitFor(
+      () =>
+        lightNode("eth", "light-0")?.state === "Healthy" &&
+        lightNode("staging", "light-1")?.state === "Healthy",
+      { timeoutMs: 20_000, what: "a LightNode in each namespace" },
+    );
+    expect(lightNode("eth", "light-0")?.network).toBe("devnet");
+    expect(lightNode("staging", "light-1")?.network).toBe("devnet");
+    expect(api.get(NODES, "eth", "light-1")).toBeUndefined();
+    expect(api.get(NODES, "staging", "light-0")).toBeUndefined();
+    await waitFor(
+      () =>
+        poolStatus(api).observedGeneration === 1 &&
+        poolStatus(api, "devnet", "staging").observedGeneration === 1,
+      { what: "both pools' status" },
+    );
+    expect(running.pools().map((p) => `${p.ref.namespace}/${p.ref.name}`)).toEqual([
+      "eth/devnet",
+      "staging/devnet",
+    ]);
+
+    // Each pool's series carry its namespace: one healthy node in each, not one series written by both.
+    const healthy = (await registry.getSingleMetric("lightfleet_pool_healthy_nodes")!.get()).values;
+    expect(healthy.map((v) => [v.labels.pool_namespace, v.labels.network, v.value]).sort()).toEqual([
+      ["eth", "devnet", 1],
+      ["staging", "devnet", 1],
+    ]);
+
+    // A second pool of the network in one namespace is still a duplicate.
+    api.put(POOLS, inNamespace("staging", "copy"));
+    await waitFor(
+      () =>
+        api
+          .list(EVENTS)
+          .some(
+            (e) =>
+              (e.regarding as { name?: string; namespace?: string }).name === "copy" &&
+              (e.regarding as { namespace?: string }).namespace === "staging" &&
+              e.reason === "DuplicateNetwork",
+          ),
+      { what: "a DuplicateNetwork Event on staging/copy" },
+    );
+    expect(running.pools().map((p) => `${p.ref.namespace}/${p.ref.name}`)).toEqual([
+      "eth/devnet",
+      "staging/devnet",
+    ]);
+  });
+
   it("evicts a pod an operator annotated for a restart, once, and leaves the others alone", async () => {
     const { devnet, api, port } = await cluster(2);
     const running = start(api);
@@ -164,7 +239,7 @@ describe("the controller in a cluster (API simulated on loopback, real nodes)", 
       metadata: { ...pod.metadata, annotations: { "lightfleet.io/restart": "2026-11-24T13:00:00Z" } },
     });
     await waitFor(() => evictions("light-1").length > 0, { timeoutMs: 30_000, what: "light-1 evicted" });
-    expect(running.fleet.members("devnet").find((m) => m.name === "light-0")?.restarts).toEqual([]);
+    expect(running.fleet.members("eth/devnet").find((m) => m.name === "light-0")?.restarts).toEqual([]);
     // The annotated pod is gone with the eviction: no second eviction, and the healthy pod is left alone.
     await running.controller.runRound();
     await running.controller.runRound();
@@ -238,7 +313,7 @@ describe("the controller in a cluster (API simulated on loopback, real nodes)", 
     )!;
     expect(scaleCall).toMatchObject({ method: "PATCH", contentType: "application/merge-patch+json" });
     expect(api.list(EVENTS).find((e) => e.reason === "ScaledUp")?.note).toMatch(/^2 -> 3/);
-    expect(running.scaling.status("devnet")?.condition.reason).toBe("Scaling");
+    expect(running.scaling.status("eth/devnet")?.condition.reason).toBe("Scaling");
 
     // Everything the controller wrote is what the CRDs accept (the API server would refuse or prune the rest).
     await waitFor(() => api.get(NODES, "eth", "light-0")?.status, { what: "light-0's LightNode status" });

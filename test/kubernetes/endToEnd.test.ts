@@ -85,13 +85,14 @@ describe("controller end to end: API simulated at the wire, real nodes", () => {
     });
     const fleet = new KubernetesFleet({ kubeConfig, pools: [binding], logger: silentLogger() });
     const writer = new StatusWriter(kubeConfig, {
-      pools: () => new Map([["devnet", ref]]),
+      pools: () => new Map([[ref.key, ref]]),
       fleet,
       logger: silentLogger(),
       minIntervalMs: 1_000,
     });
     const controller = new Controller({
-      networks: [{ ...network, blockTimeMs: 300 }],
+      // Named by the pool key (eth/devnet), as the cluster controller names its networks.
+      networks: [{ ...network, name: ref.key, blockTimeMs: 300 }],
       fleet,
       logger: silentLogger(),
       onRound: (n, o) => writer.onRound(n, o),

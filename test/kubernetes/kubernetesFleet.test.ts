@@ -10,6 +10,7 @@ import { waitFor } from "../support/waitFor.js";
 const SERVER = "https://k8s.test:6443";
 const PODS = "/api/v1/namespaces/eth/pods";
 const pool: PoolBinding = {
+  key: "mainnet",
   network: "mainnet",
   namespace: "eth",
   labelSelector: "app=light,network=mainnet",

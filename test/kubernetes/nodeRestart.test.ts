@@ -10,6 +10,7 @@ import { runCli } from "../support/runCli.js";
 
 const PODS = "api/v1/pods";
 const pool: PoolBinding = {
+  key: "mainnet",
   network: "mainnet",
   namespace: "eth",
   labelSelector: "app=light",

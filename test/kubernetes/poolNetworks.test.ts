@@ -98,13 +98,20 @@ describe("LightNodePool to controller network", () => {
       restartAfter: 120_000,
     });
     expect(binding).toEqual({
+      key: "eth/mainnet",
       network: "mainnet",
       namespace: "eth",
       labelSelector: "app=light,network=mainnet",
       rpcPort: 8545,
       workload: { kind: "StatefulSet", name: "light-mainnet" },
     });
-    expect(ref).toEqual({ network: "mainnet", namespace: "eth", name: "mainnet", generation: 4 });
+    expect(ref).toEqual({
+      key: "eth/mainnet",
+      network: "mainnet",
+      namespace: "eth",
+      name: "mainnet",
+      generation: 4,
+    });
   });
 
   it("refuses an invalid pool with its name and the field", () => {
@@ -137,20 +144,20 @@ describe("resolvePools", () => {
     ]);
     expect(rejected[0]!.message).toMatch(/LightNodePool eth\/broken: spec\.reservedPeers\.0\.http/);
     expect(rejected[1]!.message).toBe(
-      "LightNodePool eth/newer: network mainnet is already run by LightNodePool eth/older",
+      "LightNodePool eth/newer: network mainnet is already run by LightNodePool eth/older in this namespace",
     );
   });
 
-  it("says how to run one network in two namespaces: a controller class each", () => {
+  it("runs one network in two namespaces as two pools, each under its namespace's key", () => {
     const other = named("mainnet", "2026-02-01T00:00:00Z");
-    const { rejected } = resolvePools([
+    const { pools, rejected } = resolvePools([
       named("mainnet", "2026-01-01T00:00:00Z"),
       { ...other, metadata: { ...other.metadata, namespace: "eth-b" } },
     ]);
-    expect(rejected.map((r) => r.message)).toEqual([
-      expect.stringContaining(
-        "give each namespace's pools their own controller class, controller.poolSelector",
-      ),
+    expect(rejected).toEqual([]);
+    expect(pools.map((p) => [p.key, p.network.name, p.binding.key, p.ref.key])).toEqual([
+      ["eth/mainnet", "mainnet", "eth/mainnet", "eth/mainnet"],
+      ["eth-b/mainnet", "mainnet", "eth-b/mainnet", "eth-b/mainnet"],
     ]);
   });
 });

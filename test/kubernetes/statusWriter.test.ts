@@ -47,7 +47,13 @@ describe("status writing at the wire", () => {
   let kubeConfig: KubeConfig;
   let validators: Map<string, ValidateFunction>;
   let now = T0;
-  const pool: PoolRef = { network: "mainnet", namespace: "eth", name: "mainnet", generation: 3 };
+  const pool: PoolRef = {
+    key: "mainnet",
+    network: "mainnet",
+    namespace: "eth",
+    name: "mainnet",
+    generation: 3,
+  };
   const members: FleetMember[] = [
     {
       name: "light-0",

@@ -11,7 +11,13 @@ import { silentLogger } from "../../src/log/logger.js";
 import { waitFor } from "../support/waitFor.js";
 
 const T0 = Date.UTC(2026, 10, 22, 12);
-const pool: PoolRef = { network: "mainnet", namespace: "eth", name: "mainnet", generation: 1 };
+const pool: PoolRef = {
+  key: "mainnet",
+  network: "mainnet",
+  namespace: "eth",
+  name: "mainnet",
+  generation: 1,
+};
 
 interface Call {
   method: string;

@@ -30,6 +30,7 @@ async function setup(watchSilenceMs?: number, bookmarkIntervalMs?: number) {
     cacheMetrics: createKubeCacheMetrics(registry),
     pools: [
       {
+        key: "mainnet",
         network: "mainnet",
         namespace: "eth",
         labelSelector: "app=light",

@@ -4,6 +4,9 @@ import { evaluateNetwork } from "../../src/health/engine.js";
 import type { EngineOutput } from "../../src/health/types.js";
 import { createControllerMetrics } from "../../src/metrics/controllerMetrics.js";
 import { createRegistry } from "../../src/metrics/registry.js";
+import { createProbeMetrics } from "../../src/metrics/probeMetrics.js";
+import { createScalingMetrics } from "../../src/metrics/scalingMetrics.js";
+import { POOL_KEY_LABELS } from "../../src/kubernetes/controller/poolKey.js";
 import { findTool } from "../support/requireTool.js";
 import { T0, networkParams, node, peer } from "../health/scenario.js";
 
@@ -105,6 +108,34 @@ describe("controller metrics", () => {
 
     metrics.forgetNetwork("mainnet");
     expect(await registry.metrics()).not.toContain('network="mainnet"');
+  });
+
+  it("labels a cluster pool with its namespace, so one network in two namespaces is two sets of series", async () => {
+    const registry = createRegistry({ defaultMetrics: false });
+    const metrics = createControllerMetrics(registry, POOL_KEY_LABELS);
+    const probes = createProbeMetrics(registry, POOL_KEY_LABELS);
+    const scaling = createScalingMetrics(registry, POOL_KEY_LABELS);
+    metrics.observeRound("eth/mainnet", round([node("a", 1000)]));
+    metrics.observeRound("staging/mainnet", round([node("a", 990, { routed: false })]));
+    probes.errors.inc({ network: "staging/mainnet", target: "peer", reason: "timeout" });
+    scaling.observe("eth/mainnet", { rate: 12, desired: 2, floor: 1 });
+
+    expect(await samples(registry, "lightfleet_node_head_block")).toEqual([
+      'lightfleet_node_head_block{pool_namespace="eth",network="mainnet",node="a"} 1000',
+      'lightfleet_node_head_block{pool_namespace="staging",network="mainnet",node="a"} 990',
+    ]);
+    expect(await samples(registry, "lightfleet_probe_errors_total")).toEqual([
+      'lightfleet_probe_errors_total{pool_namespace="staging",network="mainnet",target="peer",reason="timeout"} 1',
+    ]);
+    expect(await samples(registry, "lightfleet_pool_request_rate")).toEqual([
+      'lightfleet_pool_request_rate{pool_namespace="eth",network="mainnet"} 12',
+    ]);
+
+    // Forgetting one pool leaves the other namespace's series.
+    metrics.forgetNetwork("staging/mainnet");
+    expect(await samples(registry, "lightfleet_pool_healthy_nodes")).toEqual([
+      'lightfleet_pool_healthy_nodes{pool_namespace="eth",network="mainnet"} 1',
+    ]);
   });
 
   it("reports the systemic cause as 1 and the other causes as 0", async () => {

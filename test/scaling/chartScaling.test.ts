@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
 import { parseConfigText } from "../../src/config/loadConfig.js";
-import { renderChart, type K8sObject } from "../support/helm.js";
+import { NAMESPACE, renderChart, type K8sObject } from "../support/helm.js";
 
 const dir = mkdtempSync(join(tmpdir(), "lightfleet-chart-scaling-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -63,7 +63,10 @@ describe("the chart's autoscaling modes", () => {
       triggers: [
         {
           type: "prometheus",
-          metadata: { query: 'max(lightfleet_pool_request_rate{network="mainnet"})', threshold: "80" },
+          metadata: {
+            query: `max(lightfleet_pool_request_rate{pool_namespace="${NAMESPACE}",network="mainnet"})`,
+            threshold: "80",
+          },
         },
       ],
     });
@@ -80,7 +83,7 @@ describe("the chart's autoscaling modes", () => {
           external: {
             metric: {
               name: "lightfleet_pool_request_rate",
-              selector: { matchLabels: { network: "mainnet" } },
+              selector: { matchLabels: { pool_namespace: NAMESPACE, network: "mainnet" } },
             },
             target: { type: "AverageValue", averageValue: "80" },
           },

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { POOL_KEY_LABELS } from "../../src/kubernetes/controller/poolKey.js";
 import { createScalingMetrics } from "../../src/metrics/scalingMetrics.js";
-import { PrometheusSource } from "../../src/scaling/sources/prometheusSource.js";
+import { PrometheusSource, promqlFor } from "../../src/scaling/sources/prometheusSource.js";
 import { waitFor } from "../support/waitFor.js";
 import { GatewayCounterServer } from "./gatewayCounterServer.js";
 import { startPrometheus, type PrometheusServer } from "./prometheusServer.js";
@@ -17,8 +18,11 @@ describe("PrometheusSource against a real Prometheus", () => {
     gateway.serve("mainnet", 0);
     // 200 req/s of mainnet traffic until afterAll stops it.
     gateway.steadyLoad("mainnet", 200);
-    // The controller's exported decision, served beside the counter, for the queries KEDA and an HPA adapter use.
-    createScalingMetrics(gateway.registry).observe("mainnet", { rate: 200, desired: 4, floor: 2 });
+    // The cluster controller's exported decisions, served beside the counter, for the queries KEDA and an HPA adapter
+    // use: the same network in two namespaces, told apart by pool_namespace.
+    const exported = createScalingMetrics(gateway.registry, POOL_KEY_LABELS);
+    exported.observe("lightfleet/mainnet", { rate: 200, desired: 4, floor: 2 });
+    exported.observe("staging/mainnet", { rate: 7, desired: 1, floor: 1 });
     prometheus = await startPrometheus({ targets: [`127.0.0.1:${gateway.port}`], scrapeInterval: "250ms" });
   }, 60_000);
 
@@ -71,11 +75,11 @@ describe("PrometheusSource against a real Prometheus", () => {
   it("answers the chart's KEDA queries on the controller's exported metrics", async () => {
     const rate = new PrometheusSource({
       url: prometheus!.url,
-      query: 'max(lightfleet_pool_request_rate{network="{network}"})',
+      query: 'max(lightfleet_pool_request_rate{pool_namespace="lightfleet",network="{network}"})',
     });
     const desired = new PrometheusSource({
       url: prometheus!.url,
-      query: 'max(lightfleet_pool_desired_replicas{network="{network}"})',
+      query: 'max(lightfleet_pool_desired_replicas{pool_namespace="lightfleet",network="{network}"})',
     });
     await waitFor(async () => (await rate.read("mainnet")).ok, {
       timeoutMs: 20_000,
@@ -83,6 +87,17 @@ describe("PrometheusSource against a real Prometheus", () => {
     });
     expect(await rate.read("mainnet")).toEqual({ ok: true, requestsPerSecond: 200 });
     expect(await desired.read("mainnet")).toEqual({ ok: true, requestsPerSecond: 4 });
+    // A pool's own PromQL template names its namespace too.
+    const staging = new PrometheusSource({
+      url: prometheus!.url,
+      query: (network) =>
+        promqlFor(
+          'max(lightfleet_pool_request_rate{pool_namespace="{namespace}",network="{network}"})',
+          network,
+          "staging",
+        ),
+    });
+    expect(await staging.read("mainnet")).toEqual({ ok: true, requestsPerSecond: 7 });
   });
 
   it("reads a scalar expression", async () => {

@@ -53,7 +53,10 @@ export const cronFloorSchema = z.strictObject({
 });
 export type CronFloorConfig = z.infer<typeof cronFloorSchema>;
 
-/** `{network}` in a PromQL expression is replaced by the network name. */
+/**
+ * `{network}` in a PromQL expression is replaced by the network name, and for a LightNodePool `{namespace}` by its
+ * namespace (a controller may run one network in several namespaces).
+ */
 export const DEFAULT_PROMQL =
   'sum(rate(lightfleet_gateway_upstream_requests_total{network="{network}"}[1m]))';
 

@@ -5,9 +5,9 @@ import type { KubeCacheMetrics, WatchRestartReason } from "../../metrics/kubeCac
 import { backoffDelay } from "../../rpc/backoff.js";
 import { olderResourceVersion } from "./resourceVersion.js";
 
-/** What every object kept by a ListWatch has: a name and a resource version. */
+/** What every object kept by a ListWatch has: a name and a resource version (and a namespace, if namespaced). */
 export interface Named {
-  metadata?: { name?: string; resourceVersion?: string };
+  metadata?: { name?: string; namespace?: string; resourceVersion?: string };
 }
 
 export interface ListWatchOptions<T extends Named> {
@@ -53,19 +53,29 @@ export class ListWatch<T extends Named> {
   private watchdog: NodeJS.Timeout | undefined;
   private readonly clock: () => number;
   private readonly silenceMs: number;
+  /** A collection of every namespace holds one name once per namespace: its objects are kept by `namespace/name`. */
+  private readonly clusterWide: boolean;
 
   constructor(private readonly options: ListWatchOptions<T>) {
     this.clock = options.clock ?? Date.now;
     this.silenceMs = options.silenceMs ?? 5 * 60_000;
     this.resource = options.path.split("/").at(-1) ?? options.what;
+    this.clusterWide = !options.path.includes("/namespaces/");
   }
 
   list(): T[] {
     return [...this.objects.values()];
   }
 
+  /** An object by name (`namespace/name` in a collection of every namespace). */
   get(name: string): T | undefined {
     return this.objects.get(name);
+  }
+
+  private keyOf(object: T): string | undefined {
+    const name = object.metadata?.name;
+    if (name === undefined || !this.clusterWide) return name;
+    return `${object.metadata?.namespace ?? ""}/${name}`;
   }
 
   /**
@@ -74,11 +84,11 @@ export class ListWatch<T extends Named> {
    * keeps whichever is newer.
    */
   update(object: T): void {
-    const name = object.metadata?.name;
-    const cached = name === undefined ? undefined : this.objects.get(name);
+    const key = this.keyOf(object);
+    const cached = key === undefined ? undefined : this.objects.get(key);
     if (!cached || olderResourceVersion(object.metadata?.resourceVersion, cached.metadata?.resourceVersion))
       return;
-    this.objects.set(name!, object);
+    this.objects.set(key!, object);
   }
 
   /** When the cache was last known good (a list, or a watch event); undefined before the first list. */
@@ -140,8 +150,10 @@ export class ListWatch<T extends Named> {
       // Superseded (stopped, or abandoned by the watchdog) while the list was under way.
       if (generation !== this.generation) return;
       this.objects.clear();
-      for (const object of list.items)
-        if (object.metadata?.name) this.objects.set(object.metadata.name, object);
+      for (const object of list.items) {
+        const key = this.keyOf(object);
+        if (key) this.objects.set(key, object);
+      }
       this.resourceVersion = list.metadata?.resourceVersion;
       this.syncedAt = this.clock();
       this.attempt = 0;
@@ -179,10 +191,10 @@ export class ListWatch<T extends Named> {
           // A bookmark also proves the cache current: a quiet collection must not look stale.
           this.syncedAt = this.clock();
           if (phase === "BOOKMARK") return;
-          const name = object.metadata?.name;
-          if (!name) return;
-          if (phase === "DELETED") this.objects.delete(name);
-          else this.objects.set(name, object);
+          const key = this.keyOf(object);
+          if (!key) return;
+          if (phase === "DELETED") this.objects.delete(key);
+          else this.objects.set(key, object);
           this.options.onChange();
         },
         (error: unknown) => {

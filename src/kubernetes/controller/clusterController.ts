@@ -17,6 +17,7 @@ import { EventRecorder } from "../status/eventRecorder.js";
 import { KubernetesFleet } from "../pods/kubernetesFleet.js";
 import { LeaderElector } from "../leaderElection/leaderElector.js";
 import { ListWatch } from "../api/listWatch.js";
+import { POOL_KEY_LABELS } from "./poolKey.js";
 import { resolvePools, type PoolNetwork, type RejectedPool } from "./poolNetworks.js";
 import { clusterScaling, type ClusterScaling } from "../scaling/clusterScaling.js";
 import { StatusWriter, type PoolRef } from "../status/statusWriter.js";
@@ -45,7 +46,7 @@ export interface ClusterController {
   fleet: KubernetesFleet;
   elector: LeaderElector;
   scaling: ClusterScaling;
-  /** The pools run now (valid, one per network). */
+  /** The pools run now (valid, one per network and namespace). */
   pools(): PoolNetwork[];
   /** Resolves once the LightNodePools have been listed and applied. */
   ready: Promise<void>;
@@ -116,21 +117,22 @@ export function startClusterController(options: ClusterControllerOptions): Clust
     logger,
     events,
     clock,
-    scaling: (network) => scaling.status(network),
+    scaling: (key) => scaling.status(key),
   });
   const controller = new Controller({
     networks: [],
     fleet,
     logger,
     clock,
-    metrics: createControllerMetrics(registry),
-    probeMetrics: createProbeMetrics(registry),
+    metrics: createControllerMetrics(registry, POOL_KEY_LABELS),
+    probeMetrics: createProbeMetrics(registry, POOL_KEY_LABELS),
     isLeader: () => elector.isLeader(),
-    onRound: (network, output) => {
-      const pool = refs.get(network);
+    // The controller's networks are named by pool key (namespace/network): see poolKey.
+    onRound: (key, output) => {
+      const pool = refs.get(key);
       // Neither holds the round up: scaling reads rates and resizes, the writes go out in order per object.
       if (pool) scaling.round(pool, output);
-      void writer.onRound(network, output);
+      void writer.onRound(key, output);
     },
   });
 
@@ -199,10 +201,10 @@ export function startClusterController(options: ClusterControllerOptions): Clust
     const names = (list: PoolNetwork[]) => list.map((p) => `${p.ref.namespace}/${p.ref.name}`);
     const changed = names(pools).join() !== names(running).join();
     running = pools;
-    refs = new Map(pools.map((p) => [p.ref.network, p.ref]));
+    refs = new Map(pools.map((p) => [p.key, p.ref]));
     await fleet.setPools(pools.map((p) => p.binding));
     scaling.setPools(pools);
-    await controller.setNetworks(pools.map((p) => p.network));
+    await controller.setNetworks(pools.map((p) => ({ ...p.network, name: p.key })));
     if (changed) logger.info({ pools: names(pools) }, "pools");
   };
   const schedule = () => {

@@ -3,6 +3,7 @@ import type { NetworkConfig } from "../../config/sections/network.js";
 import type { LabelSelector, LightNodePool } from "../api/crds.js";
 import type { PoolBinding } from "../pods/podRules.js";
 import type { PoolRef } from "../status/statusWriter.js";
+import { poolKey } from "./poolKey.js";
 import { selectorProblems } from "./selectorProblems.js";
 
 /** A label selector in the query form the API takes (`a=b,c in (x,y),!d`). */
@@ -19,6 +20,8 @@ export function selectorString(selector: LabelSelector): string {
 }
 
 export interface PoolNetwork {
+  /** The name the pool runs under (poolKey: namespace/network); `network.name` stays the network's own name. */
+  key: string;
   network: NetworkConfig;
   binding: PoolBinding;
   ref: PoolRef;
@@ -51,19 +54,24 @@ export function poolNetwork(pool: LightNodePool): PoolNetwork {
     ...selectorProblems(spec.selector),
   ];
   if (!parsed.success || problems.length > 0) throw new Error(`${where}: ${problems.join("; ")}`);
+  const namespace = pool.metadata.namespace ?? "default";
+  const key = poolKey(namespace, spec.network);
   return {
+    key,
     network: parsed.data,
     binding: {
+      key,
       network: spec.network,
-      namespace: pool.metadata.namespace ?? "default",
+      namespace,
       labelSelector: selectorString(spec.selector),
       rpcPort: spec.rpcPort ?? 8545,
       ...(spec.wsPort ? { wsPort: spec.wsPort } : {}),
       workload: { kind: spec.workloadRef.kind, name: spec.workloadRef.name },
     },
     ref: {
+      key,
       network: spec.network,
-      namespace: pool.metadata.namespace ?? "default",
+      namespace,
       name: pool.metadata.name,
       generation: pool.metadata.generation ?? 0,
     },
@@ -79,8 +87,8 @@ export interface RejectedPool {
 
 /**
  * The pools the controller runs, from every LightNodePool it sees: invalid specs are rejected with the field, and
- * when two pools claim one network the older keeps it (creation time, then namespace/name), so a new pool cannot
- * take over a running network by accident.
+ * when two pools of one namespace claim one network the older keeps it (creation time, then name), so a new pool
+ * cannot take over a running network by accident. The same network in two namespaces is two pools (see poolKey).
  */
 export function resolvePools(objects: readonly LightNodePool[]): {
   pools: PoolNetwork[];
@@ -100,21 +108,16 @@ export function resolvePools(objects: readonly LightNodePool[]): {
       rejected.push({ pool, reason: "InvalidSpec", message: (error as Error).message });
       continue;
     }
-    const taken = owner.get(resolved.ref.network);
+    const taken = owner.get(resolved.key);
     if (taken !== undefined) {
       rejected.push({
         pool,
         reason: "DuplicateNetwork",
-        message:
-          `LightNodePool ${key(pool)}: network ${resolved.ref.network} is already run by LightNodePool ${taken}` +
-          (taken.split("/")[0] === (pool.metadata.namespace ?? "")
-            ? ""
-            : " (one controller runs a network once; give each namespace's pools their own controller class, " +
-              "controller.poolSelector)"),
+        message: `LightNodePool ${key(pool)}: network ${resolved.ref.network} is already run by LightNodePool ${taken} in this namespace`,
       });
       continue;
     }
-    owner.set(resolved.ref.network, key(pool));
+    owner.set(resolved.key, key(pool));
     pools.push(resolved);
   }
   return { pools, rejected };

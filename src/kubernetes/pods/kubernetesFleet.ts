@@ -35,13 +35,15 @@ export interface KubernetesFleetOptions {
 /**
  * The Fleet interface over Kubernetes: members are the pods a pool selects (with the lightfleet.io/in-sync readiness
  * gate); routing is that condition on pods/status, so every Service's EndpointSlices follow it; a restart is an
- * eviction, so PodDisruptionBudgets have their say; scaling goes through the workload's scale subresource.
+ * eviction, so PodDisruptionBudgets have their say; scaling goes through the workload's scale subresource. Pools are
+ * named by their key (PoolBinding.key: namespace/network), so one network may have a pool in each namespace.
  */
 export class KubernetesFleet implements Fleet {
   private readonly core: CoreV1Api;
   private readonly apps: AppsV1Api;
   private readonly watchers = new Map<string, { pool: PoolBinding; watcher: ListWatch<V1Pod> }>();
-  private readonly listeners = new Set<(network: string) => void>();
+  private readonly listeners = new Set<(pool: string) => void>();
+  /** Per pod, by `namespace/name` (two namespaces may each have a light-0). */
   private readonly restarts = new Map<string, RestartRecord[]>();
   private readonly clock: () => number;
 
@@ -54,8 +56,7 @@ export class KubernetesFleet implements Fleet {
     this.core = makeApiClient(options.kubeConfig, CoreV1Api);
     this.apps = makeApiClient(options.kubeConfig, AppsV1Api);
     this.clock = options.clock ?? Date.now;
-    for (const pool of options.pools)
-      this.watchers.set(pool.network, { pool, watcher: this.watcherFor(pool) });
+    for (const pool of options.pools) this.watchers.set(pool.key, { pool, watcher: this.watcherFor(pool) });
   }
 
   start(): void {
@@ -75,31 +76,31 @@ export class KubernetesFleet implements Fleet {
   }
 
   private async applyPools(pools: readonly PoolBinding[]): Promise<void> {
-    const wanted = new Map(pools.map((p) => [p.network, p]));
-    for (const [network, entry] of this.watchers) {
-      const next = wanted.get(network);
+    const wanted = new Map(pools.map((p) => [p.key, p]));
+    for (const [key, entry] of this.watchers) {
+      const next = wanted.get(key);
       if (
         next &&
         next.namespace === entry.pool.namespace &&
         next.labelSelector === entry.pool.labelSelector
       ) {
         entry.pool = next;
-        this.sizes.delete(network); // the workload may be another one now
-        wanted.delete(network);
+        this.sizes.delete(key); // the workload may be another one now
+        wanted.delete(key);
         continue;
       }
       entry.watcher.stop();
-      this.watchers.delete(network);
-      this.sizes.delete(network);
-      this.changed(network);
+      this.watchers.delete(key);
+      this.sizes.delete(key);
+      this.changed(key);
     }
     await Promise.all(
       [...wanted.values()].map(async (pool) => {
         await this.loadHistoryOf(pool);
         const watcher = this.watcherFor(pool);
-        this.watchers.set(pool.network, { pool, watcher });
+        this.watchers.set(pool.key, { pool, watcher });
         if (this.started) watcher.start();
-        this.changed(pool.network);
+        this.changed(pool.key);
       }),
     );
   }
@@ -112,12 +113,12 @@ export class KubernetesFleet implements Fleet {
         this.core.listNamespacedPod({ namespace: pool.namespace, labelSelector: pool.labelSelector }),
       labelSelector: pool.labelSelector,
       what: "pod",
-      logger: this.options.logger.child({ network: pool.network }),
-      onChange: () => this.changed(pool.network),
+      logger: this.options.logger.child({ network: pool.network, namespace: pool.namespace }),
+      onChange: () => this.changed(pool.key),
       ...(this.options.watchSilenceMs !== undefined ? { silenceMs: this.options.watchSilenceMs } : {}),
       clock: this.clock,
       ...(this.options.cacheMetrics
-        ? { metrics: { recorder: this.options.cacheMetrics, scope: pool.network } }
+        ? { metrics: { recorder: this.options.cacheMetrics, scope: pool.key } }
         : {}),
     });
   }
@@ -141,11 +142,11 @@ export class KubernetesFleet implements Fleet {
         const history = (node.status?.restartHistory ?? [])
           .map((r) => ({ at: Date.parse(r.time), reason: r.reason }))
           .filter((r) => Number.isFinite(r.at) && (RESTART_REASONS as readonly string[]).includes(r.reason));
-        if (history.length > 0) this.restarts.set(node.metadata.name, history);
+        if (history.length > 0) this.restarts.set(`${pool.namespace}/${node.metadata.name}`, history);
       }
     } catch (error) {
       this.options.logger.warn(
-        { err: String(error), network: pool.network },
+        { err: String(error), network: pool.network, namespace: pool.namespace },
         "could not read restart history back",
       );
     }
@@ -168,8 +169,8 @@ export class KubernetesFleet implements Fleet {
   }
 
   /** Pods the pool selects that lack the readiness gate: left alone, and reported in the pool's status. */
-  podsWithoutGate(network: string): string[] {
-    const entry = this.watchers.get(network);
+  podsWithoutGate(pool: string): string[] {
+    const entry = this.watchers.get(pool);
     if (!entry) return [];
     return entry.watcher
       .list()
@@ -178,23 +179,27 @@ export class KubernetesFleet implements Fleet {
   }
 
   /** The uid of a pod, for owner references. */
-  podUid(network: string, pod: string): string | undefined {
-    return this.watchers.get(network)?.watcher.get(pod)?.metadata?.uid;
+  podUid(pool: string, pod: string): string | undefined {
+    return this.watchers.get(pool)?.watcher.get(pod)?.metadata?.uid;
   }
 
-  members(network: string): FleetMember[] {
-    const entry = this.watchers.get(network);
+  members(pool: string): FleetMember[] {
+    const entry = this.watchers.get(pool);
     if (!entry) return [];
     const members: FleetMember[] = [];
     for (const pod of entry.watcher.list()) {
       const member = memberOf(pod, entry.pool);
-      if (member) members.push({ ...member, restarts: this.restarts.get(member.name) ?? [] });
+      if (member)
+        members.push({
+          ...member,
+          restarts: this.restarts.get(`${entry.pool.namespace}/${member.name}`) ?? [],
+        });
     }
     return members.sort((a, b) => a.name.localeCompare(b.name));
   }
 
-  async setRouted(network: string, member: string, routed: boolean): Promise<void> {
-    const entry = this.watchers.get(network);
+  async setRouted(pool: string, member: string, routed: boolean): Promise<void> {
+    const entry = this.watchers.get(pool);
     const pod = entry?.watcher.get(member);
     if (!entry || !pod) return;
     const body = readinessPatch(pod, routed, this.clock());
@@ -206,8 +211,8 @@ export class KubernetesFleet implements Fleet {
     if (patched?.metadata?.name) entry.watcher.update(patched);
   }
 
-  async restart(network: string, member: string, reason: RestartReason): Promise<RestartResult> {
-    const entry = this.watchers.get(network);
+  async restart(pool: string, member: string, reason: RestartReason): Promise<RestartResult> {
+    const entry = this.watchers.get(pool);
     const pod = entry?.watcher.get(member);
     if (!entry || !pod) return { outcome: "gone" };
     const uid = pod.metadata?.uid;
@@ -234,8 +239,9 @@ export class KubernetesFleet implements Fleet {
       if (error instanceof ApiException && error.code === 404) return { outcome: "gone" };
       throw error;
     }
-    const history = [...(this.restarts.get(member) ?? []), { at: this.clock(), reason }];
-    this.restarts.set(member, history.slice(-20));
+    const podKey = `${entry.pool.namespace}/${member}`;
+    const history = [...(this.restarts.get(podKey) ?? []), { at: this.clock(), reason }];
+    this.restarts.set(podKey, history.slice(-20));
     return { outcome: "restarted" };
   }
 
@@ -245,10 +251,10 @@ export class KubernetesFleet implements Fleet {
    * Read at most every REPLICAS_TTL_MS per pool (as an HPA syncs every 15 s), not on every round; a size this fleet
    * sets is known at once.
    */
-  async replicas(network: string): Promise<number> {
-    const entry = this.watchers.get(network);
-    if (!entry) throw new Error(`no pool for network ${network}`);
-    const known = this.sizes.get(network);
+  async replicas(pool: string): Promise<number> {
+    const entry = this.watchers.get(pool);
+    if (!entry) throw new Error(`no pool ${pool}`);
+    const known = this.sizes.get(pool);
     if (known && this.clock() - known.at < REPLICAS_TTL_MS) return known.replicas;
     const { kind, name } = entry.pool.workload;
     const request = { name, namespace: entry.pool.namespace };
@@ -257,27 +263,27 @@ export class KubernetesFleet implements Fleet {
         ? await this.apps.readNamespacedStatefulSetScale(request)
         : await this.apps.readNamespacedDeploymentScale(request);
     const replicas = scale.spec?.replicas ?? 0;
-    this.sizes.set(network, { replicas, at: this.clock() });
+    this.sizes.set(pool, { replicas, at: this.clock() });
     return replicas;
   }
 
-  async scale(network: string, replicas: number): Promise<void> {
-    const entry = this.watchers.get(network);
-    if (!entry) throw new Error(`no pool for network ${network}`);
+  async scale(pool: string, replicas: number): Promise<void> {
+    const entry = this.watchers.get(pool);
+    if (!entry) throw new Error(`no pool ${pool}`);
     const { kind, name } = entry.pool.workload;
     const request = { name, namespace: entry.pool.namespace, body: { spec: { replicas } } };
     const options = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
     if (kind === "StatefulSet") await this.apps.patchNamespacedStatefulSetScale(request, options);
     else await this.apps.patchNamespacedDeploymentScale(request, options);
-    this.sizes.set(network, { replicas, at: this.clock() });
+    this.sizes.set(pool, { replicas, at: this.clock() });
   }
 
-  onChange(listener: (network: string) => void): () => void {
+  onChange(listener: (pool: string) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
   }
 
-  private changed(network: string): void {
-    for (const listener of this.listeners) listener(network);
+  private changed(pool: string): void {
+    for (const listener of this.listeners) listener(pool);
   }
 }

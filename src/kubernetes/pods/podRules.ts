@@ -4,6 +4,8 @@ import { IN_SYNC_CONDITION, RESTART_ANNOTATION } from "../api/crds.js";
 
 /** How the pods of one LightNodePool are reached and routed. */
 export interface PoolBinding {
+  /** The name the pool runs under in the fleet (poolKey: namespace/network). */
+  key: string;
   network: string;
   namespace: string;
   /** Label selector in query form (`a=b,c=d`). */

@@ -5,7 +5,8 @@ import type { EngineOutput } from "../../health/types.js";
 import type { Logger } from "../../log/logger.js";
 import type { KubeCacheMetrics } from "../../metrics/kubeCacheMetrics.js";
 import { createScalingMetrics } from "../../metrics/scalingMetrics.js";
-import { createRateSources } from "../../scaling/createRateSources.js";
+import { createRateSources, unavailableSource } from "../../scaling/createRateSources.js";
+import type { RateSource } from "../../scaling/rateReading.js";
 import { listAutoscalers, type Autoscalers } from "../../scaling/listAutoscalers.js";
 import { poolScalingStatus, scalingEvent, type PoolScalingStatus } from "../../scaling/poolScalingStatus.js";
 import { Scaler } from "../../scaling/scaler.js";
@@ -14,7 +15,9 @@ import { API_VERSION } from "../api/crds.js";
 import { EndpointSliceSource } from "../endpointSlices/endpointSliceSource.js";
 import type { EventRecorder } from "../status/eventRecorder.js";
 import type { KubernetesFleet } from "../pods/kubernetesFleet.js";
+import { POOL_KEY_LABELS } from "../controller/poolKey.js";
 import type { PoolNetwork } from "../controller/poolNetworks.js";
+import { gatewayCountersProblem } from "./gatewayCounters.js";
 import type { PoolRef } from "../status/statusWriter.js";
 
 /** HPAs and ScaledObjects are listed at most this often per namespace (not on every 2 s round). */
@@ -28,7 +31,7 @@ export interface ClusterScaling {
    */
   round(pool: PoolRef, output: EngineOutput): void;
   /** The pool-status fields of the last round, for the StatusWriter. */
-  status(network: string): PoolScalingStatus | undefined;
+  status(key: string): PoolScalingStatus | undefined;
   /** Drops numbers and memory when this replica stops leading, so only the leader exports them. */
   forget(): void;
   /** Schedules the cron floors; returns the function that stops them. */
@@ -39,7 +42,8 @@ export interface ClusterScaling {
 /**
  * The autoscaler in a cluster: sizes each LightNodePool's workload through its scale subresource, reads the rate from
  * the gateway pods (their Service's EndpointSlices) or Prometheus, leaves a workload alone while an HPA or a KEDA
- * ScaledObject targets it, and reports each decision in the pool status and as Events.
+ * ScaledObject targets it, and reports each decision in the pool status and as Events. The autoscaler names pools by
+ * their key (namespace/network); its rate sources read by network name (and namespace, in a PromQL template).
  */
 export function clusterScaling(deps: {
   config: Config;
@@ -53,16 +57,15 @@ export function clusterScaling(deps: {
 }): ClusterScaling {
   const { config, kubeConfig, fleet, logger, clock, events } = deps;
   const gatewayService = config.controller.gatewayService;
+  const gatewayNamespace =
+    gatewayService?.namespace ?? process.env.POD_NAMESPACE ?? (config.controller.namespace || "default");
   const gateways = gatewayService
     ? new EndpointSliceSource({
         kubeConfig,
         services: [
           {
             network: "gateway",
-            namespace:
-              gatewayService.namespace ??
-              process.env.POD_NAMESPACE ??
-              (config.controller.namespace || "default"),
+            namespace: gatewayNamespace,
             service: gatewayService.name,
             httpPortName: gatewayService.port,
           },
@@ -82,44 +85,62 @@ export function clusterScaling(deps: {
     list.catch(() => autoscalers.delete(namespace));
     return list;
   };
+  const rateSources = createRateSources({
+    clock,
+    ...(gateways
+      ? { discoverGateways: () => gateways.upstreams("gateway").map((u) => `${u.httpUrl}/metrics`) }
+      : {}),
+  });
+  /** A pool's rate source: read by its network name and namespace, not by the key the autoscaler knows it by. */
+  const sourceOf = (key: string, scaling: PoolNetwork["network"]["scaling"]): RateSource => {
+    const pool = pools.get(key);
+    if (!pool) return unavailableSource("none", `no pool ${key}`);
+    const { network, namespace } = pool.ref;
+    const problem =
+      scaling.source.type === "gateway"
+        ? gatewayCountersProblem(
+            pool.ref,
+            [...pools.values()].map((p) => p.ref),
+            gatewayNamespace,
+          )
+        : undefined;
+    if (problem) return unavailableSource("gateway", problem);
+    const source = rateSources({ name: network, namespace, scaling });
+    return { kind: source.kind, read: () => source.read(network) };
+  };
   const scaler = new Scaler({
     networks: [],
     fleet,
-    currentReplicas: (network) => fleet.replicas(network),
-    source: createRateSources({
-      clock,
-      ...(gateways
-        ? { discoverGateways: () => gateways.upstreams("gateway").map((u) => `${u.httpUrl}/metrics`) }
-        : {}),
-    }),
-    conflicts: async (network) => {
-      const pool = pools.get(network);
+    currentReplicas: (key) => fleet.replicas(key),
+    source: ({ name, scaling }) => sourceOf(name, scaling),
+    conflicts: async (key) => {
+      const pool = pools.get(key);
       if (!pool) return [];
       return findScalingConflicts(pool.binding.workload, await listed(pool.ref.namespace));
     },
     clock,
     logger: logger.child({ component: "autoscaler" }),
-    metrics: createScalingMetrics(deps.registry),
+    metrics: createScalingMetrics(deps.registry, POOL_KEY_LABELS),
   });
   const failures = new Map<string, string>();
   // Comes back every round (a missing workload, an API outage): logged when it changes, not every round.
-  const failed = (network: string, error: unknown) => {
+  const failed = (key: string, error: unknown) => {
     const message = String(error);
-    if (failures.get(network) !== message)
-      logger.error({ network, err: message }, "autoscaler round failed; retried every round");
-    failures.set(network, message);
+    if (failures.get(key) !== message)
+      logger.error({ pool: key, err: message }, "autoscaler round failed; retried every round");
+    failures.set(key, message);
   };
   return {
     setPools(next) {
-      pools = new Map(next.map((p) => [p.ref.network, p]));
-      scaler.setNetworks(next.map((p) => ({ name: p.ref.network, scaling: p.network.scaling })));
+      pools = new Map(next.map((p) => [p.key, p]));
+      scaler.setNetworks(next.map((p) => ({ name: p.key, scaling: p.network.scaling })));
     },
     round(pool, output) {
-      const previous = scaler.status(pool.network);
-      const round = scaler.roundBeside(pool.network, output, (error) => failed(pool.network, error));
+      const previous = scaler.status(pool.key);
+      const round = scaler.roundBeside(pool.key, output, (error) => failed(pool.key, error));
       void round?.then(async (current) => {
         if (!current) return;
-        failures.delete(pool.network);
+        failures.delete(pool.key);
         const event = scalingEvent(previous, current);
         if (event)
           await events.record({
@@ -136,8 +157,8 @@ export function clusterScaling(deps: {
           });
       });
     },
-    status(network) {
-      const status = scaler.status(network);
+    status(key) {
+      const status = scaler.status(key);
       return status ? poolScalingStatus(status) : undefined;
     },
     forget: () => scaler.forget(),

@@ -21,6 +21,8 @@ import {
 } from "./statusObjects.js";
 
 export interface PoolRef {
+  /** The name the pool runs under in the controller (poolKey: namespace/network). */
+  key: string;
   network: string;
   namespace: string;
   /** LightNodePool name. */
@@ -44,7 +46,7 @@ interface NodeRecord {
  */
 export class StatusWriter {
   private readonly api: CustomObjectsApi;
-  /** Per network, per pod: pruned when the pod leaves the pool, so pod churn does not grow it. */
+  /** Per pool (by its key), per pod: pruned when the pod leaves the pool, so pod churn does not grow it. */
   private readonly nodes = new Map<string, Map<string, NodeRecord>>();
   private readonly poolConditions = new Map<string, Condition[]>();
   /** Per pool: what its last status write said (the reference head and rate aside) and when. */
@@ -58,8 +60,8 @@ export class StatusWriter {
     private readonly options: {
       pools: () => ReadonlyMap<string, PoolRef>;
       fleet: Fleet & {
-        podsWithoutGate(network: string): string[];
-        podUid(network: string, pod: string): string | undefined;
+        podsWithoutGate(poolKey: string): string[];
+        podUid(poolKey: string, pod: string): string | undefined;
       };
       logger: Logger;
       clock?: () => number;
@@ -67,7 +69,7 @@ export class StatusWriter {
       /** Events on transitions and restarts, and when the pool enters a systemic failure. */
       events?: EventRecorder;
       /** The autoscaler's last decision for a pool: desiredReplicas, the rate, the reason, ScalingActive. */
-      scaling?: (network: string) => PoolScalingStatus | undefined;
+      scaling?: (poolKey: string) => PoolScalingStatus | undefined;
       /** Writes in flight at most, over all pools (default 8). */
       concurrency?: number;
     },
@@ -85,26 +87,26 @@ export class StatusWriter {
    * it (runController does not), since later rounds' writes of an object queue behind earlier ones. Failures are
    * logged, never thrown: the next round writes again.
    */
-  onRound(network: string, output: EngineOutput): Promise<void> {
+  onRound(poolKey: string, output: EngineOutput): Promise<void> {
     const pools = this.options.pools();
     // Pools deleted while the controller runs are forgotten with their pods.
     for (const known of this.nodes.keys()) if (!pools.has(known)) this.forget(known);
-    const pool = pools.get(network);
+    const pool = pools.get(poolKey);
     if (!pool) return Promise.resolve();
     const now = this.clock();
-    const members = new Map(this.options.fleet.members(network).map((m) => [m.name, m]));
-    const records = this.recordsOf(network);
+    const members = new Map(this.options.fleet.members(poolKey).map((m) => [m.name, m]));
+    const records = this.recordsOf(poolKey);
     this.prune(pool, records, new Set([...members.keys(), ...output.nodes.map((n) => n.name)]));
     const round: Array<Promise<void>> = [];
     for (const node of output.nodes) {
       let record = records.get(node.name);
-      const uid = this.options.fleet.podUid(network, node.name) ?? "";
+      const uid = this.options.fleet.podUid(poolKey, node.name) ?? "";
       // A new pod of the same name (a StatefulSet pod after an eviction) needs its LightNode at once: the old one
       // goes with the old pod.
       const newPod = record?.createdFor !== undefined && record.createdFor !== uid;
       if (!newPod && !statusDue(record?.sent, node, now, this.options.minIntervalMs)) continue;
       if (!record) records.set(node.name, (record = {}));
-      const status = lightNodeStatus(network, node, members.get(node.name)?.restarts ?? [], now);
+      const status = lightNodeStatus(pool.network, node, members.get(node.name)?.restarts ?? [], now);
       // A node's first write is dated up to one interval later, so 30 s refreshes of many nodes spread over the
       // interval instead of all falling in one round; writes stay at most one per interval per node.
       const spread = record.sent
@@ -131,30 +133,30 @@ export class StatusWriter {
         }),
       );
     }
-    if (this.options.events) round.push(...this.submitEvents(pool, network, output, this.options.events));
-    const scaling = this.options.scaling?.(network);
+    if (this.options.events) round.push(...this.submitEvents(pool, poolKey, output, this.options.events));
+    const scaling = this.options.scaling?.(poolKey);
     const status = poolHealthStatus({
       generation: pool.generation,
       output,
-      podsWithoutGate: this.options.fleet.podsWithoutGate(network),
-      previousConditions: this.poolConditions.get(network) ?? [],
+      podsWithoutGate: this.options.fleet.podsWithoutGate(poolKey),
+      previousConditions: this.poolConditions.get(poolKey) ?? [],
       now,
       ...(scaling ? { scaling } : {}),
     });
     // Kept at once, so the next round's transition times follow this one even while its write is under way.
-    this.poolConditions.set(network, status.conditions ?? []);
+    this.poolConditions.set(poolKey, status.conditions ?? []);
     const key = poolStatusKey(status);
-    if (!poolStatusDue(this.poolSent.get(network), key, now, this.options.minIntervalMs))
+    if (!poolStatusDue(this.poolSent.get(poolKey), key, now, this.options.minIntervalMs))
       return Promise.all(round).then(() => undefined);
     const sent = { key, writtenAt: now };
-    this.poolSent.set(network, sent);
+    this.poolSent.set(poolKey, sent);
     round.push(
       this.writes.submit(`${pool.namespace}/lightnodepools/${pool.name}`, async () => {
         try {
           await this.patchStatus(pool.namespace, POOL_PLURAL, pool.name, status);
         } catch (error) {
           // Written again next round.
-          if (this.poolSent.get(network) === sent) this.poolSent.delete(network);
+          if (this.poolSent.get(poolKey) === sent) this.poolSent.delete(poolKey);
           this.options.logger.warn(
             { err: String(error), pool: pool.name },
             "could not write LightNodePool status",
@@ -202,14 +204,14 @@ export class StatusWriter {
     this.poolSent.clear();
   }
 
-  /** Pods the writer remembers in a pool, for tests of pruning. */
-  remembered(network: string): string[] {
-    return [...(this.nodes.get(network)?.keys() ?? [])];
+  /** Pods the writer remembers in a pool (by its key), for tests of pruning. */
+  remembered(poolKey: string): string[] {
+    return [...(this.nodes.get(poolKey)?.keys() ?? [])];
   }
 
   private submitEvents(
     pool: PoolRef,
-    network: string,
+    poolKey: string,
     output: EngineOutput,
     recorder: EventRecorder,
   ): Array<Promise<void>> {
@@ -218,7 +220,7 @@ export class StatusWriter {
       apiVersion: "v1",
       namespace: pool.namespace,
       name,
-      uid: this.options.fleet.podUid(network, name),
+      uid: this.options.fleet.podUid(poolKey, name),
     });
     const events = eventsOfRound(output.decisions, pod);
     const poolTarget = {
@@ -247,9 +249,9 @@ export class StatusWriter {
     return events.map((event) => this.writes.submit(`event/${++this.events}`, () => recorder.record(event)));
   }
 
-  private recordsOf(network: string): Map<string, NodeRecord> {
-    let records = this.nodes.get(network);
-    if (!records) this.nodes.set(network, (records = new Map()));
+  private recordsOf(poolKey: string): Map<string, NodeRecord> {
+    let records = this.nodes.get(poolKey);
+    if (!records) this.nodes.set(poolKey, (records = new Map()));
     return records;
   }
 
@@ -262,10 +264,10 @@ export class StatusWriter {
     }
   }
 
-  private forget(network: string): void {
-    this.nodes.delete(network);
-    this.poolConditions.delete(network);
-    this.poolSent.delete(network);
+  private forget(poolKey: string): void {
+    this.nodes.delete(poolKey);
+    this.poolConditions.delete(poolKey);
+    this.poolSent.delete(poolKey);
   }
 
   private async ensureLightNode(

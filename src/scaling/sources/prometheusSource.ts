@@ -24,9 +24,13 @@ const queryResponse = z.discriminatedUnion("status", [
   z.object({ status: z.literal("error"), errorType: z.string().optional(), error: z.string().optional() }),
 ]);
 
-/** Fills `{network}` into a PromQL template (network names are DNS labels, safe inside a label matcher). */
-export function promqlFor(template: string, network: string): string {
-  return template.replaceAll("{network}", network);
+/**
+ * Fills `{network}` (and, for a pool in a cluster, `{namespace}`) into a PromQL template (both are DNS labels, safe
+ * inside a label matcher).
+ */
+export function promqlFor(template: string, network: string, namespace?: string): string {
+  const filled = template.replaceAll("{network}", network);
+  return namespace === undefined ? filled : filled.replaceAll("{namespace}", namespace);
 }
 
 /**
