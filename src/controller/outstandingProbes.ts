@@ -47,11 +47,11 @@ export class OutstandingProbes {
     const sent = probe()
       .catch((error: unknown): NodeProbe => ({ reachable: false, error: String(error) }))
       .then((result) => {
-      probes.settled = result;
-      probes.answering = result.reachable;
-      if (result.reachable) probes.answeredAt = this.clock();
-      probes.outstanding = undefined;
-    });
+        probes.settled = result;
+        probes.answering = result.reachable;
+        if (result.reachable) probes.answeredAt = this.clock();
+        probes.outstanding = undefined;
+      });
     probes.outstanding = sent;
     return probes.answering ? sent : undefined;
   }

@@ -176,7 +176,11 @@ export function assessUnanswered(
       message: `no answer for ${seconds(silentMs)} s while the peers reached block ${reference.number}`,
     };
   }
-  return { kind: "awaiting", tier: "none", message: `probe outstanding, no answer for ${seconds(silentMs)} s` };
+  return {
+    kind: "awaiting",
+    tier: "none",
+    message: `probe outstanding, no answer for ${seconds(silentMs)} s`,
+  };
 }
 
 function seconds(ms: number): string {

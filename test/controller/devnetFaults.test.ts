@@ -132,10 +132,13 @@ describe("controller on a real devnet", () => {
       timeoutMs: 15_000,
     });
     const rounds = f.outputs.slice(from);
-    const unrouted = rounds.flatMap((o) => o.decisions.filter((d) => d.kind === "unroute").map((d) => d.node));
+    const unrouted = rounds.flatMap((o) =>
+      o.decisions.filter((d) => d.kind === "unroute").map((d) => d.node),
+    );
     expect(unrouted).toEqual([NODE]);
     expect(restartsOf(f, NODE)).toHaveLength(1);
-    for (const other of f.fleet.members("devnet").filter((m) => m.name !== NODE)) expect(other.restarts).toEqual([]);
+    for (const other of f.fleet.members("devnet").filter((m) => m.name !== NODE))
+      expect(other.restarts).toEqual([]);
   });
 
   it("restarts nothing while the full nodes are down, keeps routing and reports the systemic cause", async () => {
