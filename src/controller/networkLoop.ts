@@ -8,6 +8,7 @@ import type { ProbeMetrics } from "../metrics/probeMetrics.js";
 import { PeerFollower } from "../probe/peerFollower.js";
 import { carryOutDecisions, restartMember, type CarryOutOptions } from "./carryOutDecisions.js";
 import { ProbeClients, observeNodes } from "./observeNodes.js";
+import { OutstandingProbes } from "./outstandingProbes.js";
 
 export type RoundListener = (network: string, output: EngineOutput) => void | Promise<void>;
 
@@ -35,11 +36,14 @@ export class NetworkLoop {
   private readonly params: NetworkParams;
   private readonly followers: PeerFollower[];
   private readonly clients: ProbeClients;
+  private readonly probes: OutstandingProbes;
   private readonly restarting = new Set<string>();
   private readonly backgroundRestarts = new Set<Promise<void>>();
   private previous: NetworkHealthState | undefined;
   private last: EngineOutput | undefined;
   private timer: NodeJS.Timeout | undefined;
+  /** A round at the moment a silent node's silence starts to count (see silenceRound). */
+  private silenceTimer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private again = false;
   private stopped = true;
@@ -62,6 +66,7 @@ export class NetworkLoop {
       health: network.health,
     };
     this.clients = new ProbeClients(network.health.probeTimeout);
+    this.probes = new OutstandingProbes(options.clock);
     this.previous = options.engineState;
     this.followers = network.reservedPeers.map(
       (peer) =>
@@ -120,6 +125,7 @@ export class NetworkLoop {
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
+    clearTimeout(this.silenceTimer);
     this.unsubscribe?.();
     for (const follower of this.followers) {
       follower.stop();
@@ -127,6 +133,7 @@ export class NetworkLoop {
     }
     await this.running;
     clearTimeout(this.timer);
+    clearTimeout(this.silenceTimer);
     await Promise.all(this.backgroundRestarts);
   }
 
@@ -198,16 +205,21 @@ export class NetworkLoop {
       logger.warn({ network, node: member.name }, "restart requested by an operator");
       restartMember(member.name, "manual", this.carryOutOptions());
     }
+    const { health } = this.params;
     const nodes = await observeNodes({
       network,
       members,
       checkHeight: this.last?.checkHeight,
-      timeoutMs: this.params.health.probeTimeout,
+      timeoutMs: health.probeTimeout,
+      // Under a probe interval, so the rounds keep their pace; a probe still out is reported by a later round.
+      waitMs: Math.min(health.probeTimeout, health.probeInterval / 2),
+      probes: this.probes,
       restarting: this.restarting,
       clients: this.clients,
       metrics: this.options.probeMetrics,
     });
     if (this.stopped) return;
+    this.silenceRound(nodes.filter((n) => n.unansweredSince !== undefined).map((n) => n.name));
     const started = performance.now();
     const peers = this.followers.map((f) => f.observation());
     // Heights this round evaluates do not call for another round; later ones do.
@@ -229,6 +241,22 @@ export class NetworkLoop {
     if (!this.options.isLeader()) return;
     await carryOutDecisions(output.decisions, this.carryOutOptions());
     await this.options.onRound(network, output);
+  }
+
+  /**
+   * The engine takes a node out of routing once it has been silent for a block plus a probe interval. Rounds come a
+   * probe interval apart, which could add most of an interval to that; so a round is also run the moment the first
+   * silent node's silence reaches the limit.
+   */
+  private silenceRound(silent: ReadonlyArray<string>): void {
+    clearTimeout(this.silenceTimer);
+    this.silenceTimer = undefined;
+    const limit = this.params.blockTimeMs + this.params.health.probeInterval;
+    const deadline = this.probes.nextSilenceDeadline(silent, limit);
+    if (deadline === undefined) return;
+    const delay = deadline - this.options.clock();
+    if (delay <= 0 || delay >= this.params.health.probeInterval) return;
+    this.silenceTimer = setTimeout(() => void this.requestRound(), delay);
   }
 
   private carryOutOptions(): CarryOutOptions {

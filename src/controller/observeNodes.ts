@@ -3,6 +3,7 @@ import type { NodeObservation } from "../health/types.js";
 import type { ProbeMetrics } from "../metrics/probeMetrics.js";
 import { probeNode } from "../probe/probeNode.js";
 import { HttpRpcClient } from "../rpc/httpRpcClient.js";
+import type { OutstandingProbes } from "./outstandingProbes.js";
 
 export interface ObserveNodesOptions {
   network: string;
@@ -10,6 +11,12 @@ export interface ObserveNodesOptions {
   /** The settled height the engine asked for last round (divergence check). */
   checkHeight: number | undefined;
   timeoutMs: number;
+  /**
+   * How long the round waits for the probes it sends to nodes that answered their last probe. Probes still out after
+   * it (and every probe of a node that did not answer its last) are reported by a later round.
+   */
+  waitMs: number;
+  probes: OutstandingProbes;
   /** Members whose restart call the controller is still waiting for. */
   restarting: ReadonlySet<string>;
   clients: ProbeClients;
@@ -38,30 +45,50 @@ export class ProbeClients {
 
 /**
  * Probes every member of a pool in parallel and joins each probe with what the fleet knows of the member (its
- * incarnation, routing, restarts), giving the engine its node observations.
+ * incarnation, routing, restarts), giving the engine its node observations. The round waits at most `waitMs`, and
+ * never for a node that left its last probe unanswered: one hung node must not hold up decisions about the others.
+ * A node without an answer by then is reported as unanswered since its last answer.
  */
 export async function observeNodes(options: ObserveNodesOptions): Promise<NodeObservation[]> {
-  const { members, clients } = options;
+  const { members, clients, probes } = options;
   clients.retain(new Set(members.map((m) => m.httpUrl)));
-  return Promise.all(
-    members.map(async (member): Promise<NodeObservation> => {
-      const restartInFlight = member.restarting || options.restarting.has(member.name);
-      const fleetView = {
-        name: member.name,
-        startedAt: member.startedAt,
-        routed: member.routed,
-        restarts: member.restarts,
-        restartInFlight,
-      };
-      // A member being restarted has no process worth probing; the engine shows it as Restarting.
-      if (restartInFlight) return { ...fleetView, reachable: false, error: "restart in progress" };
-      const probe = await probeNode(clients.get(member.httpUrl), {
+  const restartInFlight = (member: FleetMember) => member.restarting || options.restarting.has(member.name);
+  const probed = members.filter((m) => !restartInFlight(m));
+  probes.retain(new Set(probed.map((m) => m.name)));
+  const awaited: Array<Promise<void>> = [];
+  for (const member of probed) {
+    const sent = probes.send(member, () =>
+      probeNode(clients.get(member.httpUrl), {
         network: options.network,
         timeoutMs: options.timeoutMs,
         checkHeight: options.checkHeight,
         metrics: options.metrics,
-      });
-      return { ...fleetView, ...probe };
-    }),
-  );
+      }),
+    );
+    if (sent) awaited.push(sent);
+  }
+  if (awaited.length > 0) await settledWithin(awaited, options.waitMs);
+  return members.map((member): NodeObservation => {
+    const fleetView = {
+      name: member.name,
+      startedAt: member.startedAt,
+      routed: member.routed,
+      restarts: member.restarts,
+    };
+    // A member being restarted has no process worth probing; the engine shows it as Restarting.
+    if (restartInFlight(member))
+      return { ...fleetView, restartInFlight: true, reachable: false, error: "restart in progress" };
+    return { ...fleetView, restartInFlight: false, ...probes.report(member.name) };
+  });
+}
+
+/** Resolves when every promise has settled, or after `ms`, whichever comes first. */
+async function settledWithin(promises: ReadonlyArray<Promise<void>>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const elapsed = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)));
+  try {
+    await Promise.race([Promise.all(promises), elapsed]);
+  } finally {
+    clearTimeout(timer);
+  }
 }

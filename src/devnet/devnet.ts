@@ -340,9 +340,12 @@ class DevnetDriver implements Devnet {
    */
   private async produce(network: DevnetNetwork): Promise<void> {
     if (this.stopped || this.halted(network)) return;
-    await Promise.all(
+    const pools = Promise.all(
       network.nodes.filter((node) => node.reachable).map((node) => node.collectPool().catch(() => undefined)),
     );
+    // A hung node (it takes the connection and never answers) must not hold up the chain: what its pool holds goes
+    // into a later block. Blocks mined on demand (no block time) wait for every pool.
+    await (this.blockTimeMs > 0 ? settledWithin(pools, this.blockTimeMs / 2) : pools);
     if (this.stopped) return;
     network.log.append(this.now());
     await this.syncNetwork(network);
@@ -399,6 +402,17 @@ class DevnetDriver implements Devnet {
       throw new DevnetNotFoundError(`no devnet node named ${name} (nodes: ${names.join(", ")})`);
     }
     return found;
+  }
+}
+
+/** Resolves when `work` settles or after `ms`, whichever comes first. */
+async function settledWithin(work: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const elapsed = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)));
+  try {
+    await Promise.race([work, elapsed]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 

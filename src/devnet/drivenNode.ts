@@ -77,6 +77,7 @@ export class DrivenNode {
   private epoch = 0;
   /** Transactions of this node already offered to the log (hashes), so each is fetched once. */
   private readonly adopted = new Set<string>();
+  private collecting: Promise<void> | undefined;
 
   constructor(
     readonly endpoint: NodeEndpoint,
@@ -302,7 +303,13 @@ export class DrivenNode {
    * Takes the transactions clients sent to this node (the executable ones in its pool) into the log, so the next
    * block carries them on every node: the devnet's nodes mine only what the log says.
    */
-  async collectPool(): Promise<void> {
+  collectPool(): Promise<void> {
+    // One collection at a time: a block producer that stopped waiting for a slow node must not start a second one.
+    this.collecting ??= this.collectOnce().finally(() => (this.collecting = undefined));
+    return this.collecting;
+  }
+
+  private async collectOnce(): Promise<void> {
     for (const hash of await this.poolHashes()) await this.adopt(hash);
   }
 

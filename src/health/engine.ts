@@ -2,7 +2,7 @@ import { NodeMemoryLookup, readMemory, toState, type EngineMemory, type NodeMemo
 import { nextStallClock } from "./headProgress.js";
 import { countProbe, nextState } from "./hysteresis.js";
 import { coldStart, newIncarnation, pendingRestart } from "./nodeLifecycle.js";
-import { assessNode, type ConditionContext, type NodeCondition } from "./nodeCondition.js";
+import { assessNode, assessUnanswered, type ConditionContext, type NodeCondition } from "./nodeCondition.js";
 import { referenceHashAt } from "./referenceHead.js";
 import { trackReference, type ReferenceRound } from "./referenceTracker.js";
 import { planRestarts, type RestartCandidate, type RestartPlan } from "./restartPlanner.js";
@@ -84,6 +84,7 @@ function observeNodes(
       return settledHashes.get(height);
     },
     now,
+    silenceLimit: network.blockTimeMs + health.probeInterval,
   };
   const count = nodes.length;
   const lookup = new NodeMemoryLookup(memory);
@@ -107,14 +108,19 @@ function observeNodes(
           ? previous
           : newIncarnation(previous, obs, now);
     const stallClockFrom = nextStallClock(base, obs.head, reference?.number, now);
-    const condition = assessNode(obs, stallClockFrom, context);
+    const condition =
+      obs.unansweredSince === undefined
+        ? assessNode(obs, stallClockFrom, context)
+        : assessUnanswered(obs.unansweredSince, base.headNumber, context);
+    // A round without evidence (probe outstanding, not for long) counts neither way.
+    const evidence = condition.tier !== "none";
     const good = condition.tier === "ok";
     const restartIssuedAt = pendingRestart(base.restartIssuedAt, obs, now, health.restartBackoffBase);
     const restarting = obs.restartInFlight === true || restartIssuedAt !== undefined;
     if (restarting) inFlightCount++;
     else if (base.state !== "Starting" && base.state !== "Restarting") {
       established++;
-      if (base.state === "Healthy" && !good) turningBad++;
+      if (base.state === "Healthy" && !good && evidence) turningBad++;
     }
     if (good && reference !== undefined) keepingUp++;
     bases[i] = base;
@@ -126,8 +132,8 @@ function observeNodes(
       since: base.since,
       startedAt: obs.startedAt,
       caughtUp: base.caughtUp,
-      goodStreak: countProbe(base.goodStreak, good, health.healthyAfter),
-      badStreak: countProbe(base.badStreak, !good, health.unhealthyAfter),
+      goodStreak: evidence ? countProbe(base.goodStreak, good, health.healthyAfter) : base.goodStreak,
+      badStreak: evidence ? countProbe(base.badStreak, !good, health.unhealthyAfter) : base.badStreak,
       routed: base.routed,
       headNumber: obs.head?.number ?? base.headNumber,
       stallClockFrom,
@@ -159,8 +165,8 @@ function poolMostlyBad(turn: PoolTurn, systemicBadFraction: number): SystemicPro
 }
 
 /**
- * Pass 2: each node's next state (kept as it was while the pool holds), its restart clock, and whether it is due
- * for a restart.
+ * Pass 2: each node's next state (kept as it was while the pool holds, or while its probe is outstanding), its restart
+ * clock, and whether it is due for a restart.
  */
 function judgeStates(round: ObservedRound, input: EngineInput, holding: boolean): RestartCandidate[] {
   const { now, nodes } = input;
@@ -172,9 +178,10 @@ function judgeStates(round: ObservedRound, input: EngineInput, holding: boolean)
     const condition = round.conditions[i]!;
     // A restart that is no longer in flight (done under the same start time, or refused and to be retried) starts over.
     const resolvedPrevious: NodeState = base.state === "Restarting" ? "Starting" : base.state;
+    const awaiting = condition.tier === "none";
     let state: NodeState;
     if (round.inFlight[i]) state = "Restarting";
-    else if (holding) state = resolvedPrevious;
+    else if (holding || awaiting) state = resolvedPrevious;
     else {
       const inStartupGrace = !base.caughtUp && now < next.startedAt + health.startupGrace;
       state = nextState(
@@ -184,12 +191,17 @@ function judgeStates(round: ObservedRound, input: EngineInput, holding: boolean)
     }
     next.state = state;
     // The restart clock does not run while holding (restart timers start over afterwards) nor while Starting.
-    const since =
-      holding || condition.tier !== "restart" || state === "Starting"
-        ? undefined
-        : (base.restartTierSince ?? (condition.kind === "stall" ? next.stallClockFrom : now));
+    // An outstanding probe neither starts nor stops it, nor makes the node due: the next answer (or silence) decides.
+    const since = holding
+      ? undefined
+      : awaiting
+        ? base.restartTierSince
+        : condition.tier !== "restart" || state === "Starting"
+          ? undefined
+          : (base.restartTierSince ?? (condition.kind === "stall" ? next.stallClockFrom : now));
     next.restartTierSince = since;
     if (
+      !awaiting &&
       since !== undefined &&
       RESTART_TIER_STATES.has(state) &&
       now - since >= health.restartAfter &&

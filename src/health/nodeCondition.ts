@@ -2,8 +2,11 @@ import type { ResolvedHealthConfig } from "../config/sections/network.js";
 import { isStalled } from "./headProgress.js";
 import type { ConditionKind, NodeObservation, ReferenceHead, RestartReason } from "./types.js";
 
-/** Two tiers: `unroute` only takes a node out of routing; `restart` makes it a restart candidate once it lasts. */
-export type Tier = "ok" | "unroute" | "restart";
+/**
+ * Two tiers: `unroute` only takes a node out of routing; `restart` makes it a restart candidate once it lasts.
+ * `none` is a round without evidence (a probe still outstanding): the node's state, streaks and restart clock carry over.
+ */
+export type Tier = "ok" | "unroute" | "restart" | "none";
 
 export interface NodeCondition {
   kind: ConditionKind;
@@ -23,6 +26,8 @@ export interface ConditionContext {
   /** The reference peers' hash at a height (their head's or a recent one), for the divergence checks. */
   peersHashAt: (height: number) => string | undefined;
   now: number;
+  /** How long a node may leave a probe unanswered before its silence counts: one block time plus one probe interval. */
+  silenceLimit: number;
 }
 
 /** Kinds that a node catching up after a (re)start is expected to show; the startup grace masks them. */
@@ -139,6 +144,47 @@ export function assessNode(
   }
   if (lagBlocks === 0 && lagSeconds === 0) return IN_SYNC;
   return { kind: "ok", tier: "ok", message: WITHIN_LIMITS, lagBlocks, lagSeconds };
+}
+
+/**
+ * A round without an answer from the node (its probe still outstanding), judged by how long it has been silent.
+ *
+ * A node in order answers every probe, and a new block comes within a block time: so a node that has not answered
+ * for one block time plus one probe interval, while the peers moved past the last head it reported, is missing a
+ * block it should be serving. That is evidence enough to take it out of routing at once (`atOnce`), without waiting
+ * for `unhealthyAfter` probe timeouts: unrouting is cheap and undone by `healthyAfter` good probes. A restart still
+ * needs the restart tier to last `restartAfter`, under the usual budget. A node whose answers take up to a block is
+ * never silent that long, so it is not unrouted by this; one slower than that serves heads a block old anyway.
+ *
+ * Shorter silences, and any silence while the peers stand still (a halt: the node has missed nothing), say nothing
+ * of the node: `awaiting`, and the probe's own timeout decides as before.
+ */
+export function assessUnanswered(
+  unansweredSince: number,
+  lastHead: number | undefined,
+  ctx: ConditionContext,
+): NodeCondition {
+  const silentMs = ctx.now - unansweredSince;
+  const reference = ctx.reference;
+  const peersMovedOn = reference !== undefined && (lastHead === undefined || reference.number > lastHead);
+  if (silentMs >= ctx.silenceLimit && peersMovedOn) {
+    return {
+      kind: "unresponsive",
+      tier: "restart",
+      restartReason: "unresponsive",
+      atOnce: true,
+      message: `no answer for ${seconds(silentMs)} s while the peers reached block ${reference.number}`,
+    };
+  }
+  return {
+    kind: "awaiting",
+    tier: "none",
+    message: `probe outstanding, no answer for ${seconds(silentMs)} s`,
+  };
+}
+
+function seconds(ms: number): string {
+  return String(Math.round(ms / 10) / 100);
 }
 
 // Built only for the cases that need it: assessNode runs for every node every round.

@@ -17,6 +17,8 @@ export function describeStatus(
     text = obs.restartInFlight ? "restart in progress" : `restart requested: ${condition.message}`;
   } else if (state === "CrashLoop") {
     text = `restarted too often, no automatic restart until healthy: ${condition.message}`;
+  } else if (condition.tier === "none") {
+    text = condition.message;
   } else if (state === "Healthy") {
     text =
       condition.tier === "ok"

@@ -52,6 +52,12 @@ export interface NodeObservation {
   syncing?: boolean;
   /** The node's hash at a settled height the engine asked for (see EngineOutput.checkHeight). */
   check?: { number: number; hash: string | null };
+  /**
+   * Set when this round brings no answer from the node: a probe is still outstanding, and the node last answered at
+   * this time (clock ms; or, if it has not answered in this incarnation, when it was first probed). `reachable` is
+   * false and the probe fields are absent. Rounds do not wait for a slow or hung node; the engine judges the silence.
+   */
+  unansweredSince?: number;
   /** A restart of this node is being carried out by the fleet backend. */
   restartInFlight?: boolean;
   /**
@@ -100,7 +106,9 @@ export type ConditionKind =
   | "height-zero"
   | "lag"
   | "stall"
-  | "syncing";
+  | "syncing"
+  /** No answer this round, for less than a block plus a probe interval: no evidence either way. */
+  | "awaiting";
 
 export interface NodeStatus {
   name: string;

@@ -1,10 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { restartsOf, routedFleets, statusIn } from "../support/devnetFleet.js";
+import { anvilPidOf, restartsOf, routedFleets, statusIn } from "../support/devnetFleet.js";
 import { waitFor } from "../support/waitFor.js";
 
 const BLOCK_MS = 500;
+const PROBE_MS = 200;
 const HEALTH = {
-  probeInterval: "200ms",
+  probeInterval: `${PROBE_MS}ms`,
   maxLagBlocks: 3,
   // Lag alone never restarts here, so the lag test sees routing only.
   restartLagBlocks: 1_000,
@@ -100,6 +101,44 @@ describe("controller on a real devnet", () => {
       what: `${NODE} Healthy after the restart`,
       timeoutMs: 15_000,
     });
+  });
+
+  it("takes a hung node (accepts connections, never answers) out of routing within a block plus a probe interval, and restarts it once", async () => {
+    const f = await healthyFleet();
+    const from = f.outputs.length;
+    const pid = anvilPidOf(f, NODE);
+    const hungAt = Date.now();
+    process.kill(pid, "SIGSTOP");
+    try {
+      await waitFor(() => !f.routed().includes(NODE), { what: `${NODE} unrouted`, timeoutMs: 10_000 });
+      const unroutedAfter = Date.now() - hungAt;
+      // The silence limit (one block plus one probe interval from its last answer, which came before the hang), and at
+      // most one more probe interval to finish that round (its wait for the other nodes' answers) on a busy machine.
+      // Waiting for probe timeouts instead would take unhealthyAfter x probeTimeout, 3 s.
+      expect(unroutedAfter).toBeLessThanOrEqual(BLOCK_MS + 2 * PROBE_MS);
+      expect(f.stateOf(NODE)).toBe("Unresponsive");
+      await waitFor(() => restartsOf(f, NODE).length > 0, { what: "a restart", timeoutMs: 15_000 });
+    } finally {
+      // The old process is stopped by the restart; a continued one exits on the SIGTERM it holds.
+      try {
+        process.kill(pid, "SIGCONT");
+      } catch {
+        // already gone
+      }
+    }
+    expect(restartsOf(f, NODE).map((r) => r.reason)).toEqual(["unresponsive"]);
+    await waitFor(() => f.stateOf(NODE) === "Healthy" && f.routed().includes(NODE), {
+      what: `${NODE} Healthy after the restart`,
+      timeoutMs: 15_000,
+    });
+    const rounds = f.outputs.slice(from);
+    const unrouted = rounds.flatMap((o) =>
+      o.decisions.filter((d) => d.kind === "unroute").map((d) => d.node),
+    );
+    expect(unrouted).toEqual([NODE]);
+    expect(restartsOf(f, NODE)).toHaveLength(1);
+    for (const other of f.fleet.members("devnet").filter((m) => m.name !== NODE))
+      expect(other.restarts).toEqual([]);
   });
 
   it("restarts nothing while the full nodes are down, keeps routing and reports the systemic cause", async () => {

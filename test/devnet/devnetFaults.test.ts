@@ -154,6 +154,26 @@ describe("devnet faults", () => {
     expect(await hashAt(url(devnet, "devnet-full-1"), 3)).toBe(devnet.head("devnet").hash);
   });
 
+  it("a hung light node (stopped, its connections left open) does not hold up the blocks of the others", async () => {
+    const devnet = await startTestDevnet({
+      networks: [{ name: "devnet", chainId: 31_337, fullNodes: 1, lightNodes: 1 }],
+      blockTimeMs: 200,
+    });
+    const full = url(devnet, "devnet-full-0");
+    const pid = nodeStatus(devnet, "devnet-light-0").pid!;
+    process.kill(pid, "SIGSTOP");
+    try {
+      const from = await height(full);
+      // Five block times for three blocks; a producer waiting for the hung node's pool would stall for its RPC timeout.
+      await waitFor(async () => (await height(full)) >= from + 3, {
+        what: "three more blocks on the full node",
+        timeoutMs: 1_000,
+      });
+    } finally {
+      process.kill(pid, "SIGCONT");
+    }
+  });
+
   it("kill of an attached node calls its kill function; without one it is refused", async () => {
     const devnet = await startTestDevnet();
     const node = await startGenesisAnvil(devnet, "ext");

@@ -11,7 +11,7 @@ import { createRegistry } from "../../src/metrics/registry.js";
 import { afterAll, afterEach, expect } from "vitest";
 import { testNetwork } from "../controller/testNetwork.js";
 import { startTestDevnet } from "./devnet.js";
-import { anvilsUnder } from "./processTree.js";
+import { anvilsUnder, commandLine } from "./processTree.js";
 import { waitFor } from "./waitFor.js";
 
 /** A light node as `up` runs it on the devnet: an empty anvil from the shared genesis, mined only by the driver. */
@@ -149,3 +149,11 @@ export const statusIn = (output: EngineOutput, node: string) => output.nodes.fin
 /** The restarts the fleet made of NODE so far. */
 export const restartsOf = (f: DevnetFleet, node: string) =>
   f.fleet.members("devnet").find((m) => m.name === node)?.restarts ?? [];
+
+/** The pid of the anvil serving NODE (found by its port), for faults the devnet has no command for (SIGSTOP). */
+export function anvilPidOf(f: DevnetFleet, node: string): number {
+  const port = new URL(f.fleet.members("devnet").find((m) => m.name === node)!.httpUrl).port;
+  const pid = anvilsUnder(process.pid).find((p) => commandLine(p).includes(` --port ${port} `));
+  if (pid === undefined) throw new Error(`no anvil process serves ${node} (port ${port})`);
+  return pid;
+}

@@ -8,7 +8,10 @@ import { duration } from "../duration.js";
 export const healthSchema = z.strictObject({
   /** Probe period besides the head subscriptions. */
   probeInterval: duration.default(2_000),
-  /** Timeout of one probe call. */
+  /**
+   * Timeout of one probe call. Rounds do not wait for it: a node silent for blockTime + probeInterval while the peers
+   * moved on leaves routing before its probe times out.
+   */
   probeTimeout: duration.default(1_500),
   /** Lag in blocks that takes a node out of routing. */
   maxLagBlocks: z.number().int().min(1).default(3),
