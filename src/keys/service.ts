@@ -396,11 +396,7 @@ export class KeysService {
   async completeTwoFactor(token: string, code: string, ip: string, userAgent?: string): Promise<string> {
     const session = await this.session(token);
     if (!session) throw new KeysError("session-required", "log in first");
-    const user = await this.db
-      .selectFrom("users")
-      .selectAll()
-      .where("id", "=", session.userId)
-      .executeTakeFirstOrThrow();
+    const user = await this.userById(session.userId);
     if (!session.twoFactorPending || !user.totp_secret) return token;
     const step = await this.acceptCode(
       user.id,
@@ -582,15 +578,16 @@ export class KeysService {
     keepSession: string,
     actor: Actor,
   ): Promise<void> {
-    const user = await this.db
-      .selectFrom("users")
-      .selectAll()
-      .where("id", "=", userId)
-      .executeTakeFirstOrThrow();
+    const user = await this.userById(userId);
     await this.checkCurrentPassword(user, current, actor.ip, async () => {});
     await clearAttempts(this.db, reauthKey(userId));
     await this.replacePassword(userId, next, keepSession);
     await this.audit(user.email, "password-changed", `ip ${actor.ip}`);
+  }
+
+  /** The account's row; the caller holds a session of it, so it exists. */
+  private userById(id: number) {
+    return this.db.selectFrom("users").selectAll().where("id", "=", id).executeTakeFirstOrThrow();
   }
 
   /**
@@ -640,11 +637,7 @@ export class KeysService {
 
   /** Starts two-factor set-up from the page: a new seed, kept sealed until a code from it confirms it. */
   async startTwoFactorSetup(userId: number): Promise<{ secret: string; uri: string }> {
-    const user = await this.db
-      .selectFrom("users")
-      .selectAll()
-      .where("id", "=", userId)
-      .executeTakeFirstOrThrow();
+    const user = await this.userById(userId);
     if (user.totp_secret !== null)
       throw new KeysError("two-factor-already-enabled", "two-factor authentication is on already");
     const secret = generateSecret();
@@ -657,11 +650,7 @@ export class KeysService {
   }
 
   async confirmTwoFactorSetup(userId: number, code: string, actor: Actor): Promise<void> {
-    const user = await this.db
-      .selectFrom("users")
-      .selectAll()
-      .where("id", "=", userId)
-      .executeTakeFirstOrThrow();
+    const user = await this.userById(userId);
     if (user.totp_secret !== null)
       throw new KeysError("two-factor-already-enabled", "two-factor authentication is on already");
     if (user.totp_pending === null)
@@ -696,11 +685,7 @@ export class KeysService {
     keepSession: string,
     actor: Actor,
   ): Promise<void> {
-    const user = await this.db
-      .selectFrom("users")
-      .selectAll()
-      .where("id", "=", userId)
-      .executeTakeFirstOrThrow();
+    const user = await this.userById(userId);
     const seed = user.totp_secret;
     if (seed === null) throw twoFactorNotOn();
     const failed = (why: string) =>

@@ -141,17 +141,13 @@ export function lightfleetPodRuntime(
       } else {
         env.KUBECONFIG = join(dir, "no-credentials");
       }
-      const child: ChildProcess = spawnChild({
-        command: process.execPath,
-        args: ["--import", TSX_LOADER, join(ROOT, "src/cli.ts"), ...args],
-        name: pod.metadata!.name!,
-        logger: silentLogger(),
+      const { child, exitCode } = runNode(
+        pod,
+        ["--import", TSX_LOADER, join(ROOT, "src/cli.ts"), ...args],
         env,
-        cwd: dir,
-        onLine: (line) => options.log?.(`${pod.metadata!.name}: ${line}`),
-      });
-      let exitCode: number | undefined;
-      child.once("exit", (code, signal) => (exitCode = code ?? 128 + signalNumber(signal)));
+        dir,
+        options.log,
+      );
       const forwarders = await Promise.all(
         (container.ports ?? [])
           .filter((p) => p.name && ports.has(p.name))
@@ -166,8 +162,8 @@ export function lightfleetPodRuntime(
           return number === undefined ? undefined : { host: "127.0.0.1", port: number };
         },
         signal: (signal) => child.kill(signal),
-        exited: () => exitCode !== undefined,
-        exitCode: () => exitCode,
+        exited: () => exitCode() !== undefined,
+        exitCode,
         async stop(graceMs) {
           await Promise.all(forwarders.map((close) => close()));
           await stopChild(child, graceMs);
@@ -203,21 +199,17 @@ export function nodeScriptPodRuntime(
       const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: dir };
       for (const variable of container.env ?? [])
         env[variable.name] = await envValue(core, pod, podIp, variable);
-      const child: ChildProcess = spawnChild({
-        command: process.execPath,
-        args: ["--import", clusterDnsModule(hosts), ...args],
-        name: pod.metadata!.name!,
-        logger: silentLogger(),
+      const { child, exitCode } = runNode(
+        pod,
+        ["--import", clusterDnsModule(hosts), ...args],
         env,
-        cwd: dir,
-        onLine: (line) => options.log?.(`${pod.metadata!.name}: ${line}`),
-      });
-      let exitCode: number | undefined;
-      child.once("exit", (code, signal) => (exitCode = code ?? 128 + signalNumber(signal)));
+        dir,
+        options.log,
+      );
       return {
         signal: (signal) => child.kill(signal),
-        exited: () => exitCode !== undefined,
-        exitCode: () => exitCode,
+        exited: () => exitCode() !== undefined,
+        exitCode,
         async stop(graceMs) {
           await stopChild(child, graceMs);
           await rm(dir, { recursive: true, force: true });
@@ -225,6 +217,28 @@ export function nodeScriptPodRuntime(
       } satisfies RunningPod;
     },
   };
+}
+
+/** Runs a pod's container as node with `args`; its exit code, once it has exited, as the kubelet reports it. */
+function runNode(
+  pod: V1Pod,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  dir: string,
+  log: ((line: string) => void) | undefined,
+): { child: ChildProcess; exitCode: () => number | undefined } {
+  const child = spawnChild({
+    command: process.execPath,
+    args,
+    name: pod.metadata!.name!,
+    logger: silentLogger(),
+    env,
+    cwd: dir,
+    onLine: (line) => log?.(`${pod.metadata!.name}: ${line}`),
+  });
+  let exitCode: number | undefined;
+  child.once("exit", (code, signal) => (exitCode = code ?? 128 + signalNumber(signal)));
+  return { child, exitCode: () => exitCode };
 }
 
 /** A container's exit code after a signal, as the kubelet reports it (128 + the signal's number). */
