@@ -635,7 +635,22 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
       exitCode: 1,
       reason: "Error",
     });
-  }, 150_000);
+    // With no gateway pod left to read, the rate is unavailable: the pool holds its size and shows no old rate.
+    const held = await waitFor(
+      async () => {
+        const current = await pool("alpha");
+        const scaling = current.status?.conditions?.find((c) => c.type === "ScalingActive");
+        return scaling?.reason === "RateUnavailable" ? current : undefined;
+      },
+      {
+        timeoutMs: 45_000,
+        intervalMs: 500,
+        what: `alpha's scaling held for want of a rate${failureContext()}`,
+      },
+    );
+    expect(held.status?.requestRate).toBeUndefined();
+    expect(held.status?.conditions?.find((c) => c.type === "ScalingActive")?.status).toBe("False");
+  }, 200_000);
 
   it("garbage-collects each LightNode with its pod (helm uninstall)", async () => {
     expect(
