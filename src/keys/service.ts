@@ -216,14 +216,27 @@ export class KeysService {
     return { secret, uri: generateURI({ issuer: "lightfleet", label: user.email, secret }) };
   }
 
+  /**
+   * Turns TOTP off for an owner who lost the authenticator. Every session of the account ends, as when the owner turns
+   * it off from the page: sessions opened under the old rule (perhaps by whoever holds the authenticator now) do not
+   * outlive it.
+   */
   async disableTwoFactor(email: string): Promise<void> {
     const user = await this.requireUser(email);
-    await this.db
-      .updateTable("users")
-      .set({ totp_secret: null, totp_pending: null, totp_last_step: null })
-      .where("id", "=", user.id)
-      .execute();
-    await this.audit(user.email, "two-factor-disabled", "by cli");
+    const ended = await this.db.transaction().execute(async (tx) => {
+      await tx
+        .updateTable("users")
+        .set({ totp_secret: null, totp_pending: null, totp_last_step: null })
+        .where("id", "=", user.id)
+        .execute();
+      const deleted = await tx.deleteFrom("sessions").where("user_id", "=", user.id).executeTakeFirst();
+      return Number(deleted.numDeletedRows);
+    });
+    await this.audit(
+      user.email,
+      "two-factor-disabled",
+      `by cli, ${ended} session${ended === 1 ? "" : "s"} ended`,
+    );
   }
 
   /** Disables an account: its sessions end and its keys stop working. */

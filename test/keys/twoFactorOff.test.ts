@@ -89,6 +89,22 @@ describe("POST /v1/user/twofactor/disable", () => {
     );
   });
 
+  it("turned off by an operator (keys-api user 2fa disable), every session of the account ends", async () => {
+    const secret = await withTwoFactor("lost@example.org");
+    const phone = await fullLogin("lost@example.org", secret);
+    const laptop = await fullLogin("lost@example.org", secret);
+    await started.api.service.disableTwoFactor("lost@example.org");
+    // The owner lost the authenticator (or someone else holds it): no session opened under the old rule lives on.
+    expect((await phone.request("GET", "/v1/user/me")).status).toBe(401);
+    expect((await laptop.request("GET", "/v1/user/me")).status).toBe(401);
+    const again = new Client(started.api.url);
+    expect(
+      (await again.request("POST", "/v1/user/login", { email: "lost@example.org", password: PASSWORD })).body,
+    ).toEqual({ twoFactorRequired: false });
+    const [latest] = (await events(again)).filter((e) => e.event === "two-factor-disabled");
+    expect(latest!.detail).toMatch(/by cli.*2 sessions ended/);
+  });
+
   it("refuses a wrong password, a wrong code and a replayed code with problem details, and audits each", async () => {
     const secret = await withTwoFactor("wrong@example.org");
     const loginCode = code(secret);
