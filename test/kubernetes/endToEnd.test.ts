@@ -101,7 +101,15 @@ describe("controller end to end: API simulated at the wire, real nodes", () => {
     controller.start();
     cleanup.push(() => fleet.stop());
     cleanup.push(() => controller.stop());
-    const miner = setInterval(() => void devnet.mine("devnet").catch(() => {}), 300);
+    let mined = 0;
+    const miner = setInterval(
+      () =>
+        void devnet
+          .mine("devnet")
+          .then(() => mined++)
+          .catch(() => {}),
+      300,
+    );
     cleanup.push(() => clearInterval(miner));
 
     const lastReadiness = (pod: string) => readiness.filter((r) => r.pod === pod).at(-1)?.status;
@@ -109,8 +117,13 @@ describe("controller end to end: API simulated at the wire, real nodes", () => {
       timeoutMs: 20_000,
       what: "all three pods routed",
     });
-    // Routing is patched only on change: one True per pod so far.
+    // Routing is patched only on change: one True per pod so far, and none changes while the chain moves on (the
+    // pod the API server answers a write with is the pod it listed, not a new incarnation of it).
     expect(readiness.filter((r) => r.status === "True")).toHaveLength(3);
+    const routedPatches = readiness.length;
+    const minedBefore = mined;
+    await waitFor(() => mined >= minedBefore + 5, { what: "five more blocks" });
+    expect(readiness.slice(routedPatches)).toEqual([]);
     await devnet.fault("light-0", { kind: "lag", blocks: 5 });
     await waitFor(() => lastReadiness("light-0") === "False", {
       timeoutMs: 20_000,

@@ -148,6 +148,9 @@ export async function startPodNodes(
   return { port, nodes };
 }
 
+/** When startPodNodes' pods started: one time for every copy of a pod, as the API server keeps it. */
+const POD_START_TIME = new Date(Date.now() - 60_000).toISOString();
+
 /** The Pod object of startPodNodes' node `light-i` (label app=light, the readiness gate, its 127.0.0.x address). */
 export function podNodeObject(i: number) {
   return {
@@ -166,7 +169,7 @@ export function podNodeObject(i: number) {
     },
     status: {
       podIP: `127.0.0.${i + 2}`,
-      startTime: new Date(Date.now() - 60_000).toISOString(),
+      startTime: POD_START_TIME,
       conditions: [],
     },
   };
