@@ -6,7 +6,14 @@ import { startClusterController } from "../../src/kubernetes/controller/clusterC
 import { createLogger, silentLogger } from "../../src/log/logger.js";
 import { createRegistry } from "../../src/metrics/registry.js";
 import { crdValidators, loadCrds, validateObject } from "../chart/validateObject.js";
-import { devnetPool, podNodeObject, POOL_HEALTH, startPodNodes, startTestDevnet } from "../support/devnet.js";
+import {
+  devnetPool,
+  idlePool,
+  podNodeObject,
+  POOL_HEALTH,
+  startPodNodes,
+  startTestDevnet,
+} from "../support/devnet.js";
 import { startFakeApiServer, type FakeApiServer, type KubeObject } from "../support/fakeApiServer.js";
 import { waitFor } from "../support/waitFor.js";
 
@@ -356,19 +363,8 @@ describe("the controller in a cluster (API simulated on loopback, real nodes)", 
   it("runs only the pools of its class when two releases share the namespace", async () => {
     const api = await startFakeApiServer();
     cleanup.push(() => api.close());
-    const pool = (name: string, poolClass: string): KubeObject =>
-      ({
-        apiVersion: "lightfleet.io/v1alpha1",
-        kind: "LightNodePool",
-        metadata: { name, namespace: "eth", labels: { "lightfleet.io/class": poolClass } },
-        spec: {
-          network: name,
-          chainId: 1,
-          workloadRef: { kind: "StatefulSet", name },
-          selector: { matchLabels: { app: name } },
-          reservedPeers: [{ http: "http://127.0.0.1:9" }],
-        },
-      }) as unknown as KubeObject;
+    const pool = (name: string, poolClass: string) =>
+      idlePool(name, "eth", { "lightfleet.io/class": poolClass }) as unknown as KubeObject;
     api.put(POOLS, pool("mainnet", "blue"));
     api.put(POOLS, pool("sepolia", "green"));
     const blue = start(api, { poolSelector: "lightfleet.io/class=blue", lease: { name: "blue" } });

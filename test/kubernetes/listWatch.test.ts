@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { makeApiClient } from "../../src/kubernetes/api/kubeClients.js";
 import { ListWatch } from "../../src/kubernetes/api/listWatch.js";
 import { silentLogger } from "../../src/log/logger.js";
+import { idlePool } from "../support/devnet.js";
 import { startFakeApiServer, type KubeObject } from "../support/fakeApiServer.js";
 import { waitFor } from "../support/waitFor.js";
 
@@ -12,19 +13,7 @@ afterEach(async () => {
   for (const fn of cleanup.splice(0).reverse()) await fn();
 });
 
-const pool = (namespace: string, name: string): KubeObject =>
-  ({
-    apiVersion: "lightfleet.io/v1alpha1",
-    kind: "LightNodePool",
-    metadata: { name, namespace },
-    spec: {
-      network: name,
-      chainId: 1,
-      workloadRef: { kind: "StatefulSet", name },
-      selector: { matchLabels: { app: name } },
-      reservedPeers: [{ http: "http://127.0.0.1:9" }],
-    },
-  }) as unknown as KubeObject;
+const pool = (namespace: string, name: string) => idlePool(name, namespace) as unknown as KubeObject;
 
 describe("ListWatch of a collection of every namespace", () => {
   it("keeps one name once per namespace, through the list, watch events and deletes", async () => {

@@ -188,6 +188,25 @@ export const POOL_HEALTH = {
 };
 
 /**
+ * A LightNodePool for network `name` whose peer and pods go nowhere: for tests of which pools a controller takes up,
+ * not of what it does with them.
+ */
+export function idlePool(name: string, namespace: string, labels?: Record<string, string>) {
+  return {
+    apiVersion: "lightfleet.io/v1alpha1",
+    kind: "LightNodePool",
+    metadata: { name, namespace, ...(labels ? { labels } : {}) },
+    spec: {
+      network: name,
+      chainId: 1,
+      workloadRef: { kind: "StatefulSet", name },
+      selector: { matchLabels: { app: name } },
+      reservedPeers: [{ http: "http://127.0.0.1:9" }],
+    },
+  };
+}
+
+/**
  * The LightNodePool of the devnet's network whose pods are `startPodNodes`' nodes on `port`, with the devnet's full
  * nodes as reserved peers.
  */
