@@ -9,6 +9,7 @@ import { PeerFollower } from "../probe/peerFollower.js";
 import { carryOutDecisions, restartMember, type CarryOutOptions } from "./carryOutDecisions.js";
 import { ProbeClients, observeNodes } from "./observeNodes.js";
 import { OutstandingProbes } from "./outstandingProbes.js";
+import { silenceLimitMs } from "../health/nodeCondition.js";
 
 export type RoundListener = (network: string, output: EngineOutput) => void | Promise<void>;
 
@@ -251,7 +252,7 @@ export class NetworkLoop {
   private silenceRound(silent: ReadonlyArray<string>): void {
     clearTimeout(this.silenceTimer);
     this.silenceTimer = undefined;
-    const limit = this.params.blockTimeMs + this.params.health.probeInterval;
+    const limit = silenceLimitMs(this.params.blockTimeMs, this.params.health);
     const deadline = this.probes.nextSilenceDeadline(silent, limit);
     if (deadline === undefined) return;
     const delay = deadline - this.options.clock();

@@ -2,7 +2,13 @@ import { NodeMemoryLookup, readMemory, toState, type EngineMemory, type NodeMemo
 import { nextStallClock } from "./headProgress.js";
 import { countProbe, nextState } from "./hysteresis.js";
 import { coldStart, newIncarnation, pendingRestart } from "./nodeLifecycle.js";
-import { assessNode, assessUnanswered, type ConditionContext, type NodeCondition } from "./nodeCondition.js";
+import {
+  assessNode,
+  assessUnanswered,
+  silenceLimitMs,
+  type ConditionContext,
+  type NodeCondition,
+} from "./nodeCondition.js";
 import { referenceHashAt } from "./referenceHead.js";
 import { trackReference, type ReferenceRound } from "./referenceTracker.js";
 import { planRestarts, type RestartCandidate, type RestartPlan } from "./restartPlanner.js";
@@ -84,7 +90,7 @@ function observeNodes(
       return settledHashes.get(height);
     },
     now,
-    silenceLimit: network.blockTimeMs + health.probeInterval,
+    silenceLimit: silenceLimitMs(network.blockTimeMs, health),
   };
   const count = nodes.length;
   const lookup = new NodeMemoryLookup(memory);
@@ -155,6 +161,25 @@ function observeNodes(
   return round;
 }
 
+/**
+ * When the node's restart clock started, if it runs. It does not run while the pool holds (restart timers start over
+ * afterwards) nor while Starting; an outstanding probe neither starts nor stops it (the next answer, or silence,
+ * decides); a stall counts from when the head stopped.
+ */
+function restartClock(
+  base: NodeMemory,
+  next: NodeMemory,
+  condition: NodeCondition,
+  state: NodeState,
+  holding: boolean,
+  now: number,
+): number | undefined {
+  if (holding) return undefined;
+  if (condition.tier === "none") return base.restartTierSince;
+  if (condition.tier !== "restart" || state === "Starting") return undefined;
+  return base.restartTierSince ?? (condition.kind === "stall" ? next.stallClockFrom : now);
+}
+
 /** The pool-side systemic cause: most of the pool turned bad at once and no node keeps up with the peers. */
 function poolMostlyBad(turn: PoolTurn, systemicBadFraction: number): SystemicProblem | undefined {
   if (!isPoolMostlyBad(turn, systemicBadFraction)) return undefined;
@@ -190,15 +215,7 @@ function judgeStates(round: ObservedRound, input: EngineInput, holding: boolean)
       );
     }
     next.state = state;
-    // The restart clock does not run while holding (restart timers start over afterwards) nor while Starting.
-    // An outstanding probe neither starts nor stops it, nor makes the node due: the next answer (or silence) decides.
-    const since = holding
-      ? undefined
-      : awaiting
-        ? base.restartTierSince
-        : condition.tier !== "restart" || state === "Starting"
-          ? undefined
-          : (base.restartTierSince ?? (condition.kind === "stall" ? next.stallClockFrom : now));
+    const since = restartClock(base, next, condition, state, holding, now);
     next.restartTierSince = since;
     if (
       !awaiting &&

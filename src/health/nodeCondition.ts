@@ -26,7 +26,7 @@ export interface ConditionContext {
   /** The reference peers' hash at a height (their head's or a recent one), for the divergence checks. */
   peersHashAt: (height: number) => string | undefined;
   now: number;
-  /** How long a node may leave a probe unanswered before its silence counts: one block time plus one probe interval. */
+  /** How long a node may leave a probe unanswered before its silence counts (silenceLimitMs). */
   silenceLimit: number;
 }
 
@@ -144,6 +144,14 @@ export function assessNode(
   }
   if (lagBlocks === 0 && lagSeconds === 0) return IN_SYNC;
   return { kind: "ok", tier: "ok", message: WITHIN_LIMITS, lagBlocks, lagSeconds };
+}
+
+/** How long a node may leave a probe unanswered before its silence counts: one block time plus one probe interval. */
+export function silenceLimitMs(
+  blockTimeMs: number,
+  health: Pick<ResolvedHealthConfig, "probeInterval">,
+): number {
+  return blockTimeMs + health.probeInterval;
 }
 
 /**
