@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process";
 import { createServer } from "node:http";
 import type { Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import { createServer as createNetServer, type AddressInfo, type Server as NetServer } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startAdminServer } from "../../src/admin/adminServer.js";
 import type { AdminServer } from "../../src/admin/adminServer.js";
@@ -9,6 +9,7 @@ import { startAnvil } from "../../src/devnet/anvil.js";
 import type { AnvilNode } from "../../src/devnet/anvil.js";
 import { silentLogger } from "../../src/log/logger.js";
 import { createRegistry } from "../../src/metrics/registry.js";
+import { freePort } from "../../src/process/freePort.js";
 import { renderChart } from "../support/helm.js";
 
 interface HookPod {
@@ -16,7 +17,7 @@ interface HookPod {
   spec: { containers: { command: string[]; env: { name: string; value: string }[] }[] };
 }
 
-/** Runs a `helm test` pod's command here with node (the image's runtime), with its env overridden. */
+/** Runs a `helm test` pod's command here with node (the image's runtime), with the pod's env and ENV over it. */
 function runHook(
   pod: HookPod,
   env: Record<string, string>,
@@ -25,7 +26,11 @@ function runHook(
   expect(command).toBe("node");
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, args, {
-      env: { ...process.env, ...env },
+      env: {
+        ...process.env,
+        ...Object.fromEntries(pod.spec.containers[0]!.env.map((e) => [e.name, e.value])),
+        ...env,
+      },
       stdio: ["ignore", "pipe", "pipe"],
     });
     let output = "";
@@ -45,6 +50,7 @@ describe("helm test hooks", () => {
   let anvil: AnvilNode | undefined;
   let admin: AdminServer | undefined;
   let broken: Server | undefined;
+  let silent: NetServer | undefined;
 
   beforeAll(async () => {
     const { objects } = await renderChart({ values: ["charts/lightfleet/ci/full-values.yaml"] });
@@ -57,6 +63,7 @@ describe("helm test hooks", () => {
     await anvil?.stop();
     await admin?.close();
     await new Promise((resolve) => (broken ? broken.close(resolve) : resolve(undefined)));
+    silent?.close();
   });
 
   function hook(name: string): HookPod {
@@ -85,6 +92,31 @@ describe("helm test hooks", () => {
     const failed = await runHook(pod, { RPC_URL: `http://127.0.0.1:${port}/` });
     expect(failed.code).toBe(1);
     expect(failed.output).toContain("no healthy node");
+  });
+
+  it("fails in one line, without a stack, when nothing answers: refused, or silent past its deadline", async () => {
+    for (const name of ["lightfleet-test-gateway", "lightfleet-test-keys"]) {
+      const pod = hook(name);
+      expect(pod.spec.containers[0]!.env).toContainEqual({ name: "TIMEOUT_SECONDS", value: "10" });
+      const url = name.endsWith("gateway") ? "RPC_URL" : "HEALTH_URL";
+
+      const refused = await runHook(pod, { [url]: `http://127.0.0.1:${await freePort()}/` });
+      expect(refused.code, refused.output).toBe(1);
+      expect(refused.output).toMatch(/: fetch failed \(connect ECONNREFUSED 127\.0\.0\.1:\d+\)\n$/);
+      expect(refused.output).not.toMatch(/^\s+at /m);
+
+      silent ??= createNetServer(() => undefined); // accepts, never answers
+      if (!silent.listening) await new Promise<void>((resolve) => silent!.listen(0, "127.0.0.1", resolve));
+      const started = Date.now();
+      const unanswered = await runHook(pod, {
+        [url]: `http://127.0.0.1:${(silent.address() as AddressInfo).port}/`,
+        TIMEOUT_SECONDS: "1",
+      });
+      expect(unanswered.code, unanswered.output).toBe(1);
+      expect(unanswered.output).toMatch(/: no answer within 1 s\n$/);
+      expect(unanswered.output).not.toMatch(/^\s+at /m);
+      expect(Date.now() - started).toBeLessThan(8_000);
+    }
   });
 
   it("the key API hook passes on a healthy /healthz and fails on a failing one", async () => {

@@ -635,6 +635,14 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
       exitCode: 1,
       reason: "Error",
     });
+    // It says why in one line: the connection failed (a deadline would say "no answer within").
+    expect(cluster.podLogs).toContainEqual(
+      expect.stringMatching(
+        new RegExp(
+          `^${testPod}: eth_blockNumber via http://${RELEASE}-lightfleet-gateway:8545/alpha: fetch failed`,
+        ),
+      ),
+    );
     // With no gateway pod left to read, the rate is unavailable: the pool holds its size and shows no old rate.
     const held = await waitFor(
       async () => {

@@ -1,6 +1,7 @@
 import { spawn } from "node:child_process";
 import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import { connect, type AddressInfo } from "node:net";
+import { once } from "node:events";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "../../src/process/freePort.js";
 import { startFakeApiServer, type FakeApiServer } from "../support/fakeApiServer.js";
@@ -97,6 +98,30 @@ describe("Service proxy and cluster DNS stand-ins", () => {
     );
     expect(run.output).toBe("gw ready\ngw.rpc.svc.cluster.local ready\n");
     expect(run.code).toBe(0);
+  });
+
+  it("with no ready endpoint, resets the connection once the request has arrived, never before", async () => {
+    const unready = await backend("unready");
+    api.put("apis/discovery.k8s.io/v1/endpointslices", slice(unready, false));
+    await proxy.sync("rpc");
+    // A reset in the moment between connect and the request's first bytes can leave Node 20's fetch waiting
+    // forever (the process then exits 13 with no word); the stand-in resets only a connection that has spoken.
+    const socket = connect(servicePort, CLUSTER_IP);
+    socket.on("error", () => undefined);
+    await once(socket, "connect");
+    const closed = new Promise((resolve) => socket.once("close", resolve));
+    const before = await Promise.race([
+      closed.then(() => "closed before the request"),
+      new Promise((resolve) => setTimeout(resolve, 300, "open")),
+    ]);
+    expect(before).toBe("open");
+    const error = new Promise<NodeJS.ErrnoException>((resolve) => socket.once("error", resolve));
+    let received = "";
+    socket.on("data", (chunk: Buffer) => (received += chunk.toString()));
+    socket.write("GET / HTTP/1.1\r\nhost: gw\r\n\r\n");
+    expect((await error).code).toBe("ECONNRESET");
+    await closed;
+    expect(received).toBe("");
   });
 
   it("resets the connection when the Service has no ready endpoint, so the caller fails", async () => {

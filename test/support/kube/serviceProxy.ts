@@ -69,7 +69,7 @@ export function startServiceProxy(options: {
           (endpoint) => {
             if (!endpoint) {
               log(`service proxy: ${namespace}/${name}:${port.port} has no ready endpoint`);
-              client.resetAndDestroy();
+              resetOnceSpoken(client);
               return;
             }
             const upstream = connect(endpoint.port, endpoint.host);
@@ -92,6 +92,22 @@ export function startServiceProxy(options: {
       });
       servers.set(key, server);
     }
+  };
+
+  /**
+   * kube-proxy refuses a connection to a Service with no ready endpoint; a proxy that has already accepted it can
+   * only reset it. A reset between connect and the request's first bytes can leave Node 20's fetch waiting forever
+   * (the process exits 13 without a word), which no refused connection does; so the reset waits for the client to
+   * speak, or at most a second.
+   */
+  const resetOnceSpoken = (client: Socket) => {
+    const reset = () => {
+      clearTimeout(timer);
+      client.resetAndDestroy();
+    };
+    const timer = setTimeout(reset, 1_000);
+    client.once("readable", reset);
+    client.once("close", () => clearTimeout(timer));
   };
 
   return {
