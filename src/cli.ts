@@ -1,5 +1,4 @@
 #!/usr/bin/env node
-import { createRequire } from "node:module";
 import { Command } from "commander";
 import { failAndExit } from "./cli/fail.js";
 import { registerConfigCommand } from "./config/command.js";
@@ -9,14 +8,13 @@ import { registerGatewayCommand } from "./gateway/command.js";
 import { registerKeysCommand } from "./keys/command.js";
 import { registerNodeCommand } from "./node/command.js";
 import { registerUpCommand } from "./up/command.js";
-
-const { version } = createRequire(import.meta.url)("../package.json") as { version: string };
+import { VERSION } from "./version.js";
 
 // Each concern registers its own subcommand; heavy modules are imported inside the actions so that
 // `lightfleet config check` starts fast.
 const program = new Command("lightfleet")
   .description("light-node fleet orchestrator, health controller and public JSON-RPC gateway")
-  .version(version)
+  .version(VERSION)
   .showHelpAfterError()
   // Options belong to the command they follow, so `keys-api --config F` and `keys-api user add --config F` both work.
   .enablePositionalOptions()

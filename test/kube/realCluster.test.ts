@@ -6,6 +6,7 @@ import {
   DiscoveryV1Api,
   PatchStrategy,
   setHeaderOptions,
+  type V1ObjectMeta,
   type V1Pod,
 } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -110,7 +111,8 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
     })),
     controller: { replicas: 2 },
     gateway: { replicas: 1 },
-    keys: { enabled: false },
+    // The key API on SQLite in an emptyDir; its pepper and seed key from the Secret the chart generates once.
+    keys: { enabled: true, persistence: { enabled: false } },
   });
 
   it("installs with helm: CRDs accepted, every object created", async () => {
@@ -177,6 +179,7 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
   const helmTest = () =>
     cluster.helm(["test", RELEASE, "--namespace", NAMESPACE, "--timeout", "30s"], 60_000);
   const testPod = `${RELEASE}-lightfleet-test-gateway`;
+  const keysTestPod = `${RELEASE}-lightfleet-test-keys`;
 
   it("passes helm test: the hook pod calls the gateway by its Service name and the kubelet reports it Succeeded", async () => {
     const tested = await helmTest();
@@ -186,6 +189,13 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
     expect(cluster.podLogs).toContainEqual(
       expect.stringMatching(
         new RegExp(`^${testPod}: eth_blockNumber via http://${RELEASE}-lightfleet-gateway:8545/alpha: \\d+$`),
+      ),
+    );
+    // The key API's hook: its /healthz by the Service's name, answered ok by a key API that reached its store.
+    expect(tested.stdout).toMatch(new RegExp(`TEST SUITE:\\s+${keysTestPod}[\\s\\S]*Phase:\\s+Succeeded`));
+    expect(cluster.podLogs).toContainEqual(
+      expect.stringMatching(
+        new RegExp(`^${keysTestPod}: http://${RELEASE}-lightfleet-keys:9464/healthz: ok`),
       ),
     );
   }, 120_000);
@@ -660,6 +670,46 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
     expect(held.status?.conditions?.find((c) => c.type === "ScalingActive")?.status).toBe("False");
   }, 200_000);
 
+  const keysSecret = `${RELEASE}-lightfleet-keys-secrets`;
+  const secretData = async () =>
+    (await core.readNamespacedSecret({ name: keysSecret, namespace: NAMESPACE })).data ?? {};
+
+  it("upgrades with helm: the key API's generated pepper and seed key kept (the chart's lookup), no field of the controller's met", async () => {
+    // The controller and gateway write as "lightfleet" (their User-Agent), and the controller only status.
+    type Managed = { metadata?: V1ObjectMeta };
+    const managers = (object: Managed) =>
+      (object.metadata?.managedFields ?? []).map(
+        (f) => `${f.manager}${f.subresource ? `/${f.subresource}` : ""}`,
+      );
+    const pools = (await custom.listNamespacedCustomObject({ ...GROUP, plural: "lightnodepools" })) as {
+      items: Managed[];
+    };
+    for (const pool of pools.items)
+      expect(managers(pool).filter((m) => m.startsWith("lightfleet"))).toEqual(["lightfleet/status"]);
+    const nodes = (await custom.listNamespacedCustomObject({ ...GROUP, plural: "lightnodes" })) as {
+      items: Managed[];
+    };
+    expect(nodes.items.length).toBeGreaterThan(0);
+    for (const node of nodes.items)
+      expect(managers(node).every((m) => m.startsWith("lightfleet"))).toBe(true);
+
+    const before = await secretData();
+    expect(Object.keys(before).sort()).toEqual(["LIGHTFLEET_KEYS_PEPPER", "LIGHTFLEET_KEYS_SEED_KEY"]);
+    // The tests above edited pool specs by hand, as an operator might; Helm's server-side apply names that editor
+    // (this client's manager) in its conflict, never the controller, and --force-conflicts takes the chart's values.
+    const refused = await cluster.upgrade(RELEASE, NAMESPACE);
+    expect(refused.code).not.toBe(0);
+    const conflicting = [...refused.stderr.matchAll(/conflict with \\?"([^"\\]+)\\?"/g)].map((m) => m[1]);
+    expect(conflicting.length, refused.stderr).toBeGreaterThan(0);
+    expect(new Set(conflicting)).toEqual(new Set(["node-fetch"]));
+    const upgraded = await cluster.upgrade(RELEASE, NAMESPACE, ["--force-conflicts"]);
+    expect(upgraded.code, upgraded.stderr).toBe(0);
+    expect(upgraded.stdout).toMatch(/REVISION: 3/);
+    // New random values would break every key made before (the pepper) and every two-factor seed (the seed key).
+    expect(await secretData()).toEqual(before);
+    expect((await pool("alpha")).spec.scaling).toMatchObject({ minReplicas: 2 });
+  }, 200_000);
+
   it("garbage-collects each LightNode with its pod (helm uninstall)", async () => {
     expect(
       (await custom.listNamespacedCustomObject({ ...GROUP, plural: "lightnodes" })).items.length,
@@ -669,6 +719,8 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
       90_000,
     );
     expect(uninstalled.code, uninstalled.stderr).toBe(0);
+    // The key API's Secret outlives the release (helm.sh/resource-policy: keep), so a reinstall keeps every key.
+    expect(Object.keys(await secretData()).length).toBe(2);
     await waitFor(
       async () =>
         (

@@ -1,4 +1,5 @@
 import { execFileSync } from "node:child_process";
+import { createRequire } from "node:module";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:https";
 import type { AddressInfo } from "node:net";
@@ -17,6 +18,7 @@ import { makeApiClient } from "../../src/kubernetes/api/kubeClients.js";
 import { startFakeApiServer } from "../support/fakeApiServer.js";
 import { findTool } from "../support/requireTool.js";
 
+const { version } = createRequire(import.meta.url)("../../package.json") as { version: string };
 const PODS = "api/v1/pods";
 const POOLS = "apis/lightfleet.io/v1alpha1/lightnodepools";
 const CALLS = 12;
@@ -114,6 +116,9 @@ describe("API clients at the wire", () => {
       Array.from({ length: CALLS }, (_, i) => `Bearer token-${i + 1}`),
     );
     expect(api.get(POOLS, "eth", "mainnet")?.status).toEqual({ observedGeneration: CALLS / 2 - 1 });
+    // Each call names lightfleet and its version: what a real API server records as the field manager of a write
+    // (managedFields), and what its audit log shows as the caller's user agent.
+    expect(new Set(api.calls.map((c) => c.userAgent))).toEqual(new Set([`lightfleet/${version}`]));
 
     // What client-node 1.4 does by itself: a connection per call.
     await podReadsAndStatusWrites(

@@ -57,6 +57,8 @@ export interface RecordedCall {
   contentType: string | undefined;
   body: unknown;
   authorization: string | undefined;
+  /** The User-Agent header; a real API server names a write's default field manager after it. */
+  userAgent: string | undefined;
   /** Which TCP connection carried it: 1 for the server's first, and so on. */
   connection: number;
 }
@@ -310,6 +312,7 @@ export async function startFakeApiServer(options: FakeApiServerOptions = {}) {
         contentType: req.headers["content-type"],
         body,
         authorization: req.headers.authorization,
+        userAgent: req.headers["user-agent"],
         connection: connectionIds.get(req.socket) ?? 0,
       });
       const reply = (status: number, payload: unknown) => {

@@ -10,12 +10,19 @@ import {
   type RequestContext,
   type SecurityAuthentication,
 } from "@kubernetes/client-node";
+import { VERSION } from "../../version.js";
 
 /**
  * Pooled connections are closed after this long idle: before an API server or a load balancer in front of it drops
  * them, which would fail the call that picked such a connection up.
  */
 const IDLE_MS = 30_000;
+
+/**
+ * The API server names a write's field manager after the User-Agent (up to its first "/") and logs it in audit
+ * events, so `managedFields` and the audit log say "lightfleet", not the HTTP library's "node-fetch".
+ */
+const USER_AGENT = `lightfleet/${VERSION}`;
 
 /**
  * `kubeConfig.makeApiClient(Api)` whose calls reuse kept-alive connections. client-node 1.4 builds a new agent without
@@ -47,6 +54,7 @@ function pooledAuthentication(kubeConfig: KubeConfig): SecurityAuthentication {
     getName: () => kubeConfig.getName(),
     async applySecurityAuthentication(context: RequestContext): Promise<void> {
       await kubeConfig.applySecurityAuthentication(context);
+      context.setHeaderParam("User-Agent", USER_AGENT);
       const built = context.getAgent();
       // Proxy agents (a cluster's proxy-url) are subclasses with state of their own: left as the library makes them.
       if (!built || (built.constructor !== http.Agent && built.constructor !== https.Agent)) return;

@@ -27,6 +27,8 @@ export interface RealCluster {
   kubectl(args: string[], timeoutMs?: number, input?: string): Promise<HelmResult>;
   /** Installs the chart as RELEASE in NAMESPACE with VALUES (written to a file, as a user would pass -f). */
   install(release: string, namespace: string, values: unknown): Promise<HelmResult>;
+  /** `helm upgrade` of RELEASE with the values it was installed with (`--reuse-values`), and FLAGS. */
+  upgrade(release: string, namespace: string, flags?: string[]): Promise<HelmResult>;
   stop(): Promise<void>;
 }
 
@@ -114,6 +116,12 @@ export async function startRealCluster(options: {
           ["install", release, CHART_DIR, "--namespace", namespace, "--create-namespace", "--values", file],
           { kubeconfig, timeoutMs: 120_000 },
         );
+      },
+      upgrade(release, namespace, flags = []) {
+        return helm(["upgrade", release, CHART_DIR, "--namespace", namespace, "--reuse-values", ...flags], {
+          kubeconfig,
+          timeoutMs: 120_000,
+        });
       },
       stop,
     };
