@@ -1,6 +1,6 @@
 /** JSON-RPC 2.0 shapes shared by the probes and the gateway. */
 
-export type JsonRpcId = string | number | null | ExactNumber;
+export type JsonRpcId = string | number | null | ExactNumber | ExactString;
 
 /**
  * A number kept as the JSON text it was written in, for an id that a double would change (12345678901234567890, 1.0,
@@ -12,6 +12,21 @@ export class ExactNumber {
 
   toJSON(): number {
     return Number(this.text);
+  }
+}
+
+/**
+ * A string id kept as the JSON text it was written in, where that differs from how JSON.stringify writes its value
+ * ("\u0041", "\/"): geth echoes the id's raw bytes, and so does the gateway. Any other serializer gets the value.
+ */
+export class ExactString {
+  constructor(
+    readonly text: string,
+    readonly value: string,
+  ) {}
+
+  toJSON(): string {
+    return this.value;
   }
 }
 

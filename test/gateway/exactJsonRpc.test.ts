@@ -68,7 +68,19 @@ describe("exact JSON-RPC, byte for byte", () => {
   });
 
   it("echoes every id as the client wrote it: big integers, 1.0, 1e2, strings, null", async () => {
-    for (const id of [BIG_ID, "-98765432109876543210", "1.0", "1e2", "0.1", '"a-string"', "null", "7"]) {
+    // Strings with escapes too, as geth echoes its raw id: "\u0041\/b" comes back so, not as "A/b".
+    const escaped = ['"\\u0041\\/b"', '"caf\\u00e9 \\"q\\""', '"tab\\there"'];
+    for (const id of [
+      BIG_ID,
+      "-98765432109876543210",
+      "1.0",
+      "1e2",
+      "0.1",
+      '"a-string"',
+      "null",
+      "7",
+      ...escaped,
+    ]) {
       for (const method of ["eth_blockNumber", "eth_getBalance", "eth_nosuchmethod"]) {
         const call = `{"jsonrpc":"2.0","id":${id},"method":"${method}","params":["${DEV_ACCOUNT}","latest"]}`;
         const single = (await rawPost(gateway.url, call)).body.toString();
@@ -84,6 +96,10 @@ describe("exact JSON-RPC, byte for byte", () => {
       `{"jsonrpc":"2.0","id":${BIG_ID},"method":"eth_getBalance","params":["${DEV_ACCOUNT}","latest"]}`,
     ]);
     expect(overWs!.startsWith(`{"jsonrpc":"2.0","id":${BIG_ID},`)).toBe(true);
+    const [escapedOverWs] = await rawWsFrames(wsUrl, [
+      `{"jsonrpc":"2.0","id":${escaped[0]},"method":"eth_getBalance","params":["${DEV_ACCOUNT}","latest"]}`,
+    ]);
+    expect(escapedOverWs!.startsWith(`{"jsonrpc":"2.0","id":${escaped[0]},`)).toBe(true);
   });
 
   it("answers a batch over maxBatchLength as geth does: an array with one -32600", async () => {

@@ -4,6 +4,7 @@ import { pinBlockParam, readBlockParam } from "../../src/gateway/rpc/blockParams
 import { checkGetLogs } from "../../src/gateway/rpc/getLogsRule.js";
 import { checkMethod, methodLabel } from "../../src/gateway/rpc/methodPolicy.js";
 import { parseBody } from "../../src/gateway/rpc/parseRequest.js";
+import { serializeResponse } from "../../src/gateway/rpc/serialize.js";
 import { pickCandidate, rankCandidates } from "../../src/gateway/upstreams/balancer.js";
 import type { Candidate } from "../../src/gateway/upstreams/balancer.js";
 import { matchesFilter, parseLogFilter } from "../../src/gateway/ws/logFilter.js";
@@ -44,6 +45,32 @@ describe("request parsing", () => {
     if (parsed.kind !== "batch") return;
     expect(parsed.items[0]).toMatchObject({ ok: false, response: { error: { code: -32600 } } });
     expect(parsed.items[1]).toMatchObject({ ok: true, request: { id: 7, method: "eth_chainId" } });
+  });
+});
+
+describe("ids written with escapes", () => {
+  const ids = (body: string) => {
+    const parsed = parseBody(body, 10);
+    const items = parsed.kind === "batch" ? parsed.items : parsed.kind === "single" ? [parsed.item] : [];
+    return items.map((item) =>
+      item.ok ? serializeResponse({ jsonrpc: "2.0", id: item.request.id ?? null, result: 1 }) : "",
+    );
+  };
+
+  it('keeps each call\'s own text, in a batch, whatever other "id" members its params hold', () => {
+    const body =
+      String.raw`[{"jsonrpc":"2.0","method":"m","params":[{"id":"\u0042"}],"id":"\u0041"},` +
+      String.raw`{"jsonrpc":"2.0","id":"\u0042","method":"m"},{"jsonrpc":"2.0","id":"plain","method":"m"}]`;
+    expect(ids(body)).toEqual([
+      String.raw`{"jsonrpc":"2.0","id":"\u0041","result":1}`,
+      String.raw`{"jsonrpc":"2.0","id":"\u0042","result":1}`,
+      `{"jsonrpc":"2.0","id":"plain","result":1}`,
+    ]);
+    // Any other serializer (a node's request, a worker's message) gets the value.
+    const parsed = parseBody(String.raw`{"jsonrpc":"2.0","id":"\u0041\/","method":"m"}`, 10);
+    expect(parsed.kind === "single" && parsed.item.ok && JSON.stringify(parsed.item.request)).toBe(
+      '{"jsonrpc":"2.0","method":"m","id":"A/"}',
+    );
   });
 });
 

@@ -1,6 +1,6 @@
 import { parse as parseLossless } from "lossless-json";
 import type { JsonRpcId, JsonRpcRequest, JsonRpcResponse } from "../../rpc/jsonRpc.js";
-import { ExactNumber, RPC_ERROR } from "../../rpc/jsonRpc.js";
+import { ExactNumber, ExactString, RPC_ERROR } from "../../rpc/jsonRpc.js";
 
 /** One item of a request body: a valid call, or the error answer it gets without going upstream. */
 export type ParsedItem = { ok: true; request: JsonRpcRequest } | { ok: false; response: JsonRpcResponse };
@@ -20,7 +20,8 @@ function validId(id: unknown): id is JsonRpcId {
     id === null ||
     typeof id === "string" ||
     (typeof id === "number" && Number.isFinite(id)) ||
-    id instanceof ExactNumber
+    id instanceof ExactNumber ||
+    id instanceof ExactString
   );
 }
 
@@ -36,9 +37,47 @@ const exactNumber = (text: string): number | ExactNumber => {
   return String(value) === text ? value : new ExactNumber(text);
 };
 
-/** JSON.parse, keeping numbers that a double would change as their text (ids are echoed as the client wrote them). */
+/** A string id with an escape in it: JSON.stringify may write its value otherwise. Most bodies have none. */
+const ESCAPED_STRING_ID = /"id"\s*:\s*"[^"\\]*\\/;
+const STRING_ID = /"id"\s*:\s*("(?:[^"\\]|\\.)*")/g;
+
+const decodeString = (text: string): unknown => {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+};
+
+/**
+ * Gives each call whose string id was written with escapes an ExactString of its text. The ids' texts are found in
+ * order; a match of another "id" member (inside params) is taken only where its value is the call's, so at worst an
+ * id comes back in the spelling of an equal string elsewhere in the body.
+ */
+function keepEscapedStringIds(text: string, value: unknown): void {
+  const texts = [...text.matchAll(STRING_ID)].map((m) => m[1]!);
+  let next = 0;
+  for (const call of Array.isArray(value) ? value : [value]) {
+    if (!call || typeof call !== "object") continue;
+    const id = (call as { id?: unknown }).id;
+    if (typeof id !== "string") continue;
+    for (let i = next; i < texts.length; i++) {
+      if (decodeString(texts[i]!) !== id) continue;
+      if (texts[i] !== JSON.stringify(id)) (call as { id: unknown }).id = new ExactString(texts[i]!, id);
+      next = i + 1;
+      break;
+    }
+  }
+}
+
+/**
+ * JSON.parse, keeping numbers that a double would change and strings written with escapes as their text (ids are
+ * echoed as the client wrote them).
+ */
 function parseJson(text: string): unknown {
-  return INEXACT_ID.test(text) ? parseLossless(text, null, exactNumber) : JSON.parse(text);
+  const value = INEXACT_ID.test(text) ? parseLossless(text, null, exactNumber) : JSON.parse(text);
+  if (ESCAPED_STRING_ID.test(text)) keepEscapedStringIds(text, value);
+  return value;
 }
 
 /** Checks one call against JSON-RPC 2.0: version, method, params and id types. */

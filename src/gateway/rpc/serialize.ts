@@ -1,5 +1,5 @@
 import type { JsonRpcId, JsonRpcResponse } from "../../rpc/jsonRpc.js";
-import { ExactNumber } from "../../rpc/jsonRpc.js";
+import { ExactNumber, ExactString } from "../../rpc/jsonRpc.js";
 
 /**
  * A node's `result` kept as the JSON text it came in: a forwarded answer is written back to the client as bytes, not
@@ -23,13 +23,13 @@ export function resultValue(result: unknown): unknown {
   return result instanceof RawResult ? result.value() : result;
 }
 
-/** The id as the client wrote it: an ExactNumber keeps its text. */
+/** The id as the client wrote it: an ExactNumber or ExactString keeps its text. */
 const idJson = (id: JsonRpcId) =>
   typeof id === "number"
     ? String(id)
     : id === null
       ? "null"
-      : id instanceof ExactNumber
+      : id instanceof ExactNumber || id instanceof ExactString
         ? id.text
         : JSON.stringify(id);
 
