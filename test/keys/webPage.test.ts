@@ -38,6 +38,31 @@ const poll = <T>(fn: () => Promise<T> | T) => expect.poll(fn, { timeout: 15_000 
 
 const focused = (page: Page) => page.evaluate<string>(`document.activeElement?.id ?? ""`);
 
+/** The visible buttons under SELECTOR and the page's scroll width, to check a phone layout. */
+const buttonLayout = (page: Page, selector: string) =>
+  page.evaluate<{
+    scrollWidth: number;
+    buttons: Array<{ text: string; width: number; height: number; right: number }>;
+  }>(`({
+    scrollWidth: document.documentElement.scrollWidth,
+    buttons: [...document.querySelectorAll(${JSON.stringify(selector)})]
+      .filter((b) => b.offsetParent !== null)
+      .map((b) => {
+        const r = b.getBoundingClientRect();
+        return { text: b.textContent, width: r.width, height: r.height, right: r.right };
+      }),
+  })`);
+
+/** Laid out for a 390 px phone: no horizontal scroll, every button touch-sized (44 px) and inside the screen. */
+function expectPhoneLayout(layout: Awaited<ReturnType<typeof buttonLayout>>): void {
+  expect(layout.scrollWidth).toBeLessThanOrEqual(390);
+  for (const b of layout.buttons) {
+    expect(b.height, b.text).toBeGreaterThanOrEqual(44);
+    expect(b.width, b.text).toBeGreaterThanOrEqual(44);
+    expect(b.right, b.text).toBeLessThanOrEqual(390);
+  }
+}
+
 describe("key API web page in headless Chromium", () => {
   let started: Awaited<ReturnType<typeof startTestKeysApi>>;
   let browser: Browser;
@@ -244,25 +269,9 @@ describe("key API web page in headless Chromium", () => {
     expect(await focused(page)).toBe("keys-title");
 
     // No horizontal scroll; every visible button is at least 44 px each way and inside the screen.
-    const layout = await page.evaluate<{
-      scrollWidth: number;
-      buttons: Array<{ text: string; width: number; height: number; right: number }>;
-    }>(`({
-      scrollWidth: document.documentElement.scrollWidth,
-      buttons: [...document.querySelectorAll("button")]
-        .filter((b) => b.offsetParent !== null)
-        .map((b) => {
-          const r = b.getBoundingClientRect();
-          return { text: b.textContent, width: r.width, height: r.height, right: r.right };
-        }),
-    })`);
-    expect(layout.scrollWidth).toBeLessThanOrEqual(390);
+    const layout = await buttonLayout(page, "button");
     expect(layout.buttons.length).toBeGreaterThan(3);
-    for (const b of layout.buttons) {
-      expect(b.height, b.text).toBeGreaterThanOrEqual(44);
-      expect(b.width, b.text).toBeGreaterThanOrEqual(44);
-      expect(b.right, b.text).toBeLessThanOrEqual(390);
-    }
+    expectPhoneLayout(layout);
 
     // Two-factor set-up from the page, the QR code drawn by the server itself.
     await page.click("#tf-start");
@@ -355,27 +364,11 @@ describe("key API web page in headless Chromium", () => {
       await page.keyboard.press("Enter");
       await page.waitForSelector("#tf-off:not([hidden])");
       // Laid out for the phone: no horizontal scroll, touch-sized buttons inside the screen.
-      const layout = await page.evaluate<{
-        scrollWidth: number;
-        buttons: Array<{ text: string; width: number; height: number; right: number }>;
-      }>(`({
-        scrollWidth: document.documentElement.scrollWidth,
-        buttons: [...document.querySelectorAll("#security button")]
-          .filter((b) => b.offsetParent !== null)
-          .map((b) => {
-            const r = b.getBoundingClientRect();
-            return { text: b.textContent, width: r.width, height: r.height, right: r.right };
-          }),
-      })`);
-      expect(layout.scrollWidth).toBeLessThanOrEqual(390);
+      const layout = await buttonLayout(page, "#security button");
       expect(layout.buttons.map((b) => b.text)).toEqual(
         expect.arrayContaining(["Turn off two-factor", "Turn off two-factor authentication", "Cancel"]),
       );
-      for (const b of layout.buttons) {
-        expect(b.height, b.text).toBeGreaterThanOrEqual(44);
-        expect(b.width, b.text).toBeGreaterThanOrEqual(44);
-        expect(b.right, b.text).toBeLessThanOrEqual(390);
-      }
+      expectPhoneLayout(layout);
       expect(await axeViolations(page)).toEqual([]);
       await page.locator("#tf-off").screenshot({ path: shot("keys-page-phone-2fa-off-confirm.png") });
 
