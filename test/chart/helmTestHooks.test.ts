@@ -1,4 +1,3 @@
-import { spawn } from "node:child_process";
 import { createServer } from "node:http";
 import type { Server } from "node:http";
 import { createServer as createNetServer, type AddressInfo, type Server as NetServer } from "node:net";
@@ -11,6 +10,7 @@ import { silentLogger } from "../../src/log/logger.js";
 import { createRegistry } from "../../src/metrics/registry.js";
 import { freePort } from "../../src/process/freePort.js";
 import { renderChart } from "../support/helm.js";
+import { runNode } from "../support/runCli.js";
 
 interface HookPod {
   metadata: { name: string; annotations: Record<string, string> };
@@ -24,24 +24,12 @@ function runHook(
 ): Promise<{ code: number | null; output: string }> {
   const [command, ...args] = pod.spec.containers[0]!.command;
   expect(command).toBe("node");
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, {
-      env: {
-        ...process.env,
-        ...Object.fromEntries(pod.spec.containers[0]!.env.map((e) => [e.name, e.value])),
-        ...env,
-      },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let output = "";
-    child.stdout.on("data", (c: Buffer) => (output += c.toString()));
-    child.stderr.on("data", (c: Buffer) => (output += c.toString()));
-    const timer = setTimeout(() => child.kill("SIGKILL"), 30_000);
-    child.on("error", reject);
-    child.on("close", (code) => {
-      clearTimeout(timer);
-      resolve({ code, output });
-    });
+  return runNode(args, {
+    env: {
+      ...process.env,
+      ...Object.fromEntries(pod.spec.containers[0]!.env.map((e) => [e.name, e.value])),
+      ...env,
+    },
   });
 }
 

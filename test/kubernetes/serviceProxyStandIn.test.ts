@@ -1,10 +1,10 @@
-import { spawn } from "node:child_process";
 import { createServer, type Server } from "node:http";
 import { connect, type AddressInfo } from "node:net";
 import { once } from "node:events";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "../../src/process/freePort.js";
 import { startFakeApiServer, type FakeApiServer } from "../support/fakeApiServer.js";
+import { runNode } from "../support/runCli.js";
 import { clusterDnsModule, startServiceProxy, type ServiceProxy } from "../support/kube/serviceProxy.js";
 
 /**
@@ -14,29 +14,8 @@ import { clusterDnsModule, startServiceProxy, type ServiceProxy } from "../suppo
 const CLUSTER_IP = "127.0.0.61";
 
 /** Runs a script as a pod's node would, with the DNS stand-in; its exit code and output. */
-function runScript(
-  hosts: Record<string, string>,
-  script: string,
-): Promise<{ code: number | null; output: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      ["--import", clusterDnsModule(hosts), "--input-type=module", "-e", script],
-      {
-        stdio: ["ignore", "pipe", "pipe"],
-      },
-    );
-    let output = "";
-    child.stdout.on("data", (c: Buffer) => (output += c.toString()));
-    child.stderr.on("data", (c: Buffer) => (output += c.toString()));
-    const timer = setTimeout(() => child.kill("SIGKILL"), 20_000);
-    child.on("error", reject);
-    child.on("close", (code) => {
-      clearTimeout(timer);
-      resolve({ code, output });
-    });
-  });
-}
+const runScript = (hosts: Record<string, string>, script: string) =>
+  runNode(["--import", clusterDnsModule(hosts), "--input-type=module", "-e", script], { timeoutMs: 20_000 });
 
 describe("Service proxy and cluster DNS stand-ins", () => {
   let api: FakeApiServer;

@@ -41,6 +41,31 @@ export function runCli(
   });
 }
 
+/**
+ * Runs `node ARGS` (a pod's script, as its container would run it) to the end, or kills it after TIMEOUTMS; its exit
+ * code and its stdout and stderr as one text, in the order written.
+ */
+export function runNode(
+  args: string[],
+  options: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {},
+): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, args, {
+      env: options.env ?? process.env,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let output = "";
+    child.stdout.on("data", (c: Buffer) => (output += c.toString()));
+    child.stderr.on("data", (c: Buffer) => (output += c.toString()));
+    const timer = setTimeout(() => child.kill("SIGKILL"), options.timeoutMs ?? 30_000);
+    child.on("error", reject);
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code, output });
+    });
+  });
+}
+
 /** A `lightfleet gateway` child process, once it has printed where it serves. */
 export interface SpawnedGateway {
   child: ChildProcessWithoutNullStreams;
