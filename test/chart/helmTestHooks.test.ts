@@ -10,7 +10,7 @@ import { silentLogger } from "../../src/log/logger.js";
 import { createRegistry } from "../../src/metrics/registry.js";
 import { freePort } from "../../src/process/freePort.js";
 import { renderChart } from "../support/helm.js";
-import { runNode } from "../support/runCli.js";
+import { runNodeScript } from "../support/runCli.js";
 
 interface HookPod {
   metadata: { name: string; annotations: Record<string, string> };
@@ -24,7 +24,7 @@ function runHook(
 ): Promise<{ code: number | null; output: string }> {
   const [command, ...args] = pod.spec.containers[0]!.command;
   expect(command).toBe("node");
-  return runNode(args, {
+  return runNodeScript(args, {
     env: {
       ...process.env,
       ...Object.fromEntries(pod.spec.containers[0]!.env.map((e) => [e.name, e.value])),

@@ -4,7 +4,7 @@ import { once } from "node:events";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "../../src/process/freePort.js";
 import { startFakeApiServer, type FakeApiServer } from "../support/fakeApiServer.js";
-import { runNode } from "../support/runCli.js";
+import { runNodeScript } from "../support/runCli.js";
 import { clusterDnsModule, startServiceProxy, type ServiceProxy } from "../support/kube/serviceProxy.js";
 
 /**
@@ -15,7 +15,9 @@ const CLUSTER_IP = "127.0.0.61";
 
 /** Runs a script as a pod's node would, with the DNS stand-in; its exit code and output. */
 const runScript = (hosts: Record<string, string>, script: string) =>
-  runNode(["--import", clusterDnsModule(hosts), "--input-type=module", "-e", script], { timeoutMs: 20_000 });
+  runNodeScript(["--import", clusterDnsModule(hosts), "--input-type=module", "-e", script], {
+    timeoutMs: 20_000,
+  });
 
 describe("Service proxy and cluster DNS stand-ins", () => {
   let api: FakeApiServer;

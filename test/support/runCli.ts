@@ -45,7 +45,7 @@ export function runCli(
  * Runs `node ARGS` (a pod's script, as its container would run it) to the end, or kills it after TIMEOUTMS; its exit
  * code and its stdout and stderr as one text, in the order written.
  */
-export function runNode(
+export function runNodeScript(
   args: string[],
   options: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {},
 ): Promise<{ code: number | null; output: string }> {
