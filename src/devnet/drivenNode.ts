@@ -95,9 +95,13 @@ export class DrivenNode {
     return this.endpoint.name;
   }
 
-  /** False from a fork until it is healed: the node's blocks are then its own. */
+  /**
+   * Whether the node's head is on the log's chain: false from a fork until it is healed (its blocks are then its
+   * own), and false while a reorg newer than the node's last round stands (a round that began before the reorg ends
+   * on the old branch, whose hash must not be taken for the new one's).
+   */
   onCommonChain(): boolean {
-    return this.fork === undefined;
+    return this.fork === undefined && this.epoch === this.log.epoch;
   }
 
   target(): number | undefined {
