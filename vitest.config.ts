@@ -16,6 +16,7 @@ import { configDefaults, defineConfig } from "vitest/config";
 const UNIT = [
   "test/chart/crdRules.test.ts",
   "test/chart/dockerfile.test.ts",
+  "test/chart/metricNames.test.ts",
   "test/config/loadConfig.test.ts",
   "test/devnet/blockLog.test.ts",
   "test/devnet/devnetOptions.test.ts",
