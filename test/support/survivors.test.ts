@@ -72,6 +72,13 @@ describe("the suite's check for processes that outlive the tests", () => {
     );
   });
 
+  it("leaves alone an orphan of another test run (it carries that run's marker)", async () => {
+    const pid = await startOrphan({ ...process.env, [RUN_MARKER]: "another-run" });
+    started.push(pid);
+    expect(alive(pid)).toBe(true);
+    expect(survivingProcesses(run).map((s) => s.pid)).not.toContain(pid);
+  });
+
   it("names a child still running under the test run", async () => {
     const child = spawn(process.execPath, ["-e", "setInterval(() => {}, 1000)"], {
       env: {},

@@ -34,8 +34,8 @@ interface ProcessInfo {
  * Processes of the run that are still alive, other than vitest's own: descendants of the vitest process, processes
  * carrying the run's marker (an orphan reparented away from the tree keeps its environment), and orphans started
  * during the run whose working directory is in the work tree (a child given an environment of its own loses the
- * marker). Orphans are reparented to pid 1 or to a subreaper above vitest, which is how they are told apart from a
- * command someone else runs in the same tree.
+ * marker). An orphan is one reparented to init (pid 1): a command someone runs in the same tree meanwhile, another
+ * test run included, still has its shell as parent and is left alone.
  */
 export function survivingProcesses(run: TestRun): Survivor[] {
   const all = new Map<number, ProcessInfo>();
@@ -60,20 +60,23 @@ export function survivingProcesses(run: TestRun): Survivor[] {
 
   const isVitestOwn = (pid: number): boolean => pid === run.root || isVitestWorker(commandLine(pid));
 
+  const whyOurs = (info: ProcessInfo): string | undefined => {
+    if (descendsFromRoot(info)) return "started under the test run";
+    const marker = environment(info.pid).find((entry) => entry.startsWith(`${RUN_MARKER}=`));
+    if (marker === `${RUN_MARKER}=${run.id}`) return `carries ${marker}`;
+    if (marker !== undefined) return undefined; // another run's: that run reports it
+    const orphan = info.ppid === 1 && info.start >= rootInfo.start;
+    return orphan && inside(workingDirectory(info.pid), run.cwd)
+      ? "an orphan started during the run in the work tree"
+      : undefined;
+  };
+
   const found: Survivor[] = [];
   for (const info of all.values()) {
     if (info.pid === run.root || ancestors.has(info.pid) || info.state === "Z") continue;
     const command = commandLine(info.pid);
     if (isVitestWorker(command) || (isEsbuild(command) && isVitestOwn(info.ppid))) continue;
-    const why = descendsFromRoot(info)
-      ? "started under the test run"
-      : environment(info.pid).includes(`${RUN_MARKER}=${run.id}`)
-        ? `carries ${RUN_MARKER}=${run.id}`
-        : info.start >= rootInfo.start &&
-            (info.ppid === 1 || ancestors.has(info.ppid)) &&
-            inside(workingDirectory(info.pid), run.cwd)
-          ? "an orphan started during the run in the work tree"
-          : undefined;
+    const why = whyOurs(info);
     if (why) found.push({ pid: info.pid, command, why });
   }
   return found;
