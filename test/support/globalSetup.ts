@@ -1,4 +1,6 @@
 import { randomUUID } from "node:crypto";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import type { TestProject } from "vitest/node";
 import { waitFor } from "./waitFor.js";
 import { RUN_MARKER, survivingProcesses, type TestRun } from "./survivors.js";
@@ -14,8 +16,11 @@ declare module "vitest" {
  * started is still alive (naming each, then killing it so it does not outlive the run either).
  */
 export default function setup(project: TestProject): () => Promise<void> {
-  const run: TestRun = { id: randomUUID(), root: process.pid, cwd: process.cwd() };
+  const run: TestRun = { id: randomUUID(), root: process.pid, cwd: project.config.root };
   process.env[RUN_MARKER] = run.id;
+  // Beside vitest's JSON report, for CI's summary line (see .ci/run).
+  const report = join(project.config.root, "test-artifacts/survivors.txt");
+  rmSync(report, { force: true });
   project.provide("testRun", run);
 
   return async () => {
@@ -31,10 +36,12 @@ export default function setup(project: TestProject): () => Promise<void> {
         // gone by now
       }
     }
-    process.exitCode = 1;
-    throw new Error(
+    const text =
       `${left.length} process(es) started by the tests outlived them (now killed):\n` +
-        left.map((s) => `  pid ${s.pid} (${s.why}): ${s.command}`).join("\n"),
-    );
+      left.map((s) => `  pid ${s.pid} (${s.why}): ${s.command}`).join("\n");
+    mkdirSync(join(project.config.root, "test-artifacts"), { recursive: true });
+    writeFileSync(report, `${text}\n`);
+    process.exitCode = 1;
+    throw new Error(text);
   };
 }
