@@ -104,6 +104,22 @@ describe("block tags and the answers node software gives, through the gateway", 
     expect(through.body).toEqual(fromNode.body);
   });
 
+  it("answers eth_getFilterLogs of a filter up to finalized with the logs of finalized blocks only", async () => {
+    const made = await post(wide.url, {
+      jsonrpc: "2.0",
+      id: 1,
+      method: "eth_newFilter",
+      params: [{ fromBlock: "0x0", toBlock: "finalized" }],
+    });
+    const logs = await post(wide.url, {
+      jsonrpc: "2.0",
+      id: 2,
+      method: "eth_getFilterLogs",
+      params: [made.body.result],
+    });
+    expect(logBlocks(logs.body)).toEqual([2]);
+  });
+
   it("judges the eth_getLogs window by the finalized and safe blocks, not the head", async () => {
     // Window 50 at head 100: from 50 on. safe (68) is inside, finalized (36) below.
     const safe = await post(narrow.url, {

@@ -16,6 +16,8 @@ import { readNodeAnswer } from "./nodeAnswer.js";
 import type { Upstream, UpstreamSource } from "./upstreamSource.js";
 
 const CALLS_PING_MS = 15_000;
+/** How often safe and finalized are asked again while unknown, between heads. */
+const TAGS_RETRY_MS = 5_000;
 
 /** A -32602 (invalid params) answer, as node software writes it. */
 const INVALID_PARAMS_ANSWER = /"error":\s*\{\s*"code":\s*-32602\b/;
@@ -79,6 +81,7 @@ export class NetworkUpstreams extends EventEmitter {
   private readonly peers: PeerFollower[];
   /** The safe and finalized blocks, followed like the head (asked again at each agreed head). */
   private readonly tags: AgreedTags;
+  private tagsRetriedAt = 0;
 
   constructor(private readonly options: NetworkUpstreamsOptions) {
     super();
@@ -93,7 +96,20 @@ export class NetworkUpstreams extends EventEmitter {
       follower.start();
       return follower;
     });
-    this.recount = setInterval(() => this.updateAgreement(undefined, undefined), options.pollIntervalMs);
+    this.recount = setInterval(() => {
+      this.updateAgreement(undefined, undefined);
+      // Asked again until known, not only at the next head (a chain that stands still would never have them), but
+      // seldom: a chain without finality (pre-merge, some devnets) never answers.
+      const now = Date.now();
+      if (
+        this.served !== undefined &&
+        (!this.tags.safe() || !this.tags.finalized()) &&
+        now - this.tagsRetriedAt >= TAGS_RETRY_MS
+      ) {
+        this.tagsRetriedAt = now;
+        void this.tags.refresh();
+      }
+    }, options.pollIntervalMs);
     this.recount.unref();
     this.unsubscribe = options.source.onChange((network) => {
       if (network === options.network) this.sync();
