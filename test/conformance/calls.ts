@@ -19,6 +19,15 @@ export interface ChainFacts {
 
 export type Transport = "http" | "ws";
 
+/**
+ * The subscriptions compared after the table (a block with a log is added): each notification's subscription id is
+ * replaced by the name here on both sides, the only normalising they get.
+ */
+export const NOTIFICATIONS = {
+  "ws newHeads notification": "SUBSCRIPTION-newHeads",
+  "ws logs notification": "SUBSCRIPTION-logs",
+} as const;
+
 export interface ConformanceCall {
   /** Unique; intendedDifferences.ts names calls by it. */
   name: string;

@@ -91,6 +91,11 @@ export const INTENDED_DIFFERENCES: IntendedDifference[] = [
     gateway: "the answer, with the id as written, as geth does (anvil refuses an id beyond 64 bits)",
   },
   {
+    calls: ["ws newHeads notification"],
+    on: ["anvil"],
+    gateway: "the header, as geth sends it (anvil sends the whole block: transactions, uncles, size)",
+  },
+  {
     calls: ["ws eth_unsubscribe of an unknown id"],
     on: ["anvil"],
     gateway: 'geth\'s -32000 "subscription not found" (anvil: `false`)',

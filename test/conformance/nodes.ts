@@ -94,3 +94,10 @@ export async function buildChain(node: ConformanceNode): Promise<ChainFacts> {
     logTransaction,
   };
 }
+
+/** One more block, with a log of the emitter (for the subscriptions). */
+export async function emitLog(node: ConformanceNode, chain: ChainFacts): Promise<void> {
+  const rpc = new HttpRpcClient(node.httpUrl, 10_000);
+  await rpc.call("eth_sendTransaction", [{ from: chain.account, to: chain.emitter, data: "0x04" }]);
+  if (node.implementation === "anvil") await rpc.call("anvil_mine", ["0x1"]);
+}
