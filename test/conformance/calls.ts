@@ -74,6 +74,23 @@ export function conformanceCalls(chain: ChainFacts): ConformanceCall[] {
     http("eth_getBalance above the head", call("eth_getBalance", [account, hex(head + 1000)])),
     http("eth_getTransactionCount finalized", call("eth_getTransactionCount", [account, "finalized"])),
     http("eth_getCode", call("eth_getCode", [chain.emitter, "latest"])),
+    http("eth_getStorageAt safe", call("eth_getStorageAt", [chain.emitter, "0x0", "safe"])),
+    http("eth_getProof finalized", call("eth_getProof", [account, [], "finalized"])),
+    http(
+      "eth_call at {blockHash, requireCanonical}",
+      call("eth_call", [
+        { to: chain.emitter, data: "0x" },
+        { blockHash: chain.logBlockHash, requireCanonical: true },
+      ]),
+    ),
+    http("eth_getBlockReceipts finalized", call("eth_getBlockReceipts", ["finalized"])),
+    http(
+      "eth_getTransactionByBlockNumberAndIndex safe",
+      call("eth_getTransactionByBlockNumberAndIndex", ["safe", "0x0"]),
+    ),
+    http("eth_getUncleCountByBlockNumber finalized", call("eth_getUncleCountByBlockNumber", ["finalized"])),
+    http("net_version", call("net_version", [])),
+    http("web3_clientVersion", call("web3_clientVersion", [])),
     // eth_getLogs: tags resolved by the gateway, window and range rules.
     http("eth_getLogs 0x0 .. finalized", call("eth_getLogs", [{ fromBlock: "0x0", toBlock: "finalized" }])),
     http("eth_getLogs finalized .. safe", call("eth_getLogs", [{ fromBlock: "finalized", toBlock: "safe" }])),
@@ -93,6 +110,10 @@ export function conformanceCalls(chain: ChainFacts): ConformanceCall[] {
       call("eth_getLogs", [{ fromBlock: hex(5), toBlock: hex(3) }]),
     ),
     http("eth_getLogs without a filter", call("eth_getLogs", [])),
+    http(
+      "eth_getLogs blockHash with a range",
+      call("eth_getLogs", [{ blockHash: chain.logBlockHash, fromBlock: "0x1" }]),
+    ),
     // Forwarded as they are.
     http("eth_getTransactionReceipt", call("eth_getTransactionReceipt", [chain.logTransaction])),
     http("eth_getTransactionByHash", call("eth_getTransactionByHash", [chain.logTransaction])),

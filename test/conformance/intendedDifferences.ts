@@ -34,10 +34,10 @@ export const INTENDED_DIFFERENCES: IntendedDifference[] = [
       "-32602 naming the heights (the served head, not the node's own); anvil answers `[]`, geth -32602 with its own words",
   },
   {
-    calls: ["eth_getLogs without a filter"],
+    calls: ["eth_getLogs without a filter", "eth_getLogs blockHash with a range"],
     on: BOTH,
     gateway:
-      '-32602 "invalid params: eth_getLogs takes one filter object" (the same code, the gateway\'s words)',
+      '-32602 in the gateway\'s words ("invalid params: eth_getLogs takes one filter object", "invalid params: blockHash excludes fromBlock and toBlock")',
   },
   {
     calls: ["eth_subscribe over HTTP"],
