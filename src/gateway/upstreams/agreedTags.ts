@@ -54,7 +54,10 @@ export class AgreedTags {
     return this.agreed.safe;
   }
 
-  /** Asks the sources again (after a new head); returns when this round, and any it asked for, is done. */
+  /**
+   * Asks the sources again (after a new head). The call that starts a round resolves when it, and the one more asked
+   * for meanwhile, are done; a call during a round only asks for that one more and resolves at once.
+   */
   async refresh(): Promise<void> {
     if (this.running) {
       this.again = true;
