@@ -198,6 +198,26 @@ describe("block tags and the answers node software gives, through the gateway", 
     }
   });
 
+  // After the tests reading the chain at head 100: it moves the chain.
+  it("follows the safe and finalized blocks as the chain moves", async () => {
+    await rpc().call("anvil_mine", ["0xa"]);
+    await waitFor(
+      () => {
+        const tags = wide.blockTags("devnet");
+        return tags.safe?.number === 78 && tags.finalized?.number === 46;
+      },
+      { what: "safe 78 and finalized 46 after ten more blocks" },
+    );
+    const fromNode = await direct("eth_getLogs", [{ fromBlock: "finalized", toBlock: "safe" }]);
+    const through = await post(wide.url, {
+      jsonrpc: "2.0",
+      id: 1,
+      method: "eth_getLogs",
+      params: [{ fromBlock: "finalized", toBlock: "safe" }],
+    });
+    expect(through.body).toEqual(fromNode.body);
+  });
+
   it("answers a notification (no id) HTTP 200 with an empty body, as geth does", async () => {
     const response = await fetch(wide.url, {
       method: "POST",
