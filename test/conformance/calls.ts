@@ -37,6 +37,18 @@ export interface ConformanceCall {
 }
 
 const hex = (n: number) => `0x${n.toString(16)}`;
+
+/**
+ * Init code that reverts with Error("a > b"): run by eth_call as a contract creation. geth writes the reason in its
+ * message as `a \u003e b` (Go's JSON escaping), anvil as `a > b`: the gateway must pass either on as it came.
+ */
+const REVERTS_WITH_REASON =
+  "0x6064600c600039" +
+  "60646000fd" +
+  "08c379a0" +
+  "20".padStart(64, "0") +
+  "05".padStart(64, "0") +
+  "61203e2062".padEnd(64, "0");
 const call = (method: string, params?: unknown[], id: unknown = 1) => ({
   jsonrpc: "2.0",
   id,
@@ -119,6 +131,10 @@ export function conformanceCalls(chain: ChainFacts): ConformanceCall[] {
     http("eth_getTransactionByHash", call("eth_getTransactionByHash", [chain.logTransaction])),
     http("eth_feeHistory", call("eth_feeHistory", ["0x4", "latest", [25, 75]])),
     http("eth_call failing", call("eth_call", [{ from: account, to: chain.emitter, gas: "0x1" }, "latest"])),
+    http(
+      "eth_call reverting with a reason",
+      call("eth_call", [{ from: account, data: REVERTS_WITH_REASON }, "latest"]),
+    ),
     http(
       "eth_estimateGas failing",
       call("eth_estimateGas", [
