@@ -69,6 +69,9 @@ const SYSTEM = [
   "test/kubernetes/kubeClients.test.ts",
   // kube-apiserver, kubelet, geth, containers and network namespaces
   "test/kube/**/*.test.ts",
+  // geth (built by npm run geth)
+  "test/conformance/**/*.test.ts",
+  "test/devnet/gethEngineChain.test.ts",
 ];
 
 /** Settings every tier shares. */

@@ -6,6 +6,7 @@ import type { AddressInfo } from "node:net";
 import type { Registry } from "prom-client";
 import { WebSocketServer } from "ws";
 import type { Config } from "../config/schema.js";
+import type { BlockRef } from "../health/types.js";
 import type { Logger } from "../log/logger.js";
 import { createGatewayMetrics } from "../metrics/gatewayMetrics.js";
 import type { JsonRpcRequest, JsonRpcResponse } from "../rpc/jsonRpc.js";
@@ -63,6 +64,8 @@ export interface Gateway {
   requestTotals(): ReadonlyMap<string, number>;
   /** Served head per network (tests, status). */
   servedHead(network: string): number | undefined;
+  /** The finalized and safe blocks the gateway resolves those tags to, per network, once agreed. */
+  blockTags(network: string): { safe?: BlockRef; finalized?: BlockRef };
   /**
    * Starts a shutdown's first phase: everything is still served, but HTTP answers carry `connection: close`, so
    * kept-alive clients reconnect (through a Service or ingress that no longer routes here).
@@ -232,12 +235,12 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     extra?: Record<string, string>,
   ) => reply(res, status, JSON.stringify(errorResponse(null, code, message)), extra);
   /**
-   * Writes an answer: 204 for notifications only, Retry-After with a rate-limit refusal, gzip-compressed when the
-   * client takes it and the answer is large enough to gain from it.
+   * Writes an answer: an empty 200 for notifications only (as geth answers them), Retry-After with a rate-limit
+   * refusal, gzip-compressed when the client takes it and the answer is large enough to gain from it.
    */
   const send = (req: IncomingMessage, res: ServerResponse, answer: Answer) => {
     if (answer.body === undefined) {
-      res.writeHead(204).end();
+      res.writeHead(200, { "content-type": "application/json", "content-length": 0 }).end();
       return;
     }
     const text = serializeBody(answer.body);
@@ -495,6 +498,12 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     url,
     requestTotals: () => totals,
     servedHead: (network) => runtimes.get(network)?.upstreams.servedHead(),
+    blockTags: (network) => {
+      const upstreams = runtimes.get(network)?.upstreams;
+      const safe = upstreams?.safe();
+      const finalized = upstreams?.finalized();
+      return { ...(safe ? { safe } : {}), ...(finalized ? { finalized } : {}) };
+    },
     drain() {
       draining = true;
     },

@@ -258,6 +258,9 @@ describe("gateway in front of a real devnet", () => {
     expect(logsOf()[2]).toMatchObject({ data: "0xbeef", removed: false });
     expect(logsOf()[2].blockHash).not.toBe(logsOf()[0].blockHash);
     expect((await ws.call("eth_unsubscribe", [subscription])).result).toBe(true);
-    expect((await ws.call("eth_unsubscribe", [subscription])).result).toBe(false);
+    expect((await ws.call("eth_unsubscribe", [subscription])).error).toEqual({
+      code: -32000,
+      message: "subscription not found",
+    });
   });
 });

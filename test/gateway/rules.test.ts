@@ -134,6 +134,39 @@ describe("eth_getLogs rules (head 5000, limit 1000)", () => {
     });
   });
 
+  it("resolves safe and finalized to the agreed blocks, and judges the window by them", () => {
+    const tags = { safe: 4980, finalized: 3950 };
+    expect(checkGetLogs([{ fromBlock: "0x0", toBlock: "finalized" }], head, 5000, head, tags)).toMatchObject({
+      ok: true,
+      params: [{ fromBlock: hex(0), toBlock: hex(3950) }],
+      toBlock: 3950,
+    });
+    expect(checkGetLogs([{ fromBlock: "safe" }], head, 1000, head, tags)).toMatchObject({
+      ok: true,
+      params: [{ fromBlock: hex(4980), toBlock: hex(5000) }],
+    });
+    expect(checkGetLogs([{ fromBlock: "finalized" }], head, 1000, head, tags)).toMatchObject({
+      ok: false,
+      code: -32005,
+    });
+  });
+
+  it("leaves safe and finalized to the node while no agreed block is known", () => {
+    expect(check({ fromBlock: "finalized", toBlock: "safe" })).toMatchObject({
+      ok: true,
+      params: [{ fromBlock: "finalized", toBlock: "safe" }],
+    });
+  });
+
+  it("refuses pending as geth does", () => {
+    for (const filter of [{ fromBlock: "pending" }, { toBlock: "pending" }])
+      expect(check(filter)).toMatchObject({
+        ok: false,
+        code: -32602,
+        message: "pending logs are not supported",
+      });
+  });
+
   it("refuses a call that is not one filter object", () => {
     expect(checkGetLogs([], head, 1000)).toMatchObject({ ok: false, code: -32602 });
     expect(checkGetLogs("x", head, 1000)).toMatchObject({ ok: false, code: -32602 });
@@ -169,6 +202,16 @@ describe("block parameters", () => {
       requireCanonical: true,
     });
     expect(pinBlockParam("0x3", 9)).toBe("0x3");
+    // safe and finalized: pinned to the agreed blocks when known, else left to the node.
+    expect(readBlockParam("safe", 9, { safe: 5 })).toEqual({ kind: "number", number: 5 });
+    expect(readBlockParam({ blockNumber: "finalized" }, 9, { finalized: 3 })).toEqual({
+      kind: "number",
+      number: 3,
+    });
+    expect(pinBlockParam("finalized", 9, { finalized: 3 })).toBe("0x3");
+    expect(pinBlockParam({ blockNumber: "safe" }, 9, { safe: 4 })).toEqual({ blockNumber: "0x4" });
+    expect(pinBlockParam("safe", 9)).toBe("safe");
+    expect(pinBlockParam("earliest", 9, { safe: 4, finalized: 3 })).toBe("earliest");
   });
 });
 

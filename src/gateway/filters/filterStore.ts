@@ -1,6 +1,6 @@
 import type { JsonRpcRequest, JsonRpcResponse } from "../../rpc/jsonRpc.js";
 import { RPC_ERROR } from "../../rpc/jsonRpc.js";
-import { readBlockParam } from "../rpc/blockParams.js";
+import { pendingLogsRefused, readBlockParam } from "../rpc/blockParams.js";
 import { errorResponse } from "../rpc/parseRequest.js";
 import type { ConnectionCap } from "../limits/connectionCap.js";
 import { ConnectionCounts } from "../limits/connectionCap.js";
@@ -190,6 +190,7 @@ export class FilterStore {
     const c = criteria as Record<string, unknown>;
     if (c.blockHash !== undefined)
       return invalid("a filter follows new blocks: blockHash is for eth_getLogs");
+    if (c.fromBlock === "pending" || c.toBlock === "pending") return pendingLogsRefused(id);
     const match = parseLogFilter({ address: c.address, topics: c.topics });
     if (typeof match === "string") return invalid(match);
     const bound = (value: unknown, name: string): number | undefined | string => {

@@ -1,3 +1,7 @@
+import type { JsonRpcRequest, JsonRpcResponse } from "../../rpc/jsonRpc.js";
+import { RPC_ERROR } from "../../rpc/jsonRpc.js";
+import { errorResponse } from "./parseRequest.js";
+
 /** Position of the block parameter of methods that read state at a block (execution-apis). */
 const BLOCK_PARAM: Record<string, number> = {
   eth_getBalance: 1,
@@ -49,24 +53,51 @@ export function readBlockHash(value: unknown): string | undefined {
 }
 
 /**
- * Reads a block number, hash or tag, in every EIP-1898 form (a quantity, a tag, a bare hash as geth takes it,
- * `{blockNumber}`, `{blockHash, requireCanonical}`); "latest" (and an absent parameter) resolve to the served head.
+ * The heights of the `safe` and `finalized` tags as the gateway serves them: the blocks the peers agree on, never above
+ * the served head; absent while they are not known (the tag is then left to the node).
  */
-export function readBlockParam(value: unknown, servedHead: number): BlockTarget {
+export interface BlockTags {
+  safe?: number;
+  finalized?: number;
+}
+
+/** geth's refusal of `pending` in a log filter (eth_getLogs, eth_newFilter); clients know it. */
+export function pendingLogsRefused(id: JsonRpcRequest["id"]): JsonRpcResponse {
+  return errorResponse(id ?? null, RPC_ERROR.INVALID_PARAMS, "pending logs are not supported");
+}
+
+/** geth's refusal of arguments to a method that takes none (eth_blockNumber [1, 2]); undefined when there are none. */
+export function extraArguments(request: JsonRpcRequest): JsonRpcResponse | undefined {
+  const params = request.params;
+  return Array.isArray(params) && params.length > 0
+    ? errorResponse(request.id ?? null, RPC_ERROR.INVALID_PARAMS, "too many arguments, want at most 0")
+    : undefined;
+}
+
+/**
+ * Reads a block number, hash or tag, in every EIP-1898 form (a quantity, a tag, a bare hash as geth takes it,
+ * `{blockNumber}`, `{blockHash, requireCanonical}`); "latest" (and an absent parameter) resolve to the served head,
+ * "safe" and "finalized" to the agreed blocks when `tags` knows them.
+ */
+export function readBlockParam(value: unknown, servedHead: number, tags: BlockTags = {}): BlockTarget {
   if (value === undefined || value === "latest") return { kind: "number", number: servedHead };
   if (typeof value === "string") {
     // A 32-byte hash is also a valid quantity: told apart by its length, as geth does.
     const hash = readBlockHash(value);
     if (hash) return { kind: "hash", hash };
     if (QUANTITY.test(value)) return { kind: "number", number: Number.parseInt(value, 16) };
-    if (["earliest", "pending", "safe", "finalized"].includes(value)) return { kind: "tag", tag: value };
+    if (value === "safe" || value === "finalized") {
+      const known = tags[value];
+      return known === undefined ? { kind: "tag", tag: value } : { kind: "number", number: known };
+    }
+    if (value === "earliest" || value === "pending") return { kind: "tag", tag: value };
     return { kind: "invalid" };
   }
   if (value && typeof value === "object") {
     // EIP-1898: {blockNumber} or {blockHash}.
     const v = value as { blockNumber?: unknown; blockHash?: unknown };
     if (typeof v.blockNumber === "string" && v.blockHash === undefined) {
-      const target = readBlockParam(v.blockNumber, servedHead);
+      const target = readBlockParam(v.blockNumber, servedHead, tags);
       return target.kind === "hash" ? { kind: "invalid" } : target;
     }
     const hash = readBlockHash(v.blockHash);
@@ -76,13 +107,20 @@ export function readBlockParam(value: unknown, servedHead: number): BlockTarget 
 }
 
 /**
- * The block parameter as forwarded: "latest", in either form, becomes the served head's number, so every node answers
- * for the same block; anything else is left as the client wrote it.
+ * The block parameter as forwarded: "latest", in either form, becomes the served head's number, and "safe" or
+ * "finalized" the agreed block's, so every node answers for the same block; anything else is left as the client
+ * wrote it.
  */
-export function pinBlockParam(value: unknown, servedHead: number): unknown {
-  const head = `0x${servedHead.toString(16)}`;
-  if (value === "latest") return head;
-  if (value && typeof value === "object" && (value as { blockNumber?: unknown }).blockNumber === "latest")
-    return { ...value, blockNumber: head };
+export function pinBlockParam(value: unknown, servedHead: number, tags: BlockTags = {}): unknown {
+  const pinned = (tag: unknown): string | undefined => {
+    const number =
+      tag === "latest" ? servedHead : tag === "safe" || tag === "finalized" ? tags[tag] : undefined;
+    return number === undefined ? undefined : `0x${number.toString(16)}`;
+  };
+  if (typeof value === "string") return pinned(value) ?? value;
+  if (value && typeof value === "object") {
+    const number = pinned((value as { blockNumber?: unknown }).blockNumber);
+    if (number !== undefined) return { ...value, blockNumber: number };
+  }
   return value;
 }

@@ -14,9 +14,11 @@ import {
 import type { RateLimiter } from "../limits/ipRateLimiter.js";
 import { forward } from "../upstreams/forward.js";
 import type { NetworkUpstreams } from "../upstreams/networkUpstreams.js";
+import type { BlockTags } from "./blockParams.js";
 import {
   blockHashParamIndex,
   blockParamIndex,
+  extraArguments,
   pinBlockParam,
   readBlockHash,
   readBlockParam,
@@ -39,6 +41,11 @@ const NULL_ABOVE_HEAD = new Set([
   "eth_getTransactionByBlockNumberAndIndex",
   "eth_getUncleByBlockNumberAndIndex",
 ]);
+
+/** Methods the gateway answers itself: like a node, it takes no arguments to them. */
+const OWN_ANSWERS = new Set(["eth_blockNumber", "eth_chainId", "eth_accounts"]);
+
+const hasArguments = (request: JsonRpcRequest) => Array.isArray(request.params) && request.params.length > 0;
 
 export interface CallHandlerOptions {
   upstreams: NetworkUpstreams;
@@ -210,8 +217,12 @@ export class CallHandler {
     const id = request.id ?? null;
     const served = this.options.upstreams.servedHead();
     // The most frequent call of all, answered before anything else.
-    if (request.method === "eth_blockNumber" && served !== undefined)
+    if (request.method === "eth_blockNumber" && served !== undefined && !hasArguments(request))
       return { response: { jsonrpc: "2.0", id, result: toQuantity(served) }, outcome: "ok" };
+    if (OWN_ANSWERS.has(request.method)) {
+      const refused = extraArguments(request);
+      if (refused) return { response: refused, outcome: "invalid" };
+    }
     // Asked before almost every session (and by some clients before every call); every node the gateway uses has been
     // checked to be on this chain, so none needs asking.
     if (request.method === "eth_chainId")
@@ -255,12 +266,14 @@ export class CallHandler {
   ): Prepared | { response: JsonRpcResponse; outcome: GatewayOutcome } {
     const id = request.id ?? null;
     if (served === undefined) return { request, minBlock: undefined };
+    const tags = this.blockTags(served);
     if (request.method === "eth_getLogs") {
       const verdict = checkGetLogs(
         request.params,
         served,
         this.options.getLogsMaxRange,
         this.recentHeads.lowest(this.now(), served),
+        tags,
       );
       if (!verdict.ok) {
         this.options.metrics.getLogsRefused.inc({ network: this.network, reason: verdict.reason });
@@ -283,7 +296,7 @@ export class CallHandler {
     const index = blockParamIndex(request.method);
     if (index === undefined || !Array.isArray(request.params)) return { request, minBlock: served };
     const params = [...request.params];
-    const target = readBlockParam(params[index], served);
+    const target = readBlockParam(params[index], served, tags);
     if (target.kind === "hash") return this.byHash({ request, minBlock: served }, target.hash);
     if (target.kind !== "number") return { request, minBlock: target.kind === "tag" ? undefined : served };
     if (target.number > served) {
@@ -292,8 +305,19 @@ export class CallHandler {
         ? { response: { jsonrpc: "2.0", id, result: null }, outcome: "ok" }
         : { response: errorResponse(id, HEADER_NOT_FOUND, "header not found"), outcome: "rpc_error" };
     }
-    params[index] = pinBlockParam(params[index], served);
+    params[index] = pinBlockParam(params[index], served, tags);
     return { request: { ...request, params }, minBlock: target.number };
+  }
+
+  /** The agreed safe and finalized heights, never above the served head (below it, every block is as final). */
+  private blockTags(served: number): BlockTags {
+    const { upstreams } = this.options;
+    const safe = upstreams.safe()?.number;
+    const finalized = upstreams.finalized()?.number;
+    return {
+      ...(safe === undefined ? {} : { safe: Math.min(safe, served) }),
+      ...(finalized === undefined ? {} : { finalized: Math.min(finalized, served) }),
+    };
   }
 
   /**

@@ -1,5 +1,6 @@
 import { RPC_ERROR } from "../../rpc/jsonRpc.js";
 import { toQuantity } from "../../rpc/blocks.js";
+import type { BlockTags } from "./blockParams.js";
 import { readBlockHash, readBlockParam } from "./blockParams.js";
 
 export type GetLogsVerdict =
@@ -8,7 +9,9 @@ export type GetLogsVerdict =
   | { ok: false; code: number; message: string; data?: unknown; reason: "range" | "invalid" | "future" };
 
 /**
- * The eth_getLogs rules of the public endpoints: block tags resolve against the served head; a range reaching below
+ * The eth_getLogs rules of the public endpoints: `latest` resolves to the served head, `safe` and `finalized` to the
+ * blocks the peers agree on (`tags`; left to the node while unknown, and judged as the head meanwhile), `earliest` to
+ * block 0, and `pending` is refused as geth refuses it (-32602 "pending logs are not supported"); a range reaching below
  * `seenHead - maxRange` is refused with -32005 (EIP-1474 "limit exceeded") naming the limit and the earliest block
  * allowed; a toBlock past the head or fromBlock > toBlock is -32602, as execution-apis asks of nodes. `seenHead` is the
  * lowest head the client could have seen (served within the last block time; the served head by default), so a
@@ -19,6 +22,7 @@ export function checkGetLogs(
   servedHead: number,
   maxRange: number,
   seenHead: number = servedHead,
+  tags: BlockTags = {},
 ): GetLogsVerdict {
   const invalid = (message: string): GetLogsVerdict => ({
     ok: false,
@@ -43,21 +47,25 @@ export function checkGetLogs(
     return { ok: true, params: [filter], blockHash };
   }
   const earliest = Math.max(0, Math.min(seenHead, servedHead) - maxRange);
-  const resolve = (value: unknown, name: string): number | GetLogsVerdict => {
-    const target = readBlockParam(value, servedHead);
-    if (target.kind === "number") return target.number;
+  if (filter.fromBlock === "pending" || filter.toBlock === "pending")
+    return invalid("pending logs are not supported");
+  /** A height, and the parameter as forwarded: the height, or a tag still unknown here (left to the node). */
+  const resolve = (value: unknown, name: string): { at: number; sent: unknown } | GetLogsVerdict => {
+    const target = readBlockParam(value, servedHead, tags);
+    if (target.kind === "number") return { at: target.number, sent: toQuantity(target.number) };
     if (target.kind === "tag") {
-      if (target.tag === "earliest") return 0;
-      if (target.tag === "pending") return servedHead;
-      // safe / finalized: a full node knows them; for the range check they are at most the head.
-      return servedHead;
+      if (target.tag === "earliest") return { at: 0, sent: toQuantity(0) };
+      // safe / finalized not agreed yet: the node resolves it; for the range check it is at most the head.
+      return { at: servedHead, sent: value };
     }
     return invalid(`invalid params: ${name} must be a block number or tag`);
   };
-  const from = resolve(filter.fromBlock, "fromBlock");
-  if (typeof from !== "number") return from;
-  const to = resolve(filter.toBlock, "toBlock");
-  if (typeof to !== "number") return to;
+  const fromBlock = resolve(filter.fromBlock, "fromBlock");
+  if ("ok" in fromBlock) return fromBlock;
+  const toBlock = resolve(filter.toBlock, "toBlock");
+  if ("ok" in toBlock) return toBlock;
+  const from = fromBlock.at;
+  const to = toBlock.at;
   if (to > servedHead)
     return {
       ok: false,
@@ -79,7 +87,7 @@ export function checkGetLogs(
     };
   return {
     ok: true,
-    params: [{ ...filter, fromBlock: toQuantity(from), toBlock: toQuantity(to) }],
+    params: [{ ...filter, fromBlock: fromBlock.sent, toBlock: toBlock.sent }],
     toBlock: to,
   };
 }

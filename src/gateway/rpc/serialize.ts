@@ -18,6 +18,15 @@ export class RawResult {
   }
 }
 
+/** The JSON text a node wrote an error in, kept beside the parsed error (which the gateway may read). */
+const ERROR_TEXT = Symbol("errorText");
+
+/** Marks a node's error with the text it came in, to be written back as those bytes; returns the error. */
+export function keepErrorText<T extends object>(error: T, text: string): T {
+  Object.defineProperty(error, ERROR_TEXT, { value: text, enumerable: false });
+  return error;
+}
+
 /** The result as a value: a RawResult parsed, anything else as is. */
 export function resultValue(result: unknown): unknown {
   return result instanceof RawResult ? result.value() : result;
@@ -41,7 +50,8 @@ export function serializeResponse(response: JsonRpcResponse): string {
     if (result instanceof RawResult) return `${head}"result":${result.json}}`;
     return `${head}"result":${JSON.stringify(result) ?? "null"}}`;
   }
-  return `${head}"error":${JSON.stringify(response.error)}}`;
+  const error = response.error as { [ERROR_TEXT]?: string };
+  return `${head}"error":${error[ERROR_TEXT] ?? JSON.stringify(error)}}`;
 }
 
 /** A single answer or a batch answer as JSON text. */

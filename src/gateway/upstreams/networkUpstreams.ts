@@ -9,12 +9,15 @@ import { isKnownMethod } from "../rpc/methodPolicy.js";
 import { WsRpcClient } from "../../rpc/wsRpcClient.js";
 import type { Candidate } from "./balancer.js";
 import { agreeOnHead, type HeadAgreement } from "./agreedHead.js";
+import { AgreedTags, type TagSource } from "./agreedTags.js";
 import { inPanic } from "./balancer.js";
 import { forward } from "./forward.js";
 import { readNodeAnswer } from "./nodeAnswer.js";
 import type { Upstream, UpstreamSource } from "./upstreamSource.js";
 
 const CALLS_PING_MS = 15_000;
+/** How often safe and finalized are asked again while unknown, between heads. */
+const TAGS_RETRY_MS = 5_000;
 
 /** A -32602 (invalid params) answer, as node software writes it. */
 const INVALID_PARAMS_ANSWER = /"error":\s*\{\s*"code":\s*-32602\b/;
@@ -76,16 +79,37 @@ export class NetworkUpstreams extends EventEmitter {
   /** Recounts the agreement when nothing else does: a node that stops answering changes who votes. */
   private readonly recount: NodeJS.Timeout;
   private readonly peers: PeerFollower[];
+  /** The safe and finalized blocks, followed like the head (asked again at each agreed head). */
+  private readonly tags: AgreedTags;
+  private tagsRetriedAt = 0;
 
   constructor(private readonly options: NetworkUpstreamsOptions) {
     super();
+    this.tags = new AgreedTags({
+      sources: () => this.tagSources(),
+      timeoutMs: options.timeoutMs,
+      logger: options.logger,
+    });
     this.peers = (options.peers ?? []).map((peer) => {
       const follower = this.follow(peer);
       follower.on("head", () => this.updateAgreement(undefined, undefined));
       follower.start();
       return follower;
     });
-    this.recount = setInterval(() => this.updateAgreement(undefined, undefined), options.pollIntervalMs);
+    this.recount = setInterval(() => {
+      this.updateAgreement(undefined, undefined);
+      // Asked again until known, not only at the next head (a chain that stands still would never have them), but
+      // seldom: a chain without finality (pre-merge, some devnets) never answers.
+      const now = Date.now();
+      if (
+        this.served !== undefined &&
+        (!this.tags.safe() || !this.tags.finalized()) &&
+        now - this.tagsRetriedAt >= TAGS_RETRY_MS
+      ) {
+        this.tagsRetriedAt = now;
+        void this.tags.refresh();
+      }
+    }, options.pollIntervalMs);
     this.recount.unref();
     this.unsubscribe = options.source.onChange((network) => {
       if (network === options.network) this.sync();
@@ -149,6 +173,19 @@ export class NetworkUpstreams extends EventEmitter {
 
   servedHead(): number | undefined {
     return this.served;
+  }
+
+  /**
+   * The finalized block the reserved peers agree on (the routed nodes, without usable peers): what `finalized` means
+   * in a call; it may be above the served head while the served head lags. Undefined until agreed.
+   */
+  finalized(): BlockRef | undefined {
+    return this.tags.finalized();
+  }
+
+  /** The safe block, agreed as the finalized one is. */
+  safe(): BlockRef | undefined {
+    return this.tags.safe();
   }
 
   /**
@@ -232,6 +269,7 @@ export class NetworkUpstreams extends EventEmitter {
 
   async close(): Promise<void> {
     clearInterval(this.recount);
+    this.tags.close();
     for (const peer of this.peers) peer.stop();
     this.unsubscribe();
     for (const member of this.members.values()) {
@@ -290,8 +328,24 @@ export class NetworkUpstreams extends EventEmitter {
       const own = reporter && reporter.follower.observation().head?.hash === agreed.hash;
       const from = own ? reporter.upstream.name : this.agreement.supporters[0]!;
       this.emit("head", from, agreed, own ? header : undefined);
+      void this.tags.refresh();
     }
     if (this.served !== served) this.emit("change");
+  }
+
+  /** Who says which blocks are safe and finalized: the usable reserved peers, else the voting nodes. */
+  private tagSources(): TagSource[] {
+    const peers: TagSource[] = [];
+    for (const [i, peer] of this.peers.entries()) {
+      const observation = peer.observation();
+      if (observation.reachable && observation.chainId === this.options.chainId && observation.head)
+        peers.push({ name: observation.name, httpUrl: this.options.peers![i]!.http });
+    }
+    if (peers.length > 0) return peers;
+    const voters = new Set(this.voters().map((v) => v.name));
+    return [...this.members.values()]
+      .filter((m) => voters.has(m.upstream.name))
+      .map((m) => ({ name: m.upstream.name, httpUrl: m.upstream.httpUrl }));
   }
 
   private usablePeers(): PeerObservation[] {

@@ -225,11 +225,11 @@ export class WsSession {
         "invalid params: eth_unsubscribe takes a subscription id",
       );
     const subscription = this.subscriptions.get(subscriptionId);
-    if (subscription) {
-      this.subscriptions.delete(subscriptionId);
-      this.metrics.wsSubscriptions.dec({ network: this.handler.network, type: subscription.type });
-    }
-    return { jsonrpc: "2.0", id: request.id ?? null, result: subscription !== undefined };
+    // As geth answers an id it does not have (never made, or already gone).
+    if (!subscription) return errorResponse(request.id ?? null, -32000, "subscription not found");
+    this.subscriptions.delete(subscriptionId);
+    this.metrics.wsSubscriptions.dec({ network: this.handler.network, type: subscription.type });
+    return { jsonrpc: "2.0", id: request.id ?? null, result: true };
   }
 
   private notify(subscription: string, result: unknown): void {

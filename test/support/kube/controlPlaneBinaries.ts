@@ -139,7 +139,7 @@ function goBuild(args: string[]): Promise<void> {
 }
 
 /** An exclusive lock file; a lock left by a dead build (older than an hour) is taken over. */
-async function acquireLock(path: string): Promise<{ release(): Promise<void> }> {
+export async function acquireLock(path: string): Promise<{ release(): Promise<void> }> {
   await waitFor(
     async () => {
       try {

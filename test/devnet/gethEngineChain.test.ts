@@ -1,0 +1,43 @@
+import { randomBytes } from "node:crypto";
+import { describe, expect, it, onTestFinished } from "vitest";
+import { HttpRpcClient } from "../../src/rpc/httpRpcClient.js";
+import { gethForTests } from "../support/geth/gethBinary.js";
+import type { EngineGeth } from "../support/geth/engineDriver.js";
+import { gethGenesis, produceBlock, startEngineGeth } from "../support/geth/engineDriver.js";
+import { waitFor } from "../support/waitFor.js";
+
+const head = async (node: EngineGeth) =>
+  (await new HttpRpcClient(node.httpUrl, 10_000).call("eth_getBlockByNumber", ["latest", false])) as {
+    number: string;
+    hash: string;
+  };
+
+describe("several geth nodes on one chain, driven through the engine API", () => {
+  it("keeps the nodes on the builder's blocks, and a node that joins late catches up from its peers", async (context) => {
+    const geth = await gethForTests();
+    if (!geth.path) {
+      console.warn(`skipped: ${geth.missing}`);
+      return context.skip();
+    }
+    const genesis = await gethGenesis(geth.path, 31_337);
+    const secret = randomBytes(32);
+    const start = async () => {
+      const node = await startEngineGeth(geth.path!, genesis, secret);
+      onTestFinished(() => node.stop());
+      return node;
+    };
+    const [a, b] = [await start(), await start()];
+    await new HttpRpcClient(b.httpUrl, 10_000).call("admin_addPeer", [a.enode]);
+    let last = "";
+    for (let i = 0; i < 3; i++) last = await produceBlock(a, [a, b], secret);
+    expect(await head(a)).toMatchObject({ number: "0x3", hash: last });
+    expect(await head(b)).toMatchObject({ number: "0x3", hash: last });
+
+    // Joins at block 3: told of block 4 and 5 only, it fetches 1..3 from its peer over devp2p.
+    const c = await start();
+    await new HttpRpcClient(c.httpUrl, 10_000).call("admin_addPeer", [a.enode]);
+    for (let i = 0; i < 2; i++) last = await produceBlock(a, [a, b, c], secret);
+    await waitFor(async () => (await head(c)).hash === last, { what: "the late node at block 5" });
+    expect(await head(c)).toMatchObject({ number: "0x5", hash: last });
+  }, 120_000);
+});

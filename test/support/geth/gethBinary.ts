@@ -1,0 +1,100 @@
+import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { mkdir, rename, rm } from "node:fs/promises";
+import { homedir } from "node:os";
+import { join } from "node:path";
+import { acquireLock, missingGo as missingGoForKube } from "../kube/controlPlaneBinaries.js";
+
+/**
+ * The geth the tests run beside anvil: a real execution client, built from the Go module proxy at this version (a
+ * version bump builds anew; `go list -m -versions github.com/ethereum/go-ethereum` lists the ones served).
+ */
+export const GETH_VERSION = "v1.17.10";
+const GETH_PACKAGE = "github.com/ethereum/go-ethereum/cmd/geth";
+
+/** Outside the work tree (~/.cache/lightfleet/geth-<version>), so a clean clone reuses what an earlier run built. */
+export function gethCacheDir(): string {
+  const base =
+    process.env.LIGHTFLEET_CACHE_DIR ??
+    join(process.env.XDG_CACHE_HOME ?? join(homedir(), ".cache"), "lightfleet");
+  return join(base, `geth-${GETH_VERSION}`);
+}
+
+/** The geth binary when built, or undefined. */
+export function builtGeth(): string | undefined {
+  const path = join(gethCacheDir(), "geth");
+  return existsSync(path) ? path : undefined;
+}
+
+/** Why geth cannot be built here, or undefined when Go is on PATH. */
+export async function missingGo(): Promise<string | undefined> {
+  return (await missingGoForKube()) === undefined
+    ? undefined
+    : `go not found: the conformance tests build geth ${GETH_VERSION} with Go 1.24 or later (npm run geth builds it once into ${gethCacheDir()})`;
+}
+
+/**
+ * Builds geth once per pinned version into the cache (about 11 minutes cold on the shared 2-core machine, downloads
+ * included; nothing after). A lock file keeps concurrent callers from building twice.
+ */
+export async function ensureGeth(log: (line: string) => void = () => undefined): Promise<string> {
+  const ready = builtGeth();
+  if (ready) return ready;
+  const goMissing = await missingGo();
+  if (goMissing) throw new Error(goMissing);
+  const dir = gethCacheDir();
+  await mkdir(dir, { recursive: true });
+  const lock = await acquireLock(join(dir, ".lock"));
+  try {
+    const target = join(dir, "geth");
+    if (existsSync(target)) return target;
+    const started = Date.now();
+    log(`building geth ${GETH_VERSION} (${GETH_PACKAGE}) into ${dir} ...`);
+    // go install writes into GOBIN: a directory of its own, so a build cut short never leaves a half binary as geth.
+    const partial = join(dir, `.partial-${process.pid}`);
+    await rm(partial, { recursive: true, force: true });
+    await goInstall(partial, dir);
+    await rename(join(partial, "geth"), target);
+    await rm(partial, { recursive: true, force: true });
+    log(`built geth in ${Math.round((Date.now() - started) / 1000)} s`);
+    return target;
+  } finally {
+    await lock.release();
+  }
+}
+
+function goInstall(gobin: string, cwd: string): Promise<void> {
+  const args = ["install", "-trimpath", "-ldflags", "-s -w", `${GETH_PACKAGE}@${GETH_VERSION}`];
+  return new Promise((resolve, reject) => {
+    const child = spawn("go", args, {
+      cwd,
+      // Outside any module or workspace: `pkg@version` builds with the go.mod of that version, as a user's install.
+      env: { ...process.env, GOBIN: gobin, CGO_ENABLED: "0", GOWORK: "off" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let output = "";
+    child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    child.once("error", reject);
+    child.once("exit", (code) =>
+      code === 0
+        ? resolve()
+        : reject(new Error(`go ${args.join(" ")} failed (exit ${code}):\n${output.slice(-4000)}`)),
+    );
+  });
+}
+
+/**
+ * The geth a test runs: built already (by `npm run geth`, part of `npm test`), else built now. In CI a missing Go is
+ * an error; elsewhere the caller skips with the returned message, which says how to get geth.
+ */
+export async function gethForTests(): Promise<{ path?: string; missing: string }> {
+  const missing = `geth ${GETH_VERSION} is not built and Go is missing: install Go 1.24+, then npm run geth (builds it into ${gethCacheDir()})`;
+  const ready = builtGeth();
+  if (ready) return { path: ready, missing };
+  if (await missingGo()) {
+    if (process.env.CI) throw new Error(missing);
+    return { missing };
+  }
+  return { path: await ensureGeth(), missing };
+}
