@@ -140,6 +140,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         ? network.reservedPeers.map((peer) => ({ name: peer.name, httpUrl: peer.http }))
         : [],
       upstreamTimeoutMs: settings.upstreamTimeout,
+      hedge: network.gateway.hedge,
+      hungNodes: network.gateway.hungNodes,
       metrics,
       logger: log,
       count: () => totals.set(network.name, (totals.get(network.name) ?? 0) + 1),

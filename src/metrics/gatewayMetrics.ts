@@ -27,6 +27,8 @@ export interface GatewayMetrics {
   /** Hot-path counts of `upstreamRequests`, added to it at each scrape. */
   pendingUpstreamRequests: PendingCounts<"network" | "upstream" | "outcome">;
   retries: Counter<"network">;
+  /** Hedged reads: sent, won (the hedge answered first), budget_refused. */
+  hedges: Counter<"network" | "outcome">;
   upstreamInFlight: Gauge<"network">;
   /** The value of `upstreamInFlight` per network, read at each scrape. */
   inFlightOf(network: string): CountCell;
@@ -110,8 +112,14 @@ export function createGatewayMetrics(registry: Registry): GatewayMetrics {
     }),
     retries: new Counter({
       name: "lightfleet_gateway_retries_total",
-      help: "Idempotent reads retried on another node after a connection failure.",
+      help: "Idempotent reads sent again to another node after a connection failure or while their node hung.",
       labelNames: ["network"],
+      registers,
+    }),
+    hedges: new Counter({
+      name: "lightfleet_gateway_hedges_total",
+      help: "Hedged reads: sent to a second node (sent), answered there first (won), not sent for want of budget (budget_refused).",
+      labelNames: ["network", "outcome"],
       registers,
     }),
     getLogsRefused: new Counter({

@@ -4,7 +4,12 @@ import type { CountCell } from "../../metrics/pendingCounts.js";
 import { toQuantity } from "../../rpc/blocks.js";
 import type { JsonRpcRequest, JsonRpcResponse } from "../../rpc/jsonRpc.js";
 import { RPC_ERROR, RpcTransportError } from "../../rpc/jsonRpc.js";
+import type { HedgeConfig, HungNodesConfig } from "../../config/sections/latency.js";
+import { hedgeSchema, hungNodesSchema } from "../../config/sections/latency.js";
+import type { Candidate } from "../upstreams/balancer.js";
 import { pickCandidate, rankCandidates } from "../upstreams/balancer.js";
+import { CallTracker } from "../upstreams/callTracker.js";
+import { HedgeBudget } from "../upstreams/hedgeBudget.js";
 import type { BroadcastTarget } from "../upstreams/broadcastTransaction.js";
 import {
   broadcastRawTransaction,
@@ -56,6 +61,10 @@ export interface CallHandlerOptions {
   logger: Logger;
   /** Counts every call sent to a node (the autoscaler's request rate: the calls nodes serve). */
   count: () => void;
+  /** Hedged reads; default: the config's defaults. */
+  hedge?: HedgeConfig;
+  /** Hung and failed nodes; default: the config's defaults. */
+  hungNodes?: HungNodesConfig;
 }
 
 type Answered = { response: JsonRpcResponse; outcome: GatewayOutcome };
@@ -91,11 +100,22 @@ export class CallHandler {
   private readonly recentHeads: RecentServedHeads;
   private readonly now: () => number;
   private filters: FilterStore | undefined;
+  private readonly hedge: HedgeConfig;
+  private readonly budget: HedgeBudget;
+  private readonly tracker: CallTracker;
 
   constructor(private readonly options: CallHandlerOptions) {
     this.inFlight = options.metrics.inFlightOf(options.upstreams.network);
     this.chainId = toQuantity(options.upstreams.chainId);
     this.now = options.now ?? Date.now;
+    this.hedge = options.hedge ?? hedgeSchema.parse({});
+    this.budget = new HedgeBudget(this.hedge.budget, this.hedge.burst);
+    this.tracker = new CallTracker(this.hedge, options.hungNodes ?? hungNodesSchema.parse({}), () =>
+      performance.now(),
+    );
+    options.upstreams.on("change", () =>
+      this.tracker.retain(new Set(options.upstreams.candidates().map((c) => c.name))),
+    );
     this.recentHeads = new RecentServedHeads(options.blockTimeMs);
     options.upstreams.on("change", () => {
       const served = options.upstreams.servedHead();
@@ -307,48 +327,127 @@ export class CallHandler {
       : { ...prepared, minBlock: undefined };
   }
 
-  /** `raw`: a successful answer may keep the node's result as JSON text (the caller only serializes it). */
-  private async send({ request, minBlock, blockHash, broadcast }: Prepared, raw: boolean): Promise<Answered> {
-    if (broadcast) return this.broadcast(request, broadcast);
+  /**
+   * `raw`: a successful answer may keep the node's result as JSON text (the caller only serializes it).
+   *
+   * The call goes to the best node. A read also goes, while it is unanswered, to a second node when its node fails
+   * (connection lost), hangs (outstanding past the node's own bound) or is slower than its usual (a hedge, within the
+   * budget); the first answer wins and the others are dropped. At most three nodes are asked.
+   */
+  private send(prepared: Prepared, raw: boolean): Promise<Answered> {
+    if (prepared.broadcast) return this.broadcast(prepared.request, prepared.broadcast);
+    const { request } = prepared;
     const { upstreams, metrics } = this.options;
-    const tried = new Set<string>();
-    const attempts = isIdempotent(request.method) ? 2 : 1;
-    let lastError: RpcTransportError | undefined;
-    for (let attempt = 0; attempt < attempts; attempt++) {
-      let ranked = rankCandidates(upstreams.candidates(), minBlock, tried);
-      if (blockHash) {
-        const holders = upstreams.blockOfHash(blockHash)?.holders;
-        const holding = holders ? ranked.filter((c) => holders.has(c.name)) : [];
-        if (holding.length > 0) ranked = holding;
-      }
-      const choice = pickCandidate(ranked, minBlock, this.turn++);
-      const answer = choice && upstreams.call(choice.name, request, this.options.upstreamTimeoutMs, raw);
-      if (!choice || !answer) break;
-      tried.add(choice.name);
-      // The autoscaler's count, as lightfleet_gateway_upstream_requests_total: what the gateway answers itself or
-      // refuses never reaches a node and must not grow the pool.
-      this.options.count();
-      if (attempt > 0) metrics.retries.inc({ network: this.network });
-      const release = upstreams.acquire(choice.name);
-      this.inFlight.n++;
-      try {
-        const response = await answer;
-        const outcome = "error" in response ? "rpc_error" : "ok";
-        this.upstreamCount(choice.name, outcome).n++;
-        return { response, outcome };
-      } catch (error) {
-        const reason = error instanceof RpcTransportError ? error.reason : "connection";
-        this.upstreamCount(choice.name, reason).n++;
-        lastError =
-          error instanceof RpcTransportError ? error : new RpcTransportError(String(error), "connection");
-        // Only a connection failure is retried (and only reads: the node may have seen the call before its connection
-        // went). A timeout is not: the node may still be doing the work.
-        if (reason !== "connection") break;
-      } finally {
-        release();
-        this.inFlight.n--;
-      }
+    const network = this.network;
+    const idempotent = isIdempotent(request.method);
+    const hedged = idempotent && this.hedge.enabled && !this.hedge.excludeMethods.includes(request.method);
+    return new Promise<Answered>((resolve) => {
+      const tried = new Set<string>();
+      const timers = new Set<NodeJS.Timeout>();
+      let pending = 0;
+      let done = false;
+      let retries = idempotent ? 2 : 0;
+      let lastError: RpcTransportError | undefined;
+      const finish = (answered: Answered) => {
+        if (done) return;
+        done = true;
+        for (const timer of timers) clearTimeout(timer);
+        resolve(answered);
+      };
+      const after = (ms: number, task: () => void) => {
+        const timer = setTimeout(() => {
+          timers.delete(timer);
+          if (!done) task();
+        }, ms);
+        timers.add(timer);
+      };
+      const retry = () => retries > 0 && launch("retry", this.choose(prepared, tried)) && retries-- > 0;
+      const launch = (kind: "first" | "retry" | "hedge", choice: Candidate | undefined): boolean => {
+        const answer = choice && upstreams.call(choice.name, request, this.options.upstreamTimeoutMs, raw);
+        if (!choice || !answer) return false;
+        tried.add(choice.name);
+        // The autoscaler's count, as lightfleet_gateway_upstream_requests_total: what the gateway answers itself or
+        // refuses never reaches a node and must not grow the pool.
+        this.options.count();
+        if (kind === "retry") metrics.retries.inc({ network });
+        if (kind === "hedge") metrics.hedges.inc({ network, outcome: "sent" });
+        else this.budget.earn();
+        const release = upstreams.acquire(choice.name);
+        const ticket = this.tracker.start(choice.name, request.method);
+        this.inFlight.n++;
+        pending++;
+        let settled = false;
+        const settle = () => {
+          settled = true;
+          pending--;
+          this.inFlight.n--;
+          release();
+        };
+        answer.then(
+          (response) => {
+            settle();
+            this.tracker.answered(ticket);
+            const outcome = "error" in response ? "rpc_error" : "ok";
+            this.upstreamCount(choice.name, outcome).n++;
+            if (!done && kind === "hedge") metrics.hedges.inc({ network, outcome: "won" });
+            finish({ response, outcome });
+          },
+          (error: unknown) => {
+            settle();
+            this.tracker.failed(ticket);
+            const reason = error instanceof RpcTransportError ? error.reason : "connection";
+            this.upstreamCount(choice.name, reason).n++;
+            lastError =
+              error instanceof RpcTransportError ? error : new RpcTransportError(String(error), "connection");
+            if (done || pending > 0) return;
+            // Only a connection failure is retried (and only reads: the node may have seen the call before its
+            // connection went). A timeout is not: the node may still be doing the work.
+            if (reason === "connection" && retry()) return;
+            finish(this.failure(request, lastError));
+          },
+        );
+        if (!idempotent) return true;
+        // Hung: past its own bound the node gets no new calls (the tracker says so) and this read moves on.
+        after(this.tracker.hungBound(choice.name), () => {
+          if (!settled) retry();
+        });
+        if (kind === "first" && hedged)
+          after(this.tracker.hedgeDelay(choice.name, request.method), () => {
+            if (settled || pending > 1 || retries <= 0) return;
+            const second = this.choose(prepared, tried);
+            if (!second) return;
+            if (!this.budget.take()) {
+              metrics.hedges.inc({ network, outcome: "budget_refused" });
+              return;
+            }
+            if (launch("hedge", second)) retries--;
+          });
+        return true;
+      };
+      if (!launch("first", this.choose(prepared, tried))) finish(this.failure(request, undefined));
+    });
+  }
+
+  /**
+   * The node for the next attempt of a call: the best routed one that this call has not tried, preferring nodes that
+   * are neither hung nor just failed (those only when nothing else is left), and for a call by block hash, the
+   * nodes whose chain holds the block.
+   */
+  private choose({ minBlock, blockHash }: Prepared, tried: ReadonlySet<string>): Candidate | undefined {
+    const { upstreams } = this.options;
+    const candidates = upstreams.candidates();
+    const avoid = this.tracker.avoided();
+    let ranked = rankCandidates(candidates, minBlock, avoid.size > 0 ? new Set([...tried, ...avoid]) : tried);
+    if (ranked.length === 0 && avoid.size > 0) ranked = rankCandidates(candidates, minBlock, tried);
+    if (blockHash) {
+      const holders = upstreams.blockOfHash(blockHash)?.holders;
+      const holding = holders ? ranked.filter((c) => holders.has(c.name)) : [];
+      if (holding.length > 0) ranked = holding;
     }
+    return pickCandidate(ranked, minBlock, this.turn++);
+  }
+
+  private failure(request: JsonRpcRequest, lastError: RpcTransportError | undefined): Answered {
     const id = request.id ?? null;
     if (!lastError)
       return {
