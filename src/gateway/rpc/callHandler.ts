@@ -7,8 +7,9 @@ import { RPC_ERROR, RpcTransportError } from "../../rpc/jsonRpc.js";
 import type { HedgeConfig, HungNodesConfig } from "../../config/sections/latency.js";
 import { hedgeSchema, hungNodesSchema } from "../../config/sections/latency.js";
 import type { Candidate } from "../upstreams/balancer.js";
-import { pickCandidate, rankCandidates } from "../upstreams/balancer.js";
+import { rankCandidates } from "../upstreams/balancer.js";
 import { CallTracker } from "../upstreams/callTracker.js";
+import { chooseNode } from "../upstreams/chooseNode.js";
 import { HedgeBudget } from "../upstreams/hedgeBudget.js";
 import type { BroadcastTarget } from "../upstreams/broadcastTransaction.js";
 import {
@@ -428,23 +429,17 @@ export class CallHandler {
     });
   }
 
-  /**
-   * The node for the next attempt of a call: the best routed one that this call has not tried, preferring nodes that
-   * are neither hung nor just failed (those only when nothing else is left), and for a call by block hash, the
-   * nodes whose chain holds the block.
-   */
+  /** The node for the next attempt of a call (see chooseNode). */
   private choose({ minBlock, blockHash }: Prepared, tried: ReadonlySet<string>): Candidate | undefined {
     const { upstreams } = this.options;
-    const candidates = upstreams.candidates();
-    const avoid = this.tracker.avoided();
-    let ranked = rankCandidates(candidates, minBlock, avoid.size > 0 ? new Set([...tried, ...avoid]) : tried);
-    if (ranked.length === 0 && avoid.size > 0) ranked = rankCandidates(candidates, minBlock, tried);
-    if (blockHash) {
-      const holders = upstreams.blockOfHash(blockHash)?.holders;
-      const holding = holders ? ranked.filter((c) => holders.has(c.name)) : [];
-      if (holding.length > 0) ranked = holding;
-    }
-    return pickCandidate(ranked, minBlock, this.turn++);
+    return chooseNode({
+      candidates: upstreams.candidates(),
+      minBlock,
+      tried,
+      avoid: this.tracker.avoided(),
+      holders: blockHash ? upstreams.blockOfHash(blockHash)?.holders : undefined,
+      turn: this.turn++,
+    });
   }
 
   private failure(request: JsonRpcRequest, lastError: RpcTransportError | undefined): Answered {

@@ -20,8 +20,9 @@ export class HedgeBudget {
 
   /** Takes a token for one hedge; false when the budget is spent. */
   take(): boolean {
-    if (this.tokens < 1) return false;
-    this.tokens -= 1;
+    // Ten tenths make a token, whatever the floating-point sum says.
+    if (this.tokens < 1 - 1e-9) return false;
+    this.tokens = Math.max(0, this.tokens - 1);
     return true;
   }
 }
