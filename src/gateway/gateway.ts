@@ -142,6 +142,9 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       upstreamTimeoutMs: settings.upstreamTimeout,
       hedge: network.gateway.hedge,
       hungNodes: network.gateway.hungNodes,
+      cache: network.gateway.cache,
+      // Nothing is cached by number until the peers' finalized block is wired in here.
+      finalizedNumber: () => undefined,
       metrics,
       logger: log,
       count: () => totals.set(network.name, (totals.get(network.name) ?? 0) + 1),

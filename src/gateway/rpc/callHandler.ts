@@ -4,7 +4,7 @@ import type { CountCell } from "../../metrics/pendingCounts.js";
 import { toQuantity } from "../../rpc/blocks.js";
 import type { JsonRpcRequest, JsonRpcResponse } from "../../rpc/jsonRpc.js";
 import { RPC_ERROR, RpcTransportError } from "../../rpc/jsonRpc.js";
-import type { HedgeConfig, HungNodesConfig } from "../../config/sections/latency.js";
+import type { HedgeConfig, HungNodesConfig, ResponseCacheConfig } from "../../config/sections/latency.js";
 import { hedgeSchema, hungNodesSchema } from "../../config/sections/latency.js";
 import type { Candidate } from "../upstreams/balancer.js";
 import { rankCandidates } from "../upstreams/balancer.js";
@@ -33,6 +33,9 @@ import type { FilterStore } from "../filters/filterStore.js";
 import { FILTER_METHODS } from "../filters/filterStore.js";
 import { SUBSCRIPTION_METHODS, checkMethod, isIdempotent, methodLabel } from "./methodPolicy.js";
 import { errorResponse } from "./parseRequest.js";
+import type { AnswerBlock, BlockStanding, CachePlan } from "./responseCache.js";
+import { ResponseCache, blockOfAnswer, blockStanding, cachePlan } from "./responseCache.js";
+import { RawResult, resultValue } from "./serialize.js";
 
 /** geth's answer for state at a block it does not have; clients know it. */
 const HEADER_NOT_FOUND = -32000;
@@ -66,6 +69,13 @@ export interface CallHandlerOptions {
   hedge?: HedgeConfig;
   /** Hung and failed nodes; default: the config's defaults. */
   hungNodes?: HungNodesConfig;
+  /** The response cache; off when absent. */
+  cache?: ResponseCacheConfig;
+  /**
+   * The peers' finalized block: answers at or below it are cached by number. Undefined: nothing by number is cached
+   * (by hash still is).
+   */
+  finalizedNumber?: () => number | undefined;
 }
 
 type Answered = { response: JsonRpcResponse; outcome: GatewayOutcome };
@@ -104,6 +114,8 @@ export class CallHandler {
   private readonly hedge: HedgeConfig;
   private readonly budget: HedgeBudget;
   private readonly tracker: CallTracker;
+  private readonly cache: ResponseCache | undefined;
+  private readonly finalizedNumber: () => number | undefined;
 
   constructor(private readonly options: CallHandlerOptions) {
     this.inFlight = options.metrics.inFlightOf(options.upstreams.network);
@@ -114,6 +126,12 @@ export class CallHandler {
     this.tracker = new CallTracker(this.hedge, options.hungNodes ?? hungNodesSchema.parse({}), () =>
       performance.now(),
     );
+    this.finalizedNumber = options.finalizedNumber ?? (() => undefined);
+    if (options.cache?.enabled) {
+      const cache = new ResponseCache(options.cache, (block) => this.standing(block));
+      this.cache = cache;
+      options.metrics.countCacheBytes(options.upstreams.network, () => cache.bytes);
+    }
     options.upstreams.on("change", () =>
       this.tracker.retain(new Set(options.upstreams.candidates().map((c) => c.name))),
     );
@@ -154,16 +172,64 @@ export class CallHandler {
         : this.record(request, outcome(answer), started);
     }
     let answered;
+    let plan: CachePlan | undefined;
     try {
       answered = this.answer(request);
+      if (!("response" in answered) && this.cache && !answered.broadcast)
+        plan = cachePlan(request, answered.request, this.finalizedNumber());
     } catch (error) {
       answered = this.unexpected(request, error);
     }
     if ("response" in answered) return this.record(request, answered, started);
+    if (plan) {
+      const json = this.cache!.get(plan.key);
+      this.options.metrics.cacheRequests.inc({
+        network: this.network,
+        result: json === undefined ? "miss" : "hit",
+      });
+      if (json !== undefined)
+        return this.record(
+          request,
+          {
+            response: { jsonrpc: "2.0", id: request.id ?? null, result: new RawResult(json) },
+            outcome: "ok",
+          },
+          started,
+        );
+    }
+    const cachePlanned = plan;
     return this.send(answered, true).then(
-      (result) => this.record(request, result, started),
+      (result) => {
+        if (cachePlanned) this.keep(cachePlanned, result.response);
+        return this.record(request, result, started);
+      },
       (error: unknown) => this.record(request, this.unexpected(request, error), started),
     );
+  }
+
+  /** Keeps an answer that cannot change (a result, not an error or null) in the cache. */
+  private keep(plan: CachePlan, response: JsonRpcResponse): void {
+    if ("error" in response || response.result === null || response.result === undefined) return;
+    const result = response.result;
+    const block = plan.block === "inResult" ? blockOfAnswer(resultValue(result)) : plan.block;
+    if (!block) return;
+    this.cache!.set(plan.key, result instanceof RawResult ? result.json : JSON.stringify(result), block);
+  }
+
+  /**
+   * Where a cached answer's block stands: a hash counts while a routed node's recent chain holds it (any node's in
+   * panic mode), so an answer from a branch that a reorg replaced is never served again.
+   */
+  private standing(block: AnswerBlock): BlockStanding {
+    const { upstreams } = this.options;
+    return blockStanding(block, this.finalizedNumber(), (hash) => {
+      const known = upstreams.blockOfHash(hash);
+      if (!known) return undefined;
+      const candidates = upstreams.candidates();
+      const routed = candidates.filter((c) => c.routed && c.reachable);
+      const serving = routed.length > 0 ? routed : candidates;
+      return serving.some((c) => known.holders.has(c.name)) ? known.number : undefined;
+    });
   }
 
   /** A call refused by the per-address rate limit: in the metrics, not in the autoscaler's count. */
