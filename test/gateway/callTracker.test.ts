@@ -37,7 +37,7 @@ describe("LatencyWindow", () => {
 });
 
 describe("hedge delay", () => {
-  it("is maxDelay until the node has a history of that kind of call, then its p90 within min..max", () => {
+  it("is maxDelay until anything is learnt, then the node's p90 for that kind of call within min..max", () => {
     const { t, answer } = tracker({ hedge: { minDelay: "20ms", maxDelay: "1s" } });
     expect(t.hedgeDelay("a", "eth_call")).toBe(1_000);
     for (let i = 1; i <= 20; i++) answer("a", "eth_call", i * 10);
@@ -47,8 +47,13 @@ describe("hedge delay", () => {
     expect(t.hedgeDelay("a", "eth_getBlockByNumber")).toBe(1_000);
     for (let i = 0; i < 20; i++) answer("a", "eth_getBlockByNumber", 1);
     expect(t.hedgeDelay("a", "eth_getBlockByNumber")).toBe(20);
-    for (let i = 0; i < 128; i++) answer("b", "eth_call", 5_000);
+    // A node without ten answers of its own takes every node's.
+    expect(t.hedgeDelay("b", "eth_call")).toBe(180);
+    for (let i = 0; i < 9; i++) answer("b", "eth_call", 700);
+    expect(t.hedgeDelay("b", "eth_call")).toBe(700);
+    for (let i = 0; i < 119; i++) answer("b", "eth_call", 5_000);
     expect(t.hedgeDelay("b", "eth_call")).toBe(1_000);
+    expect(t.hedgeDelay("a", "eth_call")).toBe(180);
   });
 
   it("classes calls as state reads, logs and the rest", () => {

@@ -49,10 +49,12 @@ interface NodeRecord {
  *   multiplier, within min..max), and **failed** for `failureCooldown` after a call failed with no answer since:
  *   either way, calls avoid it while another node can serve;
  * - a read is **hedged** after `hedgeDelay`: the node's recent latency quantile for that kind of call, within
- *   minDelay..maxDelay.
+ *   minDelay..maxDelay (every node's, while the node has too few answers of its own).
  */
 export class CallTracker {
   private readonly nodes = new Map<string, NodeRecord>();
+  /** Every node's answers per kind of call: the hedge delay of a node that has no history of its own yet. */
+  private readonly pool = new Map<LatencyClass, LatencyWindow>();
   private nextId = 0;
 
   constructor(
@@ -76,6 +78,9 @@ export class CallTracker {
     let window = record.byClass.get(ticket.latencyClass);
     if (!window) record.byClass.set(ticket.latencyClass, (window = new LatencyWindow()));
     window.add(ms);
+    let pooled = this.pool.get(ticket.latencyClass);
+    if (!pooled) this.pool.set(ticket.latencyClass, (pooled = new LatencyWindow(256)));
+    pooled.add(ms);
     record.failedAt = undefined;
   }
 
@@ -93,10 +98,17 @@ export class CallTracker {
     return Math.min(this.hung.max, Math.max(this.hung.min, bound));
   }
 
-  /** When a read sent to this node now should go to a second node as well, in ms from now. */
+  /**
+   * When a read sent to this node now should go to a second node as well, in ms from now: the node's own quantile
+   * for this kind of call, else (fewer than ten answers of its own yet) every node's, else maxDelay.
+   */
   hedgeDelay(node: string, method: string): number {
-    const window = this.nodes.get(node)?.byClass.get(latencyClass(method));
-    const learnt = window && window.count >= MIN_SAMPLES ? window.quantile(this.hedge.quantile) : undefined;
+    const kind = latencyClass(method);
+    const own = this.nodes.get(node)?.byClass.get(kind);
+    const pooled = this.pool.get(kind);
+    const window =
+      own && own.count >= MIN_SAMPLES ? own : pooled && pooled.count >= MIN_SAMPLES ? pooled : undefined;
+    const learnt = window?.quantile(this.hedge.quantile);
     return Math.min(this.hedge.maxDelay, Math.max(this.hedge.minDelay, learnt ?? this.hedge.maxDelay));
   }
 
