@@ -119,4 +119,26 @@ describe("slow, hung and dead light nodes", () => {
       await gateway.stop();
     }
   });
+
+  it("sends no hedge beyond the budget, and none when hedging is off", async () => {
+    const spent = await threeNodeGateway({}, { hedge: { budget: 0 } });
+    try {
+      await spent.devnet.fault(`${NETWORK}-light-0`, { kind: "slow", profile: "severe", seed: 3 });
+      expect((await readLoad(spent.gateway, spent.devnet, 10, 6)).errors).toEqual([]);
+      expect(await metric(spent.registry, "lightfleet_gateway_hedges_total", { outcome: "sent" })).toBe(0);
+      expect(
+        await metric(spent.registry, "lightfleet_gateway_hedges_total", { outcome: "budget_refused" }),
+      ).toBeGreaterThan(0);
+    } finally {
+      await spent.gateway.stop();
+    }
+    const off = await threeNodeGateway({}, { hedge: { enabled: false } });
+    try {
+      await off.devnet.fault(`${NETWORK}-light-0`, { kind: "slow", profile: "severe", seed: 3 });
+      expect((await readLoad(off.gateway, off.devnet, 10, 6)).errors).toEqual([]);
+      expect(await metric(off.registry, "lightfleet_gateway_hedges_total", {})).toBe(0);
+    } finally {
+      await off.gateway.stop();
+    }
+  });
 });
