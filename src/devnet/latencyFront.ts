@@ -43,6 +43,9 @@ export async function startLatencyFront(options: LatencyFrontOptions): Promise<L
   };
 
   const server = http.createServer((req, res) => {
+    // A client that goes away mid-call is no error of the front's.
+    req.on("error", () => res.destroy());
+    res.on("error", () => undefined);
     const chunks: Buffer[] = [];
     let size = 0;
     req.on("data", (chunk: Buffer) => {
@@ -63,6 +66,7 @@ export async function startLatencyFront(options: LatencyFrontOptions): Promise<L
             headers: { "content-type": req.headers["content-type"] ?? "application/json" },
           },
           (answer) => {
+            answer.on("error", () => res.destroy());
             res.writeHead(answer.statusCode ?? 502, answer.headers);
             answer.pipe(res);
           },
