@@ -475,11 +475,18 @@ export class CallHandler {
         );
         if (!idempotent) return true;
         // Hung: past its own bound the node gets no new calls (the tracker says so) and this read moves on.
-        after(this.tracker.hungBound(choice.name), () => {
+        const hungAfter = this.tracker.hungBound(choice.name);
+        const onHung = () => {
           if (!settled) retry();
-        });
-        if (kind === "first" && hedged)
-          after(this.tracker.hedgeDelay(choice.name, request.method), () => {
+        };
+        const hedgeAfter =
+          kind === "first" && hedged ? this.tracker.hedgeDelay(choice.name, request.method) : Infinity;
+        // One timer at a time per attempt (the hot path): the hedge, then the hung bound; a read moved on for a hung
+        // node needs no hedge.
+        if (hedgeAfter >= hungAfter) after(hungAfter, onHung);
+        else
+          after(hedgeAfter, () => {
+            after(hungAfter - hedgeAfter, onHung);
             if (settled || pending > 1 || retries <= 0) return;
             const second = this.choose(prepared, tried);
             if (!second) return;
