@@ -29,6 +29,8 @@ export interface GatewayMetrics {
   retries: Counter<"network">;
   /** Calls the response cache could answer: hit or miss. */
   cacheRequests: Counter<"network" | "result">;
+  /** Hot-path counts of `cacheRequests`, added to it at each scrape. */
+  pendingCacheRequests: PendingCounts<"network" | "result">;
   cacheBytes: Gauge<"network">;
   /** How `cacheBytes` of a network is read at each scrape. */
   countCacheBytes(network: string, count: () => number): void;
@@ -59,8 +61,10 @@ export function createGatewayMetrics(registry: Registry): GatewayMetrics {
   const inFlight = new Map<string, CountCell>();
   const callSockets = new Map<string, () => number>();
   const cacheBytes = new Map<string, () => number>();
+  const pendingCacheRequests = new PendingCounts<"network" | "result">();
   return {
     pendingRequests,
+    pendingCacheRequests,
     pendingUpstreamRequests,
     inFlightOf(network) {
       let cell = inFlight.get(network);
@@ -127,6 +131,9 @@ export function createGatewayMetrics(registry: Registry): GatewayMetrics {
       help: "Calls whose answer cannot change (by block hash, at or below the finalized block), by result: hit (answered from the cache) or miss.",
       labelNames: ["network", "result"],
       registers,
+      collect() {
+        pendingCacheRequests.flushInto(this);
+      },
     }),
     countCacheBytes(network, count) {
       cacheBytes.set(network, count);

@@ -183,10 +183,7 @@ export class CallHandler {
     if ("response" in answered) return this.record(request, answered, started);
     if (plan) {
       const json = this.cache!.get(plan.key);
-      this.options.metrics.cacheRequests.inc({
-        network: this.network,
-        result: json === undefined ? "miss" : "hit",
-      });
+      this.cacheCount(json === undefined ? "miss" : "hit").n++;
       if (json !== undefined)
         return this.record(
           request,
@@ -618,6 +615,11 @@ export class CallHandler {
           response: errorResponse(id, RPC_ERROR.INTERNAL_ERROR, "upstream unavailable"),
           outcome: "upstream_error",
         };
+  }
+
+  private cacheCount(result: "hit" | "miss"): CountCell {
+    const network = this.network;
+    return this.options.metrics.pendingCacheRequests.cell(`${network}\n${result}`, { network, result });
   }
 
   private upstreamCount(upstream: string, outcome: string): CountCell {
