@@ -141,6 +141,7 @@ describe("chooseNode", () => {
       minBlock: 5,
       tried: new Set(tried),
       avoid: new Set(avoid),
+      first: tried.length === 0,
       holders: holders ? new Set(holders) : undefined,
       turn: 0,
     })?.name;
@@ -151,8 +152,10 @@ describe("chooseNode", () => {
     expect(choose(nodes, ["a"], [])).toBe("b");
     // b just failed (another call's retry): c, though busier.
     expect(choose(nodes, ["a"], ["b"])).toBe("c");
-    // Only avoided nodes left: better one of them than no answer; never a tried one.
-    expect(choose(nodes, ["a", "c"], ["b"])).toBe("b");
+    // A retry never goes to a node passed over (hung, or another call's failure), nor to one tried.
+    expect(choose(nodes, ["a", "c"], ["b"])).toBeUndefined();
+    // A first attempt with only such nodes left: better one of them than no answer.
+    expect(choose(nodes, [], ["a", "b", "c"])).toBe("a");
     expect(choose(nodes, ["a", "b", "c"], [])).toBeUndefined();
   });
 

@@ -501,12 +501,14 @@ export class CallHandler {
 
   /** The node for the next attempt of a call (see chooseNode). */
   private choose({ minBlock, blockHash }: Prepared, tried: ReadonlySet<string>): Candidate | undefined {
+    const first = tried.size === 0;
     const { upstreams } = this.options;
     return chooseNode({
       candidates: upstreams.candidates(),
       minBlock,
       tried,
       avoid: this.tracker.avoided(),
+      first,
       holders: blockHash ? upstreams.blockOfHash(blockHash)?.holders : undefined,
       turn: this.turn++,
     });
