@@ -34,7 +34,9 @@ export async function spawnGatewayProcess(options: {
   wsUrl: string;
   /** More `gateway:` settings. */
   settings?: Record<string, unknown>;
-}): Promise<ChildServer> {
+  /** More settings of the network's `gateway:` section (its upstreams, by default the one node above). */
+  networkGateway?: Record<string, unknown>;
+}): Promise<ChildServer & { adminUrl: string }> {
   const dir = mkdtempSync(join(tmpdir(), "bench-gateway-"));
   const file = join(dir, "gateway.yaml");
   writeFileSync(
@@ -57,6 +59,7 @@ export async function spawnGatewayProcess(options: {
           gateway: {
             default: true,
             upstreams: [{ name: "light", http: options.httpUrl, ws: options.wsUrl }],
+            ...options.networkGateway,
           },
         },
       ],
@@ -95,7 +98,7 @@ export async function spawnGatewayProcess(options: {
       const ready = await fetch(`${admin}/readyz`)
         .then((r) => r.ok)
         .catch(() => false);
-      if (ready) return { url, pid: child.pid!, stop };
+      if (ready) return { url, adminUrl: admin, pid: child.pid!, stop };
     }
     if (Date.now() > deadline || child.exitCode !== null) {
       await stop();

@@ -15,7 +15,8 @@ export interface DevnetRouterOptions {
 /**
  * Devnet admin routes, mounted on the admin port by `lightfleet up` and `lightfleet devnet`:
  *   GET  /devnet/status          nodes, heads and faults
- *   POST /devnet/faults/:node    {"kind": "lag"|"stall"|"fork"|"kill"|"heal", "blocks"?: N}
+ *   POST /devnet/faults/:node    {"kind": "lag"|"slow"|"stall"|"fork"|"kill"|"heal", "blocks"?: N,
+ *                                 "profile"?: "light"|"mild"|"severe", "seed"?: N}  (blocks: lag; profile, seed: slow)
  *   POST /devnet/mine            {"network"?: NAME}: one block now
  *   POST /devnet/reorg           {"network": NAME, "depth": N}: replace the newest N blocks
  * Errors are JSON {"error": message}: 400 bad input, 404 unknown node or network or route, 500 a failure to act.

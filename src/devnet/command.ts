@@ -32,6 +32,10 @@ export function registerDevnetCommand(program: Command): void {
     .option("--base-port <port>", "first node port, the next ones follow (default 0: free ports)")
     .option("--admin-port <port>", "admin port with /devnet/*, /metrics, /healthz (default 9464)")
     .option("--admin-host <host>", "admin listen address (default 127.0.0.1)")
+    .option(
+      "--latency-fronts",
+      "put a front before every light node, so `devnet slow` can delay its state reads",
+    )
     .option("--log-format <format>", "auto | json | pretty")
     .action(async (flags: RunFlags) => {
       const { runDevnet } = await import("./runDevnet.js");
@@ -51,6 +55,23 @@ export function registerDevnetCommand(program: Command): void {
     .option(...adminOption)
     .action((node: string, blocks: string, opts: { admin: string }) =>
       injectFault(opts.admin, node, { kind: "lag", blocks }),
+    );
+  devnet
+    .command("slow")
+    .description(
+      "delay NODE's state reads (eth_call, eth_getBalance, ...) by a log-normal random time; PROFILE light " +
+        "(default: p50 50 ms, p99 2 s), mild (10 ms, 200 ms) or severe (200 ms, 5 s); needs latency fronts",
+    )
+    .argument("<node>")
+    .argument("[profile]")
+    .option("--seed <n>", "seed of the random delays, for repeatable runs")
+    .option(...adminOption)
+    .action((node: string, profile: string | undefined, opts: { admin: string; seed?: string }) =>
+      injectFault(opts.admin, node, {
+        kind: "slow",
+        ...(profile !== undefined ? { profile } : {}),
+        ...(opts.seed !== undefined ? { seed: opts.seed } : {}),
+      }),
     );
   const simple: Array<[string, string]> = [
     ["stall", "stop giving NODE new blocks"],
@@ -114,7 +135,7 @@ export function registerDevnetCommand(program: Command): void {
 async function injectFault(
   adminUrl: string,
   node: string,
-  input: { kind: string; blocks?: string },
+  input: { kind: string; blocks?: string; profile?: string; seed?: string },
 ): Promise<void> {
   const { describeFault, parseFault } = await import("./faults.js");
   const { requestFault } = await import("./adminClient.js");

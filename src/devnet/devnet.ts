@@ -11,6 +11,7 @@ import { DrivenNode } from "./drivenNode.js";
 import { DevnetInputError, DevnetNotFoundError } from "./errors.js";
 import type { Fault } from "./faults.js";
 import { fullNodeProduces, parseFault } from "./faults.js";
+import { startLatencyFront } from "./latencyFront.js";
 import { genesisHashOf, ownedControl } from "./ownedAnvil.js";
 
 export type { NodeEndpoint, NodeHead, DrivenNodeStatus };
@@ -35,6 +36,11 @@ export interface StartDevnetOptions {
   logger?: Logger;
   /** Wall clock for block timestamps (injectable for tests). */
   now?: () => number;
+  /**
+   * Puts a front before every light node (owned or attached), which clients reach it through: the `slow` fault
+   * delays state reads there. Default off (a front costs a hop on every call).
+   */
+  latencyFronts?: boolean;
 }
 
 export interface AttachOptions {
@@ -123,6 +129,16 @@ export async function startDevnet(options: StartDevnetOptions): Promise<Devnet> 
     return anvil;
   };
 
+  const fronted: DrivenNode[] = [];
+  const addFront = async (node: DrivenNode) => {
+    fronted.push(node);
+    node.front = await startLatencyFront({
+      httpUrl: node.endpoint.httpUrl,
+      wsUrl: node.endpoint.wsUrl,
+      delayFor: (methods) => node.delayFor(methods),
+    });
+  };
+
   let networks: DevnetNetwork[];
   try {
     networks = await Promise.all(
@@ -140,30 +156,38 @@ export async function startDevnet(options: StartDevnetOptions): Promise<Devnet> 
           nextNonce: 0,
           sending: Promise.resolve(),
         };
-        anvils.forEach((anvil, i) => {
+        for (const [i, anvil] of anvils.entries()) {
           const role: NodeRole = i < full.length ? "full" : "light";
-          network.nodes.push(
-            new DrivenNode(
-              { name: anvil.name, network: spec.name, role, httpUrl: anvil.httpUrl, wsUrl: anvil.wsUrl },
-              true,
-              network.log,
-              spec.chainId,
-              network.genesisHash,
-              ownedControl(anvil, { chainId: spec.chainId, timestamp: genesisTimestamp, logger }),
-              logger,
-            ),
+          const node = new DrivenNode(
+            { name: anvil.name, network: spec.name, role, httpUrl: anvil.httpUrl, wsUrl: anvil.wsUrl },
+            true,
+            network.log,
+            spec.chainId,
+            network.genesisHash,
+            ownedControl(anvil, { chainId: spec.chainId, timestamp: genesisTimestamp, logger }),
+            logger,
           );
-        });
+          if (role === "light" && options.latencyFronts) await addFront(node);
+          network.nodes.push(node);
+        }
         return network;
       }),
     );
   } catch (error) {
     // Let every launch settle, then stop whatever did start.
+    await Promise.allSettled(fronted.map((node) => node.front?.stop()));
     const settled = await Promise.allSettled(launches);
     await Promise.allSettled(settled.map((s) => (s.status === "fulfilled" ? s.value.stop() : undefined)));
     throw error;
   }
-  const driver = new DevnetDriver(networks, genesisTimestamp, options.blockTimeMs, now, logger);
+  const driver = new DevnetDriver(
+    networks,
+    genesisTimestamp,
+    options.blockTimeMs,
+    now,
+    logger,
+    options.latencyFronts ? addFront : undefined,
+  );
   try {
     await driver.start();
   } catch (error) {
@@ -183,6 +207,8 @@ class DevnetDriver implements Devnet {
     private readonly blockTimeMs: number,
     private readonly now: () => number,
     private readonly logger: Logger,
+    /** Puts a latency front before a light node (when the devnet runs them). */
+    private readonly addFront: ((node: DrivenNode) => Promise<void>) | undefined,
   ) {}
 
   /** Marks each network's first block, syncs every node once, then starts the block and reconcile timers. */
@@ -208,7 +234,7 @@ class DevnetDriver implements Devnet {
 
   nodes(network?: string): NodeEndpoint[] {
     const selected = network === undefined ? this.networks : [this.network(network)];
-    return selected.flatMap((n) => n.nodes.map((node) => ({ ...node.endpoint })));
+    return selected.flatMap((n) => n.nodes.map((node) => ({ ...node.publicEndpoint() })));
   }
 
   async attach(options: AttachOptions): Promise<void> {
@@ -239,6 +265,7 @@ class DevnetDriver implements Devnet {
       this.logger,
     );
     await node.verify();
+    await this.addFront?.(node);
     network.nodes.push(node);
     await this.syncNode(network, node);
     if (!node.reachable) {
@@ -252,11 +279,18 @@ class DevnetDriver implements Devnet {
     if (node.owned) throw new DevnetInputError(`${name} is started by the devnet and cannot be detached`);
     node.detached = true;
     network.nodes.splice(network.nodes.indexOf(node), 1);
+    void node.front?.stop();
   }
 
   async fault(name: string, fault: Fault): Promise<void> {
     const checked = parseFault(fault);
     const { network, node } = this.node(name);
+    if (checked.kind === "slow" && !node.front) {
+      throw new DevnetInputError(
+        `${name} has no latency front, so the devnet cannot slow it: start the devnet with latency fronts ` +
+          "(devnet.latencyFronts: true, --latency-fronts)",
+      );
+    }
     if (checked.kind === "kill" && !node.control) {
       throw new DevnetInputError(
         `${name} was attached without a kill function, so the devnet cannot kill it`,
@@ -330,7 +364,10 @@ class DevnetDriver implements Devnet {
     for (const timer of this.timers.splice(0)) clearInterval(timer);
     const owned = this.networks.flatMap((n) => n.nodes).filter((node) => node.owned);
     for (const node of this.networks.flatMap((n) => n.nodes)) node.detached = true;
-    await Promise.allSettled(owned.map((node) => node.control!.stop()));
+    await Promise.allSettled([
+      ...owned.map((node) => node.control!.stop()),
+      ...this.networks.flatMap((n) => n.nodes).map((node) => node.front?.stop()),
+    ]);
   }
 
   /**

@@ -11,6 +11,7 @@ export interface DevnetFlags {
   blockTime?: string;
   genesisTimestamp?: string;
   basePort?: string;
+  latencyFronts?: boolean;
 }
 
 export const DEFAULT_DEVNET_NETWORK: DevnetNetworkOptions = { name: "devnet", chainId: 31_337 };
@@ -56,10 +57,12 @@ export function resolveDevnetOptions(
   const basePort =
     flags.basePort !== undefined ? count("--base-port", flags.basePort, 0) : (section?.basePort ?? 0);
   if (basePort > 65_535) throw new DevnetInputError(`--base-port must be a port number (got ${basePort})`);
+  const latencyFronts = flags.latencyFronts ?? section?.latencyFronts;
   return {
     networks,
     blockTimeMs,
     basePort,
+    ...(latencyFronts !== undefined ? { latencyFronts } : {}),
     ...(genesisTimestamp !== undefined ? { genesisTimestamp } : {}),
   };
 }

@@ -5,6 +5,8 @@ import { HttpRpcClient } from "../rpc/httpRpcClient.js";
 import type { BlockLog, ReplayStep } from "./blockLog.js";
 import type { ActiveFault } from "./faults.js";
 import { targetHeight } from "./faults.js";
+import type { LatencyFront } from "./latencyFront.js";
+import { SLOW_PROFILES, STATE_READ_METHODS, latencySampler, seededRandom } from "./latencyProfile.js";
 import { nextBaseFee } from "./nextBaseFee.js";
 
 export type NodeRole = "full" | "light";
@@ -78,6 +80,10 @@ export class DrivenNode {
   /** Transactions of this node already offered to the log (hashes), so each is fetched once. */
   private readonly adopted = new Set<string>();
   private collecting: Promise<void> | undefined;
+  /** The devnet's front of the node, which clients reach it through (where `slow` takes effect). */
+  front: LatencyFront | undefined;
+  /** Draws the delays of the current `slow` fault. */
+  private slowDelay: (() => number) | undefined;
 
   constructor(
     readonly endpoint: NodeEndpoint,
@@ -102,6 +108,19 @@ export class DrivenNode {
    */
   onCommonChain(): boolean {
     return this.fork === undefined && this.epoch === this.log.epoch;
+  }
+
+  /** The node as clients see it: through its front, when it has one. */
+  publicEndpoint(): NodeEndpoint {
+    return this.front
+      ? { ...this.endpoint, httpUrl: this.front.httpUrl, wsUrl: this.front.wsUrl }
+      : this.endpoint;
+  }
+
+  /** How long the front holds a call of these methods: a state read while the node is slow, else not at all. */
+  delayFor(methods: readonly string[]): number {
+    if (this.fault?.kind !== "slow" || !this.slowDelay) return 0;
+    return methods.some((m) => STATE_READ_METHODS.has(m)) ? this.slowDelay() : 0;
   }
 
   target(): number | undefined {
@@ -160,6 +179,10 @@ export class DrivenNode {
         }
         this.fault = fault;
       } else {
+        if (fault.kind === "slow") {
+          const seed = fault.seed ?? Math.floor(Math.random() * 0xffffffff);
+          this.slowDelay = latencySampler(SLOW_PROFILES[fault.profile], seededRandom(seed));
+        }
         this.fault = fault;
       }
     });
@@ -223,7 +246,7 @@ export class DrivenNode {
   status(): DrivenNodeStatus {
     const target = this.target();
     return {
-      ...this.endpoint,
+      ...this.publicEndpoint(),
       owned: this.owned,
       ...(this.control?.pid() !== undefined ? { pid: this.control.pid() } : {}),
       fault: this.fault ?? null,

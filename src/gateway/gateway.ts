@@ -143,6 +143,11 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         ? network.reservedPeers.map((peer) => ({ name: peer.name, httpUrl: peer.http }))
         : [],
       upstreamTimeoutMs: settings.upstreamTimeout,
+      hedge: network.gateway.hedge,
+      hungNodes: network.gateway.hungNodes,
+      cache: network.gateway.cache,
+      // Answers by number are cached only at or below the block the reserved peers agree is finalized.
+      finalizedNumber: () => upstreams.finalized()?.number,
       metrics,
       logger: log,
       count: () => totals.set(network.name, (totals.get(network.name) ?? 0) + 1),

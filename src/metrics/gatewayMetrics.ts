@@ -27,6 +27,15 @@ export interface GatewayMetrics {
   /** Hot-path counts of `upstreamRequests`, added to it at each scrape. */
   pendingUpstreamRequests: PendingCounts<"network" | "upstream" | "outcome">;
   retries: Counter<"network">;
+  /** Calls the response cache could answer: hit or miss. */
+  cacheRequests: Counter<"network" | "result">;
+  /** Hot-path counts of `cacheRequests`, added to it at each scrape. */
+  pendingCacheRequests: PendingCounts<"network" | "result">;
+  cacheBytes: Gauge<"network">;
+  /** How `cacheBytes` of a network is read at each scrape. */
+  countCacheBytes(network: string, count: () => number): void;
+  /** Hedged reads: sent, won (the hedge answered first), budget_refused. */
+  hedges: Counter<"network" | "outcome">;
   upstreamInFlight: Gauge<"network">;
   /** The value of `upstreamInFlight` per network, read at each scrape. */
   inFlightOf(network: string): CountCell;
@@ -51,8 +60,11 @@ export function createGatewayMetrics(registry: Registry): GatewayMetrics {
   const pendingUpstreamRequests = new PendingCounts<"network" | "upstream" | "outcome">();
   const inFlight = new Map<string, CountCell>();
   const callSockets = new Map<string, () => number>();
+  const cacheBytes = new Map<string, () => number>();
+  const pendingCacheRequests = new PendingCounts<"network" | "result">();
   return {
     pendingRequests,
+    pendingCacheRequests,
     pendingUpstreamRequests,
     inFlightOf(network) {
       let cell = inFlight.get(network);
@@ -110,8 +122,35 @@ export function createGatewayMetrics(registry: Registry): GatewayMetrics {
     }),
     retries: new Counter({
       name: "lightfleet_gateway_retries_total",
-      help: "Idempotent reads retried on another node after a connection failure.",
+      help: "Idempotent reads sent again to another node after a connection failure or while their node hung.",
       labelNames: ["network"],
+      registers,
+    }),
+    cacheRequests: new Counter({
+      name: "lightfleet_gateway_cache_requests_total",
+      help: "Calls whose answer cannot change (by block hash, at or below the finalized block), by result: hit (answered from the cache) or miss.",
+      labelNames: ["network", "result"],
+      registers,
+      collect() {
+        pendingCacheRequests.flushInto(this);
+      },
+    }),
+    countCacheBytes(network, count) {
+      cacheBytes.set(network, count);
+    },
+    cacheBytes: new Gauge({
+      name: "lightfleet_gateway_cache_bytes",
+      help: "Bytes of answers held by the response cache (per gateway process).",
+      labelNames: ["network"],
+      registers,
+      collect() {
+        for (const [network, count] of cacheBytes) this.set({ network }, count());
+      },
+    }),
+    hedges: new Counter({
+      name: "lightfleet_gateway_hedges_total",
+      help: "Hedged reads: sent to a second node (sent), answered there first (won), not sent for want of budget (budget_refused).",
+      labelNames: ["network", "outcome"],
       registers,
     }),
     getLogsRefused: new Counter({

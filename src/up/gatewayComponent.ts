@@ -2,6 +2,7 @@ import { startGateway } from "../gateway/gateway.js";
 import { networksWithoutHead } from "../gateway/gatewayProcess.js";
 import { FleetUpstreamSource } from "../gateway/upstreams/fleetSource.js";
 import type { UpComponent } from "./component.js";
+import { DevnetFrontSource } from "./devnetFrontSource.js";
 import { withDevnetPeers } from "./devnetPeers.js";
 
 /** The public RPC gateway in front of the process fleet: routed members only, panic mode when none is routed. */
@@ -14,7 +15,10 @@ export const gatewayComponent: UpComponent = {
     const gateway = await startGateway({
       // Served blocks are checked against the reserved peers: with a devnet, its full nodes.
       config: { ...config, networks: withDevnetPeers(config.networks, devnet) },
-      source: new FleetUpstreamSource(fleet),
+      // With latency fronts, through the devnet's front of each node (where `devnet slow` delays state reads).
+      source: devnet
+        ? new DevnetFrontSource(new FleetUpstreamSource(fleet), devnet)
+        : new FleetUpstreamSource(fleet),
       logger,
       registry,
       ...(flags.port !== undefined ? { port: flags.port } : {}),

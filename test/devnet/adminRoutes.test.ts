@@ -89,7 +89,7 @@ describe("devnet admin routes", () => {
       "/devnet/faults/devnet-light-0",
       undefined,
       400,
-      /kind must be one of lag, stall, fork, kill, heal \(got undefined\)/,
+      /kind must be one of lag, slow, stall, fork, kill, heal \(got undefined\)/,
     ],
     ["/devnet/faults/devnet-light-0", "[1,2]", 400, /JSON object/],
     [

@@ -99,6 +99,43 @@ describe("lightfleet devnet", () => {
     await expectProcessesGone(pids);
   });
 
+  it("slows a light node's state reads behind its latency front, and refuses a profile it does not know", async () => {
+    const devnet = await startCliDevnet([
+      "--light-nodes",
+      "1",
+      "--block-time",
+      "0",
+      "--admin-port",
+      "0",
+      "--latency-fronts",
+    ]);
+    const pids = pidsOf(await status(devnet.adminUrl));
+    const slow = await runCli([
+      "devnet",
+      "slow",
+      "devnet-light-0",
+      "severe",
+      "--seed",
+      "3",
+      "--admin",
+      devnet.adminUrl,
+    ]);
+    expect(slow).toMatchObject({ code: 0, stdout: "devnet-light-0: slow severe seed 3 (head 0)\n" });
+    const node = (await status(devnet.adminUrl)).nodes.find((n) => n.name === "devnet-light-0")!;
+    expect(node.fault).toEqual({ kind: "slow", profile: "severe", seed: 3 });
+    const full = await runCli(["devnet", "slow", "devnet-full-0", "--admin", devnet.adminUrl]);
+    expect(full.code).toBe(2);
+    expect(full.stderr).toMatch(/devnet-full-0 has no latency front/);
+    const unknown = await runCli(["devnet", "slow", "devnet-light-0", "glacial", "--admin", devnet.adminUrl]);
+    expect(unknown).toMatchObject({
+      code: 2,
+      stderr: 'lightfleet devnet: slow profile must be one of light, mild, severe (got "glacial")\n',
+    });
+    devnet.child.kill("SIGINT");
+    await waitFor(() => devnet.child.exitCode !== null, { what: "the devnet to exit" });
+    await expectProcessesGone(pids);
+  });
+
   it("leaves no anvil behind when it is SIGKILLed", async () => {
     const devnet = await startCliDevnet(["--full-nodes", "2", "--block-time", "100ms", "--admin-port", "0"]);
     const pids = pidsOf(await status(devnet.adminUrl));

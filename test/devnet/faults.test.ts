@@ -13,7 +13,7 @@ describe("parseFault", () => {
     [null, /JSON object/],
     [[], /JSON object/],
     ["lag", /JSON object/],
-    [{}, /kind must be one of lag, stall, fork, kill, heal \(got undefined\)/],
+    [{}, /kind must be one of lag, slow, stall, fork, kill, heal \(got undefined\)/],
     [{ kind: "explode" }, /got "explode"/],
     [{ kind: "lag" }, /lag needs blocks/],
     [{ kind: "lag", blocks: 0 }, /lag needs blocks/],

@@ -25,6 +25,11 @@ export const devnetSchema = z
     /** Nodes listen on basePort, basePort+1, ... in network order; 0 picks free ports. */
     basePort: z.number().int().min(0).max(65_535).default(0),
     networks: z.array(devnetNetworkSchema).min(1).optional(),
+    /**
+     * A front before every light node, which clients reach it through, so that `devnet slow NODE` can delay its state
+     * reads (default false: a front costs one more hop per call).
+     */
+    latencyFronts: z.boolean().optional(),
   })
   .superRefine((devnet, ctx) => {
     const seen = new Set<string>();

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { duration } from "../duration.js";
 import { dnsLabel } from "../dnsLabel.js";
 import { httpUrl, wsUrl } from "../urls.js";
+import { hedgeSchema, hungNodesSchema, responseCacheSchema } from "./latency.js";
 
 /** Gateway settings shared by every network (`gateway:` at the top level). */
 export const gatewaySchema = z.strictObject({
@@ -92,6 +93,10 @@ export const networkGatewaySchema = z.strictObject({
    * well, so a transaction reaches the block producers' pools even if the light nodes do not pass it on.
    */
   sendTransactionsToPeers: z.boolean().default(false),
+  /** Slow, hung and dead nodes: hedged reads, hung-node avoidance, the response cache (see latency.ts). */
+  hedge: hedgeSchema.prefault({}),
+  hungNodes: hungNodesSchema.prefault({}),
+  cache: responseCacheSchema.prefault({}),
   /** Fixed upstreams, for a gateway run without a fleet (`lightfleet gateway`). */
   upstreams: z
     .array(z.strictObject({ name: z.string().min(1), http: httpUrl, ws: wsUrl.optional() }))

@@ -4,7 +4,13 @@ import type { CountCell } from "../../metrics/pendingCounts.js";
 import { toQuantity } from "../../rpc/blocks.js";
 import type { JsonRpcRequest, JsonRpcResponse } from "../../rpc/jsonRpc.js";
 import { RPC_ERROR, RpcTransportError } from "../../rpc/jsonRpc.js";
-import { pickCandidate, rankCandidates } from "../upstreams/balancer.js";
+import type { HedgeConfig, HungNodesConfig, ResponseCacheConfig } from "../../config/sections/latency.js";
+import { hedgeSchema, hungNodesSchema } from "../../config/sections/latency.js";
+import type { Candidate } from "../upstreams/balancer.js";
+import { rankCandidates } from "../upstreams/balancer.js";
+import { CallTracker } from "../upstreams/callTracker.js";
+import { chooseNode } from "../upstreams/chooseNode.js";
+import { HedgeBudget } from "../upstreams/hedgeBudget.js";
 import type { BroadcastTarget } from "../upstreams/broadcastTransaction.js";
 import {
   broadcastRawTransaction,
@@ -29,6 +35,9 @@ import type { FilterStore } from "../filters/filterStore.js";
 import { FILTER_METHODS } from "../filters/filterStore.js";
 import { SUBSCRIPTION_METHODS, checkMethod, isIdempotent, methodLabel } from "./methodPolicy.js";
 import { errorResponse } from "./parseRequest.js";
+import type { AnswerBlock, BlockStanding, CachePlan } from "./responseCache.js";
+import { ResponseCache, blockOfAnswer, blockStanding, cachePlan } from "./responseCache.js";
+import { RawResult, resultValue } from "./serialize.js";
 
 /** geth's answer for state at a block it does not have; clients know it. */
 const HEADER_NOT_FOUND = -32000;
@@ -63,6 +72,17 @@ export interface CallHandlerOptions {
   logger: Logger;
   /** Counts every call sent to a node (the autoscaler's request rate: the calls nodes serve). */
   count: () => void;
+  /** Hedged reads; default: the config's defaults. */
+  hedge?: HedgeConfig;
+  /** Hung and failed nodes; default: the config's defaults. */
+  hungNodes?: HungNodesConfig;
+  /** The response cache; off when absent. */
+  cache?: ResponseCacheConfig;
+  /**
+   * The peers' finalized block: answers at or below it are cached by number. Undefined: nothing by number is cached
+   * (by hash still is).
+   */
+  finalizedNumber?: () => number | undefined;
 }
 
 type Answered = { response: JsonRpcResponse; outcome: GatewayOutcome };
@@ -98,11 +118,30 @@ export class CallHandler {
   private readonly recentHeads: RecentServedHeads;
   private readonly now: () => number;
   private filters: FilterStore | undefined;
+  private readonly hedge: HedgeConfig;
+  private readonly budget: HedgeBudget;
+  private readonly tracker: CallTracker;
+  private readonly cache: ResponseCache | undefined;
+  private readonly finalizedNumber: () => number | undefined;
 
   constructor(private readonly options: CallHandlerOptions) {
     this.inFlight = options.metrics.inFlightOf(options.upstreams.network);
     this.chainId = toQuantity(options.upstreams.chainId);
     this.now = options.now ?? Date.now;
+    this.hedge = options.hedge ?? hedgeSchema.parse({});
+    this.budget = new HedgeBudget(this.hedge.budget, this.hedge.burst);
+    this.tracker = new CallTracker(this.hedge, options.hungNodes ?? hungNodesSchema.parse({}), () =>
+      performance.now(),
+    );
+    this.finalizedNumber = options.finalizedNumber ?? (() => undefined);
+    if (options.cache?.enabled) {
+      const cache = new ResponseCache(options.cache, (block) => this.standing(block));
+      this.cache = cache;
+      options.metrics.countCacheBytes(options.upstreams.network, () => cache.bytes);
+    }
+    options.upstreams.on("change", () =>
+      this.tracker.retain(new Set(options.upstreams.candidates().map((c) => c.name))),
+    );
     this.recentHeads = new RecentServedHeads(options.blockTimeMs);
     options.upstreams.on("change", () => {
       const served = options.upstreams.servedHead();
@@ -140,16 +179,61 @@ export class CallHandler {
         : this.record(request, outcome(answer), started);
     }
     let answered;
+    let plan: CachePlan | undefined;
     try {
       answered = this.answer(request);
+      if (!("response" in answered) && this.cache && !answered.broadcast)
+        plan = cachePlan(request, answered.request, this.finalizedNumber());
     } catch (error) {
       answered = this.unexpected(request, error);
     }
     if ("response" in answered) return this.record(request, answered, started);
+    if (plan) {
+      const json = this.cache!.get(plan.key);
+      this.cacheCount(json === undefined ? "miss" : "hit").n++;
+      if (json !== undefined)
+        return this.record(
+          request,
+          {
+            response: { jsonrpc: "2.0", id: request.id ?? null, result: new RawResult(json) },
+            outcome: "ok",
+          },
+          started,
+        );
+    }
+    const cachePlanned = plan;
     return this.send(answered, true).then(
-      (result) => this.record(request, result, started),
+      (result) => {
+        if (cachePlanned) this.keep(cachePlanned, result.response);
+        return this.record(request, result, started);
+      },
       (error: unknown) => this.record(request, this.unexpected(request, error), started),
     );
+  }
+
+  /** Keeps an answer that cannot change (a result, not an error or null) in the cache. */
+  private keep(plan: CachePlan, response: JsonRpcResponse): void {
+    if ("error" in response || response.result === null || response.result === undefined) return;
+    const result = response.result;
+    const block = plan.block === "inResult" ? blockOfAnswer(resultValue(result)) : plan.block;
+    if (!block) return;
+    this.cache!.set(plan.key, result instanceof RawResult ? result.json : JSON.stringify(result), block);
+  }
+
+  /**
+   * Where a cached answer's block stands: a hash counts while a routed node's recent chain holds it (any node's in
+   * panic mode), so an answer from a branch that a reorg replaced is never served again.
+   */
+  private standing(block: AnswerBlock): BlockStanding {
+    const { upstreams } = this.options;
+    return blockStanding(block, this.finalizedNumber(), (hash) => {
+      const known = upstreams.blockOfHash(hash);
+      if (!known) return undefined;
+      const candidates = upstreams.candidates();
+      const routed = candidates.filter((c) => c.routed && c.reachable);
+      const serving = routed.length > 0 ? routed : candidates;
+      return serving.some((c) => known.holders.has(c.name)) ? known.number : undefined;
+    });
   }
 
   /** A call refused by the per-address rate limit: in the metrics, not in the autoscaler's count. */
@@ -331,48 +415,130 @@ export class CallHandler {
       : { ...prepared, minBlock: undefined };
   }
 
-  /** `raw`: a successful answer may keep the node's result as JSON text (the caller only serializes it). */
-  private async send({ request, minBlock, blockHash, broadcast }: Prepared, raw: boolean): Promise<Answered> {
-    if (broadcast) return this.broadcast(request, broadcast);
+  /**
+   * `raw`: a successful answer may keep the node's result as JSON text (the caller only serializes it).
+   *
+   * The call goes to the best node. A read also goes, while it is unanswered, to a second node when its node fails
+   * (connection lost), hangs (outstanding past the node's own bound) or is slower than its usual (a hedge, within the
+   * budget); the first answer wins and the others are dropped. At most three nodes are asked.
+   */
+  private send(prepared: Prepared, raw: boolean): Promise<Answered> {
+    if (prepared.broadcast) return this.broadcast(prepared.request, prepared.broadcast);
+    const { request } = prepared;
     const { upstreams, metrics } = this.options;
-    const tried = new Set<string>();
-    const attempts = isIdempotent(request.method) ? 2 : 1;
-    let lastError: RpcTransportError | undefined;
-    for (let attempt = 0; attempt < attempts; attempt++) {
-      let ranked = rankCandidates(upstreams.candidates(), minBlock, tried);
-      if (blockHash) {
-        const holders = upstreams.blockOfHash(blockHash)?.holders;
-        const holding = holders ? ranked.filter((c) => holders.has(c.name)) : [];
-        if (holding.length > 0) ranked = holding;
-      }
-      const choice = pickCandidate(ranked, minBlock, this.turn++);
-      const answer = choice && upstreams.call(choice.name, request, this.options.upstreamTimeoutMs, raw);
-      if (!choice || !answer) break;
-      tried.add(choice.name);
-      // The autoscaler's count, as lightfleet_gateway_upstream_requests_total: what the gateway answers itself or
-      // refuses never reaches a node and must not grow the pool.
-      this.options.count();
-      if (attempt > 0) metrics.retries.inc({ network: this.network });
-      const release = upstreams.acquire(choice.name);
-      this.inFlight.n++;
-      try {
-        const response = await answer;
-        const outcome = "error" in response ? "rpc_error" : "ok";
-        this.upstreamCount(choice.name, outcome).n++;
-        return { response, outcome };
-      } catch (error) {
-        const reason = error instanceof RpcTransportError ? error.reason : "connection";
-        this.upstreamCount(choice.name, reason).n++;
-        lastError =
-          error instanceof RpcTransportError ? error : new RpcTransportError(String(error), "connection");
-        // Only a connection failure is retried (and only reads: the node may have seen the call before its connection
-        // went). A timeout is not: the node may still be doing the work.
-        if (reason !== "connection") break;
-      } finally {
-        release();
-        this.inFlight.n--;
-      }
-    }
+    const network = this.network;
+    const idempotent = isIdempotent(request.method);
+    const hedged = idempotent && this.hedge.enabled && !this.hedge.excludeMethods.includes(request.method);
+    return new Promise<Answered>((resolve) => {
+      const tried = new Set<string>();
+      const timers = new Set<NodeJS.Timeout>();
+      let pending = 0;
+      let done = false;
+      let retries = idempotent ? 2 : 0;
+      let lastError: RpcTransportError | undefined;
+      const finish = (answered: Answered) => {
+        if (done) return;
+        done = true;
+        for (const timer of timers) clearTimeout(timer);
+        resolve(answered);
+      };
+      const after = (ms: number, task: () => void) => {
+        const timer = setTimeout(() => {
+          timers.delete(timer);
+          if (!done) task();
+        }, ms);
+        timers.add(timer);
+      };
+      const retry = () => retries > 0 && launch("retry", this.choose(prepared, tried)) && retries-- > 0;
+      const launch = (kind: "first" | "retry" | "hedge", choice: Candidate | undefined): boolean => {
+        const answer = choice && upstreams.call(choice.name, request, this.options.upstreamTimeoutMs, raw);
+        if (!choice || !answer) return false;
+        tried.add(choice.name);
+        // The autoscaler's count, as lightfleet_gateway_upstream_requests_total: what the gateway answers itself or
+        // refuses never reaches a node and must not grow the pool.
+        this.options.count();
+        if (kind === "retry") metrics.retries.inc({ network });
+        if (kind === "hedge") metrics.hedges.inc({ network, outcome: "sent" });
+        else this.budget.earn();
+        const release = upstreams.acquire(choice.name);
+        const ticket = this.tracker.start(choice.name, request.method);
+        this.inFlight.n++;
+        pending++;
+        let settled = false;
+        const settle = () => {
+          settled = true;
+          pending--;
+          this.inFlight.n--;
+          release();
+        };
+        answer.then(
+          (response) => {
+            settle();
+            this.tracker.answered(ticket);
+            const outcome = "error" in response ? "rpc_error" : "ok";
+            this.upstreamCount(choice.name, outcome).n++;
+            if (!done && kind === "hedge") metrics.hedges.inc({ network, outcome: "won" });
+            finish({ response, outcome });
+          },
+          (error: unknown) => {
+            settle();
+            this.tracker.failed(ticket);
+            const reason = error instanceof RpcTransportError ? error.reason : "connection";
+            this.upstreamCount(choice.name, reason).n++;
+            lastError =
+              error instanceof RpcTransportError ? error : new RpcTransportError(String(error), "connection");
+            if (done || pending > 0) return;
+            // Only a connection failure is retried (and only reads: the node may have seen the call before its
+            // connection went). A timeout is not: the node may still be doing the work.
+            if (reason === "connection" && retry()) return;
+            finish(this.failure(request, lastError));
+          },
+        );
+        if (!idempotent) return true;
+        // Hung: past its own bound the node gets no new calls (the tracker says so) and this read moves on.
+        const hungAfter = this.tracker.hungBound(choice.name);
+        const onHung = () => {
+          if (!settled) retry();
+        };
+        const hedgeAfter =
+          kind === "first" && hedged ? this.tracker.hedgeDelay(choice.name, request.method) : Infinity;
+        // One timer at a time per attempt (the hot path): the hedge, then the hung bound; a read moved on for a hung
+        // node needs no hedge.
+        if (hedgeAfter >= hungAfter) after(hungAfter, onHung);
+        else
+          after(hedgeAfter, () => {
+            after(hungAfter - hedgeAfter, onHung);
+            if (settled || pending > 1 || retries <= 0) return;
+            const second = this.choose(prepared, tried);
+            if (!second) return;
+            if (!this.budget.take()) {
+              metrics.hedges.inc({ network, outcome: "budget_refused" });
+              return;
+            }
+            if (launch("hedge", second)) retries--;
+          });
+        return true;
+      };
+      if (!launch("first", this.choose(prepared, tried))) finish(this.failure(request, undefined));
+    });
+  }
+
+  /** The node for the next attempt of a call (see chooseNode). */
+  private choose({ minBlock, blockHash }: Prepared, tried: ReadonlySet<string>): Candidate | undefined {
+    const first = tried.size === 0;
+    const { upstreams } = this.options;
+    return chooseNode({
+      candidates: upstreams.candidates(),
+      minBlock,
+      tried,
+      avoid: this.tracker.avoided(),
+      first,
+      holders: blockHash ? upstreams.blockOfHash(blockHash)?.holders : undefined,
+      turn: this.turn++,
+    });
+  }
+
+  private failure(request: JsonRpcRequest, lastError: RpcTransportError | undefined): Answered {
     const id = request.id ?? null;
     if (!lastError)
       return {
@@ -475,6 +641,11 @@ export class CallHandler {
           response: errorResponse(id, RPC_ERROR.INTERNAL_ERROR, "upstream unavailable"),
           outcome: "upstream_error",
         };
+  }
+
+  private cacheCount(result: "hit" | "miss"): CountCell {
+    const network = this.network;
+    return this.options.metrics.pendingCacheRequests.cell(`${network}\n${result}`, { network, result });
   }
 
   private upstreamCount(upstream: string, outcome: string): CountCell {

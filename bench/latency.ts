@@ -1,0 +1,164 @@
+/**
+ * Slow light nodes, in one run: three devnet light nodes, every one `slow` (profile light: state reads delayed by a
+ * log-normal time, p50 50 ms, p99 2 s), and a closed loop of clients calling eth_call:
+ *
+ * - directly to one slow node (through its devnet front): the baseline;
+ * - through the gateway (`lightfleet gateway` as a process of its own) over the three, hedging off;
+ * - the same with hedging on (the defaults: after the node's recent p90, at most 10% extra calls).
+ *
+ * Prints p50/p99 of each, their ratio to the direct node's, and the extra upstream calls (calls sent to the nodes
+ * beyond the clients' calls, from the gateway's /metrics). Then the response cache: autocannon on eth_getBlockByHash
+ * of one block (answered from the cache after the first call) through the gateway, beside a bare node:http server
+ * answering a constant (bench/bareHttp.ts): the rate ratio. Bounded: CALLS calls per row, a few seconds of cache load.
+ *
+ *   npm run bench:latency -- [calls=600] [clients=8]
+ */
+import { loadavg, cpus } from "node:os";
+import autocannon from "autocannon";
+import { startDevnet } from "../src/devnet/devnet.js";
+import { spawnGatewayProcess, spawnListening } from "./gatewayProcess.js";
+
+const CALLS = Number(process.argv[2] ?? 600);
+const CLIENTS = Number(process.argv[3] ?? 8);
+const CACHE_SECONDS = 5;
+const CALL = {
+  jsonrpc: "2.0",
+  id: 1,
+  method: "eth_call",
+  params: [{ to: "0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266", data: "0x" }, "latest"],
+};
+
+const [load1, load5] = loadavg().map((l) => l.toFixed(2));
+console.log(`machine before the run: load average ${load1} / ${load5} (1 / 5 min) on ${cpus().length} cores`);
+
+const devnet = await startDevnet({
+  networks: [{ name: "bench", chainId: 31_337, lightNodes: 3 }],
+  blockTimeMs: 0,
+  latencyFronts: true,
+});
+const gateways: Array<{ stop(): Promise<void> }> = [];
+try {
+  for (let i = 0; i < 3; i++) await devnet.mine("bench");
+  const lights = devnet.nodes("bench").filter((n) => n.role === "light");
+  for (const [i, node] of lights.entries())
+    await devnet.fault(node.name, { kind: "slow", profile: "light", seed: 1_000 + i });
+
+  /** CALLS eth_calls from CLIENTS clients in a closed loop; latencies in ms, and errors. */
+  const run = async (url: string) => {
+    const latencies: number[] = [];
+    let errors = 0;
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: CLIENTS }, async () => {
+        while (next++ < CALLS) {
+          const started = performance.now();
+          const answer = (await fetch(url, {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: JSON.stringify(CALL),
+          })
+            .then((r) => r.json())
+            .catch(() => ({ error: "transport" }))) as { error?: unknown };
+          latencies.push(performance.now() - started);
+          if (answer.error !== undefined) errors++;
+        }
+      }),
+    );
+    latencies.sort((a, b) => a - b);
+    const q = (p: number) => latencies[Math.ceil(p * latencies.length) - 1]!;
+    return { p50: q(0.5), p99: q(0.99), errors };
+  };
+
+  /** Calls the gateway sent to nodes, from its /metrics. */
+  const upstreamCalls = async (adminUrl: string) => {
+    const text = await (await fetch(`${adminUrl}/metrics`)).text();
+    let sum = 0;
+    for (const line of text.split("\n"))
+      if (line.startsWith("lightfleet_gateway_upstream_requests_total{"))
+        sum += Number(line.split(" ").pop());
+    return sum;
+  };
+
+  const rows: string[] = [];
+  const direct = await run(lights[0]!.httpUrl);
+  const line = (name: string, r: { p50: number; p99: number; errors: number }, extra: string) => {
+    const row =
+      `| ${name} | ${r.p50.toFixed(0)} ms | ${r.p99.toFixed(0)} ms | ${(r.p50 / direct.p50).toFixed(2)}x | ` +
+      `${(r.p99 / direct.p99).toFixed(2)}x | ${extra} | ${r.errors} |`;
+    rows.push(row);
+    console.log(row);
+  };
+  console.log(`${CALLS} eth_call from ${CLIENTS} clients, every node slow (light: p50 50 ms, p99 2 s)`);
+  console.log("| path | p50 | p99 | p50 / direct | p99 / direct | extra upstream calls | errors |");
+  console.log("|---|---|---|---|---|---|---|");
+  line("one slow node directly", direct, "-");
+
+  const upstreams = lights.map((n) => ({ name: n.name, http: n.httpUrl, ws: n.wsUrl }));
+  let cacheGateway: { url: string; adminUrl: string } | undefined;
+  for (const hedging of [false, true]) {
+    const gateway = await spawnGatewayProcess({
+      workers: 1,
+      policy: "rr",
+      httpUrl: lights[0]!.httpUrl,
+      wsUrl: lights[0]!.wsUrl,
+      settings: {},
+      networkGateway: { upstreams, hedge: { enabled: hedging } },
+    });
+    gateways.push(gateway);
+    const before = await upstreamCalls(gateway.adminUrl);
+    const result = await run(gateway.url);
+    const extra = (await upstreamCalls(gateway.adminUrl)) - before - CALLS;
+    line(
+      `gateway over 3 slow nodes, hedging ${hedging ? "on" : "off"}`,
+      result,
+      `${extra} (${((100 * extra) / CALLS).toFixed(1)}%)`,
+    );
+    if (hedging) cacheGateway = gateway;
+    else await gateway.stop();
+  }
+
+  // The cache: one block by hash, asked again and again (the head: a hash the nodes' recent chains hold).
+  const block = (await (
+    await fetch(lights[0]!.httpUrl, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "eth_getBlockByNumber",
+        params: ["latest", false],
+      }),
+    })
+  ).json()) as { result: { hash: string } };
+  const byHash = JSON.stringify({
+    jsonrpc: "2.0",
+    id: 1,
+    method: "eth_getBlockByHash",
+    params: [block.result.hash, false],
+  });
+  const rate = async (url: string, body: string) =>
+    (
+      await autocannon({
+        url,
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body,
+        connections: 16,
+        duration: CACHE_SECONDS,
+      })
+    ).requests.average;
+  const bare = await spawnListening("bareHttp.ts");
+  try {
+    const bareRate = await rate(bare.url, '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}');
+    const cachedRate = await rate(cacheGateway!.url, byHash);
+    const row = `cache: eth_getBlockByHash through the gateway ${cachedRate.toFixed(0)}/s, bare node:http ${bareRate.toFixed(0)}/s: ${(cachedRate / bareRate).toFixed(2)}x`;
+    rows.push(row);
+    console.log(row);
+  } finally {
+    await bare.stop();
+  }
+  console.log(`\n${rows.join("\n")}`);
+} finally {
+  await Promise.allSettled(gateways.map((g) => g.stop()));
+  await devnet.stop();
+}

@@ -1,0 +1,56 @@
+import { z } from "zod";
+import { duration } from "../duration.js";
+
+/**
+ * Hedged reads (`networks[].gateway.hedge`): an idempotent read a node has not answered after the delay learnt from
+ * that node's recent answers to calls of the same kind goes to a second node as well; the first answer wins.
+ */
+export const hedgeSchema = z
+  .strictObject({
+    enabled: z.boolean().default(true),
+    /** The quantile of the node's recent latency after which a read is hedged. */
+    quantile: z.number().min(0.5).max(0.999).default(0.9),
+    /** Never hedged sooner than this (nor before the node has a history: then maxDelay). */
+    minDelay: duration.default(20),
+    /** Never later than this. */
+    maxDelay: duration.default(1_000),
+    /** Extra upstream calls hedges may add, as a share of the calls sent (a token bucket). */
+    budget: z.number().min(0).max(1).default(0.1),
+    /** Hedges that may go at once after a quiet spell (the bucket's size). */
+    burst: z.number().int().min(1).default(10),
+    /** Methods never hedged besides those that are not idempotent (eth_sendRawTransaction). */
+    excludeMethods: z.array(z.string().min(1)).default([]),
+  })
+  .refine((hedge) => hedge.minDelay <= hedge.maxDelay, {
+    message: "minDelay must not exceed maxDelay",
+    path: ["minDelay"],
+  });
+export type HedgeConfig = z.output<typeof hedgeSchema>;
+
+/**
+ * Hung nodes (`networks[].gateway.hungNodes`): a node with a call outstanding longer than `multiplier` times its own
+ * recent p99 (kept within min..max) gets no new calls until it answers, and reads waiting on it are sent again to
+ * another node. A node whose call just failed gets none for `failureCooldown`, while another node can serve.
+ */
+export const hungNodesSchema = z
+  .strictObject({
+    multiplier: z.number().min(1).default(4),
+    min: duration.default(300),
+    max: duration.default(1_500),
+    failureCooldown: duration.default(2_000),
+  })
+  .refine((hung) => hung.min <= hung.max, { message: "min must not exceed max", path: ["min"] });
+export type HungNodesConfig = z.output<typeof hungNodesSchema>;
+
+/**
+ * The response cache (`networks[].gateway.cache`): answers that cannot change (by block hash, at or below the peers'
+ * finalized block), kept in process, bounded in bytes.
+ */
+export const responseCacheSchema = z.strictObject({
+  enabled: z.boolean().default(true),
+  /** Bytes of answers kept (least recently used go first). */
+  maxBytes: z.number().int().min(1024).default(33_554_432),
+  /** Largest single answer kept. */
+  maxEntryBytes: z.number().int().min(64).default(1_048_576),
+});
+export type ResponseCacheConfig = z.output<typeof responseCacheSchema>;

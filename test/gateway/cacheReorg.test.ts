@@ -1,0 +1,71 @@
+import type { Registry } from "prom-client";
+import { describe, expect, it } from "vitest";
+import { DEV_ACCOUNT } from "../../src/devnet/devTransactions.js";
+import { HttpRpcClient } from "../../src/rpc/httpRpcClient.js";
+import { startTestDevnet } from "../support/devnet.js";
+import { waitFor } from "../support/waitFor.js";
+import { CHAIN_ID, NETWORK, post, startTestGateway, waitForServedHead } from "./support.js";
+import type { Json } from "./support.js";
+
+async function cacheCount(registry: Registry, result: "hit" | "miss"): Promise<number> {
+  const values =
+    (await registry.getSingleMetric("lightfleet_gateway_cache_requests_total")?.get())?.values ?? [];
+  return values.filter((v) => v.labels.result === result).reduce((sum, v) => sum + v.value, 0);
+}
+
+describe("the response cache and reorgs", () => {
+  it("serves blocks and receipts by hash from the cache, and never one that a reorg replaced", async () => {
+    const devnet = await startTestDevnet({
+      networks: [{ name: NETWORK, chainId: CHAIN_ID, fullNodes: 1, lightNodes: 2 }],
+    });
+    for (let i = 0; i < 3; i++) await devnet.mine(NETWORK);
+    const sent = await devnet.sendTransaction(NETWORK, { to: DEV_ACCOUNT, value: 1n, gasLimit: 21_000 });
+    await devnet.mine(NETWORK);
+    await devnet.mine(NETWORK);
+    const { gateway, registry } = await startTestGateway(devnet);
+    try {
+      await waitForServedHead(gateway, devnet);
+      const ask = async (method: string, params: unknown[]): Promise<Json> =>
+        (await post(gateway.url, { jsonrpc: "2.0", id: 7, method, params })).body;
+      const receipt = (await ask("eth_getTransactionReceipt", [sent.hash])).result;
+      const oldHash: string = receipt.blockHash;
+      const block = (await ask("eth_getBlockByHash", [oldHash, false])).result;
+      expect(block.hash).toBe(oldHash);
+
+      // Asked again: from the cache, the same answers, with the caller's id.
+      const hits = await cacheCount(registry, "hit");
+      const again = await ask("eth_getBlockByHash", [oldHash, false]);
+      expect(again).toEqual({ jsonrpc: "2.0", id: 7, result: block });
+      expect((await ask("eth_getTransactionReceipt", [sent.hash])).result).toEqual(receipt);
+      expect(await cacheCount(registry, "hit")).toBe(hits + 2);
+      // Latest is never cached.
+      const misses = await cacheCount(registry, "miss");
+      await ask("eth_getBlockByNumber", ["latest", false]);
+      await ask("eth_getBalance", [DEV_ACCOUNT, "latest"]);
+      expect(await cacheCount(registry, "miss")).toBe(misses);
+      expect(await cacheCount(registry, "hit")).toBe(hits + 2);
+
+      // A reorg replaces the receipt's block: the transaction moves to the new block at its height.
+      const head = await devnet.reorg(NETWORK, 3);
+      await waitFor(
+        async () =>
+          (await ask("eth_getBlockByNumber", [`0x${head.number.toString(16)}`, false])).result?.hash ===
+          head.hash,
+        { what: "the gateway on the new branch" },
+      );
+      const full = new HttpRpcClient(devnet.nodes(NETWORK).find((n) => n.role === "full")!.httpUrl, 5_000);
+      const newReceipt = await full.call<Json>("eth_getTransactionReceipt", [sent.hash]);
+      expect(newReceipt.blockHash).not.toBe(oldHash);
+      // What the gateway answers is what the new chain has: the new receipt, no old block.
+      expect((await ask("eth_getTransactionReceipt", [sent.hash])).result).toEqual(newReceipt);
+      expect((await ask("eth_getBlockByHash", [oldHash, false])).result).toEqual(
+        await full.call("eth_getBlockByHash", [oldHash, false]),
+      );
+      const newBlock = (await ask("eth_getBlockByHash", [newReceipt.blockHash, false])).result;
+      expect(newBlock.hash).toBe(newReceipt.blockHash);
+      expect(newBlock.transactions).toContain(sent.hash);
+    } finally {
+      await gateway.stop();
+    }
+  });
+});

@@ -1,0 +1,168 @@
+import { describe, expect, it } from "vitest";
+import { hedgeSchema, hungNodesSchema } from "../../src/config/sections/latency.js";
+import type { Candidate } from "../../src/gateway/upstreams/balancer.js";
+import { CallTracker, latencyClass } from "../../src/gateway/upstreams/callTracker.js";
+import { chooseNode } from "../../src/gateway/upstreams/chooseNode.js";
+import { HedgeBudget } from "../../src/gateway/upstreams/hedgeBudget.js";
+import { LatencyWindow } from "../../src/gateway/upstreams/latencyWindow.js";
+
+/** A tracker with the default settings on a clock the test moves. */
+function tracker(overrides: { hedge?: object; hung?: object } = {}) {
+  const clock = { now: 1_000 };
+  const t = new CallTracker(
+    hedgeSchema.parse(overrides.hedge ?? {}),
+    hungNodesSchema.parse(overrides.hung ?? {}),
+    () => clock.now,
+  );
+  /** One call to NODE answered after MS. */
+  const answer = (node: string, method: string, ms: number) => {
+    const ticket = t.start(node, method);
+    clock.now += ms;
+    t.answered(ticket);
+  };
+  return { t, clock, answer };
+}
+
+describe("LatencyWindow", () => {
+  it("gives nearest-rank quantiles of the most recent samples only", () => {
+    const w = new LatencyWindow(10);
+    expect(w.quantile(0.9)).toBeUndefined();
+    for (let i = 1; i <= 10; i++) w.add(i);
+    expect(w.quantile(0.5)).toBe(5);
+    expect(w.quantile(0.9)).toBe(9);
+    for (let i = 0; i < 10; i++) w.add(100 + i);
+    expect(w.quantile(0.1)).toBe(100);
+    expect(w.count).toBe(10);
+  });
+});
+
+describe("hedge delay", () => {
+  it("is maxDelay until anything is learnt, then the node's p90 for that kind of call within min..max", () => {
+    const { t, answer } = tracker({ hedge: { minDelay: "20ms", maxDelay: "1s" } });
+    expect(t.hedgeDelay("a", "eth_call")).toBe(1_000);
+    for (let i = 1; i <= 20; i++) answer("a", "eth_call", i * 10);
+    expect(t.hedgeDelay("a", "eth_call")).toBe(180);
+    expect(t.hedgeDelay("a", "eth_getBalance")).toBe(180);
+    // Blocks are another kind of call: nothing learnt yet.
+    expect(t.hedgeDelay("a", "eth_getBlockByNumber")).toBe(1_000);
+    for (let i = 0; i < 20; i++) answer("a", "eth_getBlockByNumber", 1);
+    expect(t.hedgeDelay("a", "eth_getBlockByNumber")).toBe(20);
+    // A node without ten answers of its own takes every node's.
+    expect(t.hedgeDelay("b", "eth_call")).toBe(180);
+    for (let i = 0; i < 9; i++) answer("b", "eth_call", 700);
+    expect(t.hedgeDelay("b", "eth_call")).toBe(700);
+    for (let i = 0; i < 119; i++) answer("b", "eth_call", 5_000);
+    expect(t.hedgeDelay("b", "eth_call")).toBe(1_000);
+    expect(t.hedgeDelay("a", "eth_call")).toBe(180);
+  });
+
+  it("classes calls as state reads, logs and the rest", () => {
+    expect(latencyClass("eth_call")).toBe("state");
+    expect(latencyClass("eth_getProof")).toBe("state");
+    expect(latencyClass("eth_getLogs")).toBe("logs");
+    expect(latencyClass("eth_getBlockByHash")).toBe("other");
+  });
+});
+
+describe("hung and failed nodes", () => {
+  it("a node is hung once a call of it is outstanding past multiplier x its own p99 (within min..max)", () => {
+    const { t, clock, answer } = tracker({ hung: { multiplier: 4, min: "300ms", max: "1500ms" } });
+    // No history: the bound is the maximum.
+    expect(t.hungBound("a")).toBe(1_500);
+    for (let i = 0; i < 100; i++) answer("a", "eth_call", 10);
+    expect(t.hungBound("a")).toBe(300);
+    for (let i = 0; i < 100; i++) answer("b", "eth_call", 200);
+    expect(t.hungBound("b")).toBe(800);
+    const ticket = t.start("a", "eth_call");
+    clock.now += 300;
+    expect(t.isHung("a")).toBe(false);
+    expect(t.avoided()).toEqual(new Set());
+    clock.now += 1;
+    expect(t.isHung("a")).toBe(true);
+    expect(t.avoided()).toEqual(new Set(["a"]));
+    // A later call answered does not clear it: the old one is still outstanding.
+    answer("a", "eth_call", 5);
+    expect(t.isHung("a")).toBe(true);
+    t.answered(ticket);
+    expect(t.isHung("a")).toBe(false);
+  });
+
+  it("a node whose call failed is avoided for failureCooldown, or until it answers", () => {
+    const { t, clock, answer } = tracker({ hung: { failureCooldown: "2s" } });
+    t.failed(t.start("a", "eth_call"));
+    expect(t.avoided()).toEqual(new Set(["a"]));
+    clock.now += 1_999;
+    expect(t.recentlyFailed("a")).toBe(true);
+    clock.now += 1;
+    expect(t.recentlyFailed("a")).toBe(false);
+    t.failed(t.start("a", "eth_call"));
+    answer("a", "eth_call", 1);
+    expect(t.avoided()).toEqual(new Set());
+  });
+});
+
+describe("HedgeBudget", () => {
+  it("allows one hedge per 1/share calls sent, up to the burst", () => {
+    const budget = new HedgeBudget(0.1, 3);
+    // One token to start with.
+    expect(budget.take()).toBe(true);
+    expect(budget.take()).toBe(false);
+    for (let i = 0; i < 9; i++) budget.earn();
+    expect(budget.take()).toBe(false);
+    budget.earn();
+    expect(budget.take()).toBe(true);
+    // A long quiet spell saves at most the burst.
+    for (let i = 0; i < 1_000; i++) budget.earn();
+    expect([budget.take(), budget.take(), budget.take(), budget.take()]).toEqual([true, true, true, false]);
+    // Over many calls, hedges stay within the share (plus the burst).
+    const many = new HedgeBudget(0.1, 10);
+    let hedges = 0;
+    for (let i = 0; i < 10_000; i++) {
+      many.earn();
+      if (many.take()) hedges++;
+    }
+    expect(hedges).toBeLessThanOrEqual(1_000 + 10);
+    expect(new HedgeBudget(0, 10).take()).toBe(false);
+  });
+});
+
+describe("chooseNode", () => {
+  const node = (name: string, outstanding = 0, extra: Partial<Candidate> = {}): Candidate => ({
+    name,
+    routed: true,
+    reachable: true,
+    head: 10,
+    outstanding,
+    ...extra,
+  });
+  const choose = (candidates: Candidate[], tried: string[], avoid: string[], holders?: string[]) =>
+    chooseNode({
+      candidates,
+      minBlock: 5,
+      tried: new Set(tried),
+      avoid: new Set(avoid),
+      first: tried.length === 0,
+      holders: holders ? new Set(holders) : undefined,
+      turn: 0,
+    })?.name;
+
+  it("never sends a retry to a node tried or just failed while another routed node is left", () => {
+    const nodes = [node("a"), node("b", 3), node("c", 5)];
+    expect(choose(nodes, [], [])).toBe("a");
+    expect(choose(nodes, ["a"], [])).toBe("b");
+    // b just failed (another call's retry): c, though busier.
+    expect(choose(nodes, ["a"], ["b"])).toBe("c");
+    // A retry never goes to a node passed over (hung, or another call's failure), nor to one tried.
+    expect(choose(nodes, ["a", "c"], ["b"])).toBeUndefined();
+    // A first attempt with only such nodes left: better one of them than no answer.
+    expect(choose(nodes, [], ["a", "b", "c"])).toBe("a");
+    expect(choose(nodes, ["a", "b", "c"], [])).toBeUndefined();
+  });
+
+  it("keeps to routed nodes and to the holders of a block asked by hash", () => {
+    const nodes = [node("a"), node("b", 0, { routed: false }), node("c", 9)];
+    expect(choose(nodes, ["a"], [])).toBe("c");
+    expect(choose(nodes, [], [], ["c"])).toBe("c");
+    expect(choose(nodes, [], ["a"], ["a"])).toBe("c");
+  });
+});
