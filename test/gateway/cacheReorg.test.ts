@@ -68,4 +68,40 @@ describe("the response cache and reorgs", () => {
       await gateway.stop();
     }
   });
+
+  it("caches answers by number at or below the peers' finalized block, and none above it", async () => {
+    const devnet = await startTestDevnet({
+      networks: [{ name: NETWORK, chainId: CHAIN_ID, fullNodes: 1, lightNodes: 2 }],
+    });
+    // anvil's finalized block is 64 below its head: 6 at head 70.
+    for (let i = 0; i < 70; i++) await devnet.mine(NETWORK);
+    const { gateway, registry } = await startTestGateway(devnet);
+    try {
+      await waitForServedHead(gateway, devnet);
+      await waitFor(() => (gateway.blockTags(NETWORK).finalized?.number ?? 0) >= 6, {
+        what: "the peers' agreed finalized block",
+      });
+      const finalized = gateway.blockTags(NETWORK).finalized!.number;
+      const ask = async (method: string, params: unknown[]): Promise<Json> =>
+        (await post(gateway.url, { jsonrpc: "2.0", id: 3, method, params })).body;
+      const atFinalized = `0x${finalized.toString(16)}`;
+      const first = (await ask("eth_getBlockByNumber", [atFinalized, false])).result;
+      expect(Number(first.number)).toBe(finalized);
+      const hits = await cacheCount(registry, "hit");
+      expect((await ask("eth_getBlockByNumber", [atFinalized, false])).result).toEqual(first);
+      await ask("eth_getBalance", [DEV_ACCOUNT, atFinalized]);
+      await ask("eth_getBalance", [DEV_ACCOUNT, atFinalized]);
+      expect(await cacheCount(registry, "hit")).toBe(hits + 2);
+
+      // Above the finalized block nothing is kept, whatever the number.
+      const above = `0x${(finalized + 10).toString(16)}`;
+      const misses = await cacheCount(registry, "miss");
+      await ask("eth_getBlockByNumber", [above, false]);
+      await ask("eth_getBlockByNumber", [above, false]);
+      expect(await cacheCount(registry, "hit")).toBe(hits + 2);
+      expect(await cacheCount(registry, "miss")).toBe(misses);
+    } finally {
+      await gateway.stop();
+    }
+  });
 });
