@@ -1,5 +1,6 @@
 import { execFile } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
@@ -77,11 +78,28 @@ describe("the release workflow", () => {
   it.skipIf(goMissing !== undefined)("passes actionlint", { timeout: 600_000 }, async () => {
     const actionlint = await ensureActionlint();
     if (!actionlint.path) throw new Error(actionlint.missing);
-    const result = await run(actionlint.path, ["-no-color", WORKFLOW], { cwd: ROOT }).then(
-      ({ stdout }) => ({ code: 0, stdout }),
-      (error: { code: number; stdout: string }) => error,
-    );
+    const lint = (file: string) =>
+      run(actionlint.path!, ["-no-color", file], { cwd: ROOT }).then(
+        ({ stdout }) => ({ code: 0, stdout }),
+        (error: { code: number; stdout: string }) => error,
+      );
+    const result = await lint(WORKFLOW);
     expect(result.stdout).toBe("");
     expect(result.code).toBe(0);
+
+    // The linter does read it: a reference to a step that does not exist is reported.
+    const dir = mkdtempSync(join(tmpdir(), "lightfleet-actionlint-"));
+    try {
+      const broken = join(dir, "release.yml");
+      writeFileSync(
+        broken,
+        readFileSync(WORKFLOW, "utf8").replace("steps.meta.outputs.image", "steps.nometa.outputs.image"),
+      );
+      const refused = await lint(broken);
+      expect(refused.code).toBe(1);
+      expect(refused.stdout).toContain("nometa");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

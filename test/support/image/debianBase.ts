@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
-import { mkdir, rm, symlink, writeFile } from "node:fs/promises";
+import { copyFile, mkdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { imageCacheDir, podman, podmanGlobalArgs, streaming } from "./podman.js";
+import { imageCacheDir, podman, podmanGlobalArgs, podmanStreaming, streaming, ULIMITS } from "./podman.js";
 
 /**
  * The Node.js base the Dockerfile's NODE_IMAGE names, made from Debian's packages (the official node image cannot be
@@ -13,7 +13,7 @@ export const BASE_RECIPE = {
   suite: "trixie",
   packages: ["nodejs", "npm", "libnode-dev", "ca-certificates"],
   // Bump to rebuild the base when what `makeDebianBase` does changes.
-  revision: 1,
+  revision: 2,
 } as const;
 
 /** The Debian mirror apt uses on this machine (the Dockerfile's apt-get runs against it too). */
@@ -45,60 +45,84 @@ export function mirrorIn(text: string): string | undefined {
 }
 
 /**
- * debootstrap's minimal variant with the recipe's packages, trimmed as Debian's slim images are (no manuals, no
- * documentation but licences, no apt lists), imported into podman's store as TAG.
+ * debootstrap's minimal variant of the suite, trimmed as Debian's slim images are (no manuals, no documentation but
+ * licences), imported into podman's store; then the recipe's packages installed on it by apt in a `podman build`
+ * (apt resolves their dependencies fully, which debootstrap's --include does not: npm's failed to configure), tagged
+ * TAG.
  */
 export async function makeDebianBase(tag: string, progress: (line: string) => void): Promise<void> {
-  const rootfs = join(imageCacheDir(), `rootfs-${process.pid}`);
-  await rm(rootfs, { recursive: true, force: true });
+  const work = join(imageCacheDir(), `base-${process.pid}`);
+  const rootfs = join(work, "rootfs");
+  const minbase = `${tag}-minbase`;
+  await rm(work, { recursive: true, force: true });
   await mkdir(rootfs, { recursive: true });
   try {
     const mirror = debianMirror();
-    progress(`debootstrap ${BASE_RECIPE.suite} from ${mirror} with ${BASE_RECIPE.packages.join(", ")}`);
+    progress(`debootstrap --variant=minbase ${BASE_RECIPE.suite} from ${mirror}`);
     let retrieved = 0;
-    await streaming(
-      "debootstrap",
-      ["--variant=minbase", `--include=${BASE_RECIPE.packages.join(",")}`, BASE_RECIPE.suite, rootfs, mirror],
-      (line) => {
-        // debootstrap names every package it fetches, unpacks and configures: report its stages and a count.
-        if (/^I: Retrieving \S+ \d/.test(line)) {
-          if (++retrieved % 50 === 0) progress(`${retrieved} packages retrieved`);
-        } else if (
-          /^I: (Retrieving Release|Resolving|Checking|Installing|Configuring the base|Base system)/.test(line)
-        ) {
-          progress(line.slice(3));
-        } else if (/^[EW]: /.test(line)) progress(line);
-      },
-    );
+    await streaming("debootstrap", ["--variant=minbase", BASE_RECIPE.suite, rootfs, mirror], (line) => {
+      // debootstrap names every package it fetches, unpacks and configures: report its stages and a count.
+      if (/^I: Retrieving \S+ \d/.test(line)) {
+        if (++retrieved % 50 === 0) progress(`${retrieved} packages retrieved`);
+      } else if (
+        /^I: (Retrieving Release|Resolving|Checking|Installing|Configuring the base|Base system)/.test(line)
+      ) {
+        progress(line.slice(3));
+      } else if (/^[EW]: /.test(line)) progress(line);
+    }).catch(async (error: unknown) => {
+      const log = join(imageCacheDir(), "debootstrap-failed.log");
+      await copyFile(join(rootfs, "debootstrap/debootstrap.log"), log).catch(() => {});
+      throw new Error(`${String(error)}\n(debootstrap's log: ${log})`);
+    });
     await trim(rootfs);
-    progress(`importing the root filesystem as ${tag}`);
+    progress(`importing the root filesystem as ${minbase}`);
     await streaming(
       "sh",
       [
         "-c",
-        `tar -C "$1" --numeric-owner -cf - . | podman "$@"`,
+        `root="$1"; shift; tar -C "$root" --numeric-owner -cf - . | podman "$@"`,
         "sh",
         rootfs,
         ...podmanGlobalArgs(),
         "import",
-        "--change",
-        'CMD ["node"]',
         "--message",
-        `Debian ${BASE_RECIPE.suite} with ${BASE_RECIPE.packages.join(" ")} (debootstrap --variant=minbase)`,
+        `Debian ${BASE_RECIPE.suite} (debootstrap --variant=minbase)`,
         "-",
-        tag,
+        minbase,
       ],
       progress,
     );
+    await writeFile(
+      join(work, "Containerfile"),
+      [
+        `FROM ${minbase}`,
+        "RUN apt-get update \\",
+        ` && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ${BASE_RECIPE.packages.join(" ")} \\`,
+        " && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/apt/* /var/log/dpkg.log \\",
+        // The Dockerfile compiles better-sqlite3 with npm_config_nodedir=/usr/local, where the official node image
+        // keeps its headers; Debian's are in /usr/include/node.
+        " && mkdir -p /usr/local/include && ln -s ../../include/node /usr/local/include/node \\",
+        " && node --version && npm --version",
+        'CMD ["node"]',
+        "",
+      ].join("\n"),
+    );
+    progress(`installing ${BASE_RECIPE.packages.join(", ")} with apt as ${tag}`);
+    await podmanStreaming(
+      ["build", "--network", "host", ...ULIMITS, "--tag", tag, "--file", join(work, "Containerfile"), work],
+      (line) => {
+        if (/^(STEP|COMMIT|Setting up (nodejs|npm|libnode)|v\d+\.\d+|\d+\.\d+\.\d+$|E: )/.test(line))
+          progress(line);
+      },
+    );
   } finally {
-    await rm(rootfs, { recursive: true, force: true });
+    await rm(work, { recursive: true, force: true });
   }
   await podman(["image", "exists", tag]);
 }
 
-/** What Debian's slim images leave out, and the layout the Dockerfile expects of a node image. */
+/** What Debian's slim images leave out; later `apt-get install`s (the base's, the Dockerfile's) skip it too. */
 async function trim(rootfs: string): Promise<void> {
-  // Later `apt-get install`s in the Dockerfile skip documentation too.
   await writeFile(
     join(rootfs, "etc/dpkg/dpkg.cfg.d/slim"),
     [
@@ -124,8 +148,4 @@ async function trim(rootfs: string): Promise<void> {
     ],
     () => {},
   );
-  // The Dockerfile compiles better-sqlite3 with npm_config_nodedir=/usr/local, where the official node image keeps
-  // its headers; Debian's are in /usr/include/node.
-  await mkdir(join(rootfs, "usr/local/include"), { recursive: true });
-  await symlink("../../include/node", join(rootfs, "usr/local/include/node"));
 }
