@@ -5,7 +5,7 @@
  * then skip with the same message).
  */
 import { builtImage, ensureImage, imageFacts } from "./lightfleetImage.js";
-import { imageCacheDir, missingPodman } from "./podman.js";
+import { imageCacheDir, missingPodman, podmanGlobalArgs } from "./podman.js";
 
 const podmanMissing = await missingPodman();
 if (podmanMissing) {
@@ -21,3 +21,4 @@ console.log(
   `image: ${tag} ${reused ? "reused" : "ready"} in ${Math.round((Date.now() - started) / 1000)} s (${imageCacheDir()}): ` +
     `${mb(facts.sizeBytes)} in ${facts.layers} layers (base ${mb(facts.baseSizeBytes)}), user ${facts.user}`,
 );
+console.log(`image: its store: podman ${podmanGlobalArgs().join(" ")} images`);

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join, relative } from "node:path";
 import type * as DockerignoreModule from "@balena/dockerignore";
@@ -130,6 +130,7 @@ export async function ensureImage(progress: (line: string) => void): Promise<str
       "host",
       ...ULIMITS,
       "--layers",
+      ...hostCertificates(),
       "--build-arg",
       `NODE_IMAGE=${base}`,
       "--build-arg",
@@ -143,13 +144,24 @@ export async function ensureImage(progress: (line: string) => void): Promise<str
       ROOT,
     ],
     (line) => {
-      // Steps, not every line a step prints (npm and the compiler are verbose).
-      if (/^(STEP \d+\/\d+|COMMIT|Successfully|Error|error)/.test(line)) progress(line);
+      // Steps, not every line a step prints (npm and the compiler are verbose); a multi-stage build prefixes its
+      // steps with the stage ("[1/3] STEP 2/6: ...").
+      if (/^(\[\d+\/\d+\] )?(STEP \d+\/\d+|COMMIT|Successfully|Error|error|npm ERR!)/.test(line))
+        progress(line);
     },
   );
   progress(`built ${tag} in ${Math.round((Date.now() - started) / 1000)} s`);
   await removeOlderImages(tag);
   return tag;
+}
+
+/**
+ * The build steps trust what the host trusts: where the npm registry is reached through a TLS-inspecting proxy, the
+ * host's CA bundle names its CA (Debian's Node.js and npm read the system store). Mounted for the RUN steps only, it
+ * never becomes part of a layer.
+ */
+export function hostCertificates(bundle = "/etc/ssl/certs/ca-certificates.crt"): string[] {
+  return existsSync(bundle) ? ["--volume", `${bundle}:/etc/ssl/certs/ca-certificates.crt:ro`] : [];
 }
 
 /** Earlier builds of the image are dropped once a new one is built; the layers they share with it stay. */
