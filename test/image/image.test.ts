@@ -1,4 +1,5 @@
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join, posix, relative } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { AnvilNode } from "../../src/devnet/anvil.js";
@@ -124,7 +125,7 @@ describe.skipIf(why !== undefined)("the lightfleet image", () => {
       "const tryWrite = (p) => { try { fs.writeFileSync(p, 'x'); return 'ok'; } catch (e) { return e.code; } };",
       "const status = fs.readFileSync('/proc/self/status', 'utf8');",
       "console.log(JSON.stringify({ uid: process.getuid(), gid: process.getgid(), groups: process.getgroups(),",
-      "  capEff: /CapEff:\\s*(\\w+)/.exec(status)[1], noNewPrivs: /NoNewPrivs:\\s*(\\d)/.exec(status)[1],",
+      "  capEff: /CapEff:\\s*(\\w+)/.exec(status)[1], capBnd: /CapBnd:\\s*(\\w+)/.exec(status)[1], noNewPrivs: /NoNewPrivs:\\s*(\\d)/.exec(status)[1],",
       "  app: tryWrite('/app/x'), root: tryWrite('/x'), data: tryWrite('/data/x'), tmp: tryWrite('/tmp/x'),",
       "  config: tryWrite('/etc/lightfleet/x') }));",
     ].join("\n");
@@ -135,6 +136,8 @@ describe.skipIf(why !== undefined)("the lightfleet image", () => {
       uid: 10001,
       gid: 10001,
       capEff: "0000000000000000",
+      // The bounding set too: a non-root user has no effective capabilities anyway, only --cap-drop ALL empties it.
+      capBnd: "0000000000000000",
       noNewPrivs: "1",
       app: "EROFS",
       root: "EROFS",
@@ -179,7 +182,10 @@ describe.skipIf(why !== undefined)("the lightfleet image", () => {
     expect(JSON.parse(whole.stdout)).toEqual({ missing: [], unloadable: [], sqlite: "ok" });
 
     // The same check on the image with examples/ hidden (an empty directory over it) names the file it lacks.
-    const hidden = await run(["--mount", "type=tmpfs,destination=/app/examples"]);
+    const empty = mkdtempSync(join(tmpdir(), "lightfleet-empty-"));
+    cleanup.push(() => rmSync(empty, { recursive: true, force: true }));
+    chmodSync(empty, 0o755);
+    const hidden = await run(["--volume", `${empty}:/app/examples:ro`]);
     expect(JSON.parse(hidden.stdout)).toMatchObject({ missing: ["examples/devnet.yaml"] });
   });
 
@@ -236,7 +242,11 @@ describe.skipIf(why !== undefined)("the lightfleet image", () => {
         api.get("apis/coordination.k8s.io/v1/leases", container.namespace, "lightfleet-controller")?.spec as
           { holderIdentity?: string } | undefined
       )?.holderIdentity;
-    await waitFor(() => lease() === "controller-0", { what: "the Lease taken", timeoutMs: 30_000 });
+    await waitFor(() => lease() === "controller-0", { what: "the Lease taken", timeoutMs: 30_000 }).catch(
+      (error: unknown) => {
+        throw new Error(`${String(error)}\n${controller.output()}`);
+      },
+    );
     await expectProbesPass(running.admin as string);
     expect(await controller.stop()).toBe(0);
     expect(lease()).toBe("");

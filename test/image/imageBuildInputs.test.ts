@@ -3,8 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { chartContainer, podmanRunFlags } from "../support/image/chartPod.js";
-import { mirrorIn } from "../support/image/debianBase.js";
-import { buildContextFiles, imageTag } from "../support/image/lightfleetImage.js";
+import { mirrorIn, nodeImageDefault } from "../support/image/debianBase.js";
+import { buildContextFiles, copiedFromContext, imageTag } from "../support/image/lightfleetImage.js";
 import { ROOT } from "../support/runCli.js";
 
 /** What decides when the image is rebuilt, and how the chart's pod spec becomes container flags: no podman needed. */
@@ -27,9 +27,11 @@ describe("the image build's cache key", () => {
     expect(context.some((f) => f.startsWith("test/") || f.startsWith("node_modules/"))).toBe(false);
   });
 
-  it("changes with the Dockerfile or a file in the context, not with a file left out of it", () => {
+  it("changes with the Dockerfile or a file it copies, not with a file left out of the context or never copied", () => {
     const before = imageTag(root);
     writeFileSync(join(root, "test/a.test.ts"), "export const changed = 1;\n");
+    expect(imageTag(root)).toBe(before);
+    writeFileSync(join(root, "README.md"), "# in the context, copied by no COPY\n");
     expect(imageTag(root)).toBe(before);
     writeFileSync(join(root, "src/cli.ts"), "export const changed = 1;\n");
     const afterSource = imageTag(root);
@@ -37,6 +39,32 @@ describe("the image build's cache key", () => {
     writeFileSync(join(root, "Dockerfile"), `${readFileSync(join(ROOT, "Dockerfile"), "utf8")}\n# changed\n`);
     expect(imageTag(root)).not.toBe(afterSource);
     expect(before).toMatch(/^localhost\/lightfleet:test-[0-9a-f]{16}$/);
+  });
+});
+
+describe("the Dockerfile's COPY sources", () => {
+  it("are the paths taken from the build context, not from other stages", () => {
+    expect(copiedFromContext(readFileSync(join(ROOT, "Dockerfile"), "utf8"))).toEqual(
+      expect.arrayContaining(["package.json", "package-lock.json", "tsconfig.build.json", "src", "examples"]),
+    );
+    expect(copiedFromContext("FROM x AS a\nCOPY a.txt ./\nFROM y\nCOPY --from=a /app/dist ./dist\n")).toEqual(
+      ["a.txt"],
+    );
+    // A pattern or the whole context: every file counts.
+    expect(copiedFromContext("FROM x\nCOPY *.json ./\n")).toBeUndefined();
+    expect(copiedFromContext("FROM x\nCOPY . .\n")).toBeUndefined();
+  });
+});
+
+describe("the base made in place of the official node image", () => {
+  it("takes its Node.js release and Debian suite from the Dockerfile's NODE_IMAGE default", () => {
+    expect(nodeImageDefault("ARG NODE_IMAGE=node:24.11.1-bookworm-slim\nFROM ${NODE_IMAGE}\n")).toEqual({
+      node: "24.11.1",
+      suite: "bookworm",
+    });
+    expect(() => nodeImageDefault("ARG NODE_IMAGE=registry.example.org/node@sha256:00\n")).toThrow(
+      /node:X.Y.Z-SUITE-slim/,
+    );
   });
 });
 

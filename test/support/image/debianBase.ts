@@ -1,20 +1,33 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { copyFile, mkdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { ROOT } from "../runCli.js";
 import { imageCacheDir, podman, podmanGlobalArgs, podmanStreaming, streaming, ULIMITS } from "./podman.js";
 
 /**
- * The Node.js base the Dockerfile's NODE_IMAGE names, made from Debian's packages (the official node image cannot be
- * pulled where only package registries are reached). Debian 13's `nodejs` is of the 20.19 line, which `engines`
- * accepts; its `npm` runs the Dockerfile's `npm ci`, and `libnode-dev` carries the headers better-sqlite3 compiles
- * against.
+ * The Node.js base the Dockerfile's NODE_IMAGE names, made where the official node image cannot be pulled (only
+ * package registries are reached): the image's own recipe from the same parts. The Debian suite and the Node.js
+ * release are read from the Dockerfile's default (`node:24.11.1-bookworm-slim`): `debootstrap --variant=minbase` of
+ * that suite, and the Node.js release's own Linux build (binary and headers) from the npm registry's
+ * `node-linux-<arch>` package in /usr/local, with npm beside it, as the official image lays them out.
+ *
+ * Not Debian's own `nodejs`: Debian 13's 20.19.2 build breaks node-fetch (the Kubernetes client's transport) with
+ * "Premature close" on every chunked response, where the upstream 20.19.2 binary does not.
  */
 export const BASE_RECIPE = {
-  suite: "trixie",
-  packages: ["nodejs", "npm", "libnode-dev", "ca-certificates"],
+  ...nodeImageDefault(readFileSync(join(ROOT, "Dockerfile"), "utf8")),
+  // The npm release line Node.js 24 bundles; the build stages run `npm ci` with it.
+  npm: "11.6.2",
   // Bump to rebuild the base when what `makeDebianBase` does changes.
-  revision: 2,
-} as const;
+  revision: 3,
+};
+
+/** The Node.js version and Debian suite of the Dockerfile's NODE_IMAGE default (`node:X.Y.Z-SUITE-slim`). */
+export function nodeImageDefault(dockerfile: string): { node: string; suite: string } {
+  const match = /^ARG NODE_IMAGE=node:(\d+\.\d+\.\d+)-([a-z]+)-slim\b/m.exec(dockerfile);
+  if (!match) throw new Error("the Dockerfile's NODE_IMAGE default is not node:X.Y.Z-SUITE-slim");
+  return { node: match[1]!, suite: match[2]! };
+}
 
 /** The Debian mirror apt uses on this machine (the Dockerfile's apt-get runs against it too). */
 export function debianMirror(): string {
@@ -46,16 +59,17 @@ export function mirrorIn(text: string): string | undefined {
 
 /**
  * debootstrap's minimal variant of the suite, trimmed as Debian's slim images are (no manuals, no documentation but
- * licences), imported into podman's store; then the recipe's packages installed on it by apt in a `podman build`
- * (apt resolves their dependencies fully, which debootstrap's --include does not: npm's failed to configure), tagged
- * TAG.
+ * licences), imported into podman's store; then Node.js and npm, fetched from the npm registry by the host's npm,
+ * unpacked into /usr/local in a `podman build` (the packages mounted for that step only), tagged TAG.
  */
 export async function makeDebianBase(tag: string, progress: (line: string) => void): Promise<void> {
   const work = join(imageCacheDir(), `base-${process.pid}`);
   const rootfs = join(work, "rootfs");
+  const packages = join(work, "packages");
   const minbase = `${tag}-minbase`;
   await rm(work, { recursive: true, force: true });
   await mkdir(rootfs, { recursive: true });
+  await mkdir(packages, { recursive: true });
   try {
     const mirror = debianMirror();
     progress(`debootstrap --variant=minbase ${BASE_RECIPE.suite} from ${mirror}`);
@@ -92,27 +106,47 @@ export async function makeDebianBase(tag: string, progress: (line: string) => vo
       ],
       progress,
     );
+    const nodePackage = `node-linux-${process.arch === "arm64" ? "arm64" : "x64"}@${BASE_RECIPE.node}`;
+    progress(`npm pack ${nodePackage} npm@${BASE_RECIPE.npm}`);
+    await streaming(
+      "npm",
+      ["pack", "--silent", "--pack-destination", packages, nodePackage, `npm@${BASE_RECIPE.npm}`],
+      progress,
+    );
     await writeFile(
       join(work, "Containerfile"),
       [
         `FROM ${minbase}`,
-        "RUN apt-get update \\",
-        ` && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ${BASE_RECIPE.packages.join(" ")} \\`,
-        " && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/apt/* /var/log/dpkg.log \\",
-        // The Dockerfile compiles better-sqlite3 with npm_config_nodedir=/usr/local, where the official node image
-        // keeps its headers; Debian's are in /usr/include/node.
-        " && mkdir -p /usr/local/include && ln -s ../../include/node /usr/local/include/node \\",
-        " && node --version && npm --version",
+        // Laid out as the official image: /usr/local/bin/node, /usr/local/include/node (node-gyp's headers, which
+        // the Dockerfile's npm_config_nodedir=/usr/local points at), npm in /usr/local/lib/node_modules.
+        "RUN mkdir -p /tmp/node /usr/local/lib/node_modules/npm /usr/local/include \\",
+        " && tar -xzf /packages/node-linux-*.tgz -C /tmp/node --strip-components=1 --no-same-owner \\",
+        " && cp /tmp/node/bin/node /usr/local/bin/node && cp -r /tmp/node/include/node /usr/local/include/node \\",
+        " && tar -xzf /packages/npm-*.tgz -C /usr/local/lib/node_modules/npm --strip-components=1 --no-same-owner \\",
+        " && ln -s ../lib/node_modules/npm/bin/npm-cli.js /usr/local/bin/npm \\",
+        " && ln -s ../lib/node_modules/npm/bin/npx-cli.js /usr/local/bin/npx \\",
+        " && rm -rf /tmp/node && node --version && npm --version",
         'CMD ["node"]',
         "",
       ].join("\n"),
     );
-    progress(`installing ${BASE_RECIPE.packages.join(", ")} with apt as ${tag}`);
+    progress(`unpacking Node.js ${BASE_RECIPE.node} and npm ${BASE_RECIPE.npm} as ${tag}`);
     await podmanStreaming(
-      ["build", "--network", "host", ...ULIMITS, "--tag", tag, "--file", join(work, "Containerfile"), work],
+      [
+        "build",
+        "--network",
+        "none",
+        ...ULIMITS,
+        "--volume",
+        `${packages}:/packages:ro`,
+        "--tag",
+        tag,
+        "--file",
+        join(work, "Containerfile"),
+        work,
+      ],
       (line) => {
-        if (/^(STEP|COMMIT|Setting up (nodejs|npm|libnode)|v\d+\.\d+|\d+\.\d+\.\d+$|E: )/.test(line))
-          progress(line);
+        if (/^(STEP|COMMIT|v\d+\.\d+|\d+\.\d+\.\d+$|Error)/.test(line)) progress(line);
       },
     );
   } finally {

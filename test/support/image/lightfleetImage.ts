@@ -1,11 +1,12 @@
 import { createHash } from "node:crypto";
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join, relative } from "node:path";
 import type * as DockerignoreModule from "@balena/dockerignore";
+import { DockerfileParser } from "dockerfile-ast";
 import { ROOT } from "../runCli.js";
 import { BASE_RECIPE, debianMirror, makeDebianBase } from "./debianBase.js";
-import { podman, podmanStreaming, ULIMITS } from "./podman.js";
+import { imageCacheDir, podman, podmanStreaming, ULIMITS } from "./podman.js";
 
 // A CommonJS module (module.exports = factory) whose types declare an ES default export.
 type Dockerignore = (typeof DockerignoreModule)["default"]["default"];
@@ -41,14 +42,36 @@ export function buildContextFiles(root = ROOT): string[] {
 }
 
 /**
- * The image's tag: a hash of the base, the Dockerfile and every file of the build context (path, mode, content), so
- * any change to what goes into the image builds it anew and an unchanged tree reuses it.
+ * The paths the Dockerfile's COPY instructions take from the build context (not from another stage), or undefined
+ * when one is a pattern (then every file of the context counts).
+ */
+export function copiedFromContext(dockerfile: string): string[] | undefined {
+  const sources = DockerfileParser.parse(dockerfile)
+    .getCOPYs()
+    .filter((copy) => !copy.getFromFlag())
+    .flatMap((copy) =>
+      copy
+        .getArguments()
+        .slice(0, -1)
+        .map((a) => a.getValue().replace(/^\.\/|\/$/g, "")),
+    );
+  return sources.some((s) => /[*?[]/.test(s) || s === "." || s === "") ? undefined : sources;
+}
+
+/**
+ * The image's tag: a hash of the base, the Dockerfile and every file the Dockerfile copies from the build context
+ * (path, mode, content; what .dockerignore leaves out does not count), so a change to what goes into the image builds
+ * it anew and an unchanged tree, or a change elsewhere (docs, tests), reuses it.
  */
 export function imageTag(root = ROOT): string {
+  const dockerfile = readFileSync(join(root, "Dockerfile"), "utf8");
+  const copied = copiedFromContext(dockerfile);
+  const inputs = buildContextFiles(root).filter(
+    (file) => !copied || copied.some((source) => file === source || file.startsWith(`${source}/`)),
+  );
   const hash = createHash("sha256");
-  hash.update(`${baseTag()}\n`);
-  hash.update(readFileSync(join(root, "Dockerfile")));
-  for (const file of buildContextFiles(root)) {
+  hash.update(`${baseTag()}\n${dockerfile}`);
+  for (const file of inputs) {
     const path = join(root, file);
     hash.update(`\n${file} ${statSync(path).mode & 0o111 ? "x" : "-"} ${sha256(readFileSync(path))}`);
   }
@@ -157,11 +180,20 @@ export async function ensureImage(progress: (line: string) => void): Promise<str
 
 /**
  * The build steps trust what the host trusts: where the npm registry is reached through a TLS-inspecting proxy, the
- * host's CA bundle names its CA (Debian's Node.js and npm read the system store). Mounted for the RUN steps only, it
- * never becomes part of a layer.
+ * host's CA bundle names its CA. The bundle and a global npmrc pointing npm at it (npm on the official Node.js build
+ * uses its bundled CAs otherwise) are mounted for the RUN steps only: neither becomes part of a layer.
  */
 export function hostCertificates(bundle = "/etc/ssl/certs/ca-certificates.crt"): string[] {
-  return existsSync(bundle) ? ["--volume", `${bundle}:/etc/ssl/certs/ca-certificates.crt:ro`] : [];
+  if (!existsSync(bundle)) return [];
+  const npmrc = join(imageCacheDir(), "build-npmrc");
+  mkdirSync(imageCacheDir(), { recursive: true });
+  writeFileSync(npmrc, "cafile=/etc/ssl/certs/ca-certificates.crt\n");
+  return [
+    "--volume",
+    `${bundle}:/etc/ssl/certs/ca-certificates.crt:ro`,
+    "--volume",
+    `${npmrc}:/usr/local/etc/npmrc:ro`,
+  ];
 }
 
 /** Earlier builds of the image are dropped once a new one is built; the layers they share with it stay. */
