@@ -174,7 +174,11 @@ export async function ensureImage(progress: (line: string) => void): Promise<str
     },
   );
   progress(`built ${tag} in ${Math.round((Date.now() - started) / 1000)} s`);
-  await removeOlderImages(tag);
+  // Images first: an older base goes only once nothing built on it is left.
+  await removeOlder(IMAGE_REPOSITORY, (t) => t !== tag && t.startsWith(`${IMAGE_REPOSITORY}:test-`));
+  await removeOlder(BASE_REPOSITORY, (t) => !t.startsWith(base)).catch((error: unknown) =>
+    progress(`older bases kept: ${String(error).split("\n")[0]}`),
+  );
   return tag;
 }
 
@@ -196,10 +200,10 @@ export function hostCertificates(bundle = "/etc/ssl/certs/ca-certificates.crt"):
   ];
 }
 
-/** Earlier builds of the image are dropped once a new one is built; the layers they share with it stay. */
-async function removeOlderImages(keep: string): Promise<void> {
-  const tags = (await podman(["images", "--format", "{{.Repository}}:{{.Tag}}", IMAGE_REPOSITORY]))
+/** Earlier builds are dropped once a new one is built; the layers they share with it stay. */
+async function removeOlder(repository: string, drop: (tag: string) => boolean): Promise<void> {
+  const tags = (await podman(["images", "--format", "{{.Repository}}:{{.Tag}}", repository]))
     .split("\n")
-    .filter((t) => t && t !== keep && t.startsWith(`${IMAGE_REPOSITORY}:test-`));
+    .filter((t) => t.startsWith(`${repository}:`) && drop(t));
   if (tags.length > 0) await podman(["rmi", ...tags]);
 }
