@@ -86,7 +86,8 @@ async function expectProbesPass(admin: string): Promise<void> {
   expect((await fetch(`${admin}/healthz`)).status).toBe(200);
 }
 
-describe.skipIf(why !== undefined)("the lightfleet image", () => {
+// Containers start slower on a loaded machine than processes do: each test has three minutes.
+describe.skipIf(why !== undefined)("the lightfleet image", { timeout: 180_000 }, () => {
   it("runs as the chart's user from the entrypoint the chart's args follow", async () => {
     const facts = await imageFacts(IMAGE);
     const sc = chartContainer("gateway").securityContext;

@@ -67,14 +67,25 @@ interface KubeDoc {
 /** The chart rendered with its default values (kept in step with the chart by test/chart). */
 export const RENDERED_CHART = join(ROOT, "manifests/lightfleet.yaml");
 
+let parsed: { text: string; docs: KubeDoc[] } | undefined;
+/** The rendered chart's objects; the last text parsed is kept (the tests ask for one container after another). */
+function parsedChart(text: string): KubeDoc[] {
+  if (parsed?.text !== text)
+    parsed = {
+      text,
+      docs: parseAllDocuments(text)
+        .map((d) => d.toJS() as KubeDoc | null)
+        .filter((d): d is KubeDoc => d !== null),
+    };
+  return parsed.docs;
+}
+
 /** The container named NAME (controller, gateway, keys-api) of the rendered chart's workloads. */
 export function chartContainer(
   name: string,
   rendered = readFileSync(RENDERED_CHART, "utf8"),
 ): ChartContainer {
-  const docs = parseAllDocuments(rendered)
-    .map((d) => d.toJS() as KubeDoc | null)
-    .filter((d): d is KubeDoc => d !== null);
+  const docs = parsedChart(rendered);
   for (const doc of docs) {
     const pod = doc.spec?.template?.spec;
     const container = pod?.containers.find((c) => c.name === name);
