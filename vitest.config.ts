@@ -34,6 +34,7 @@ const UNIT = [
   "test/gateway/sharedConnectionCap.test.ts",
   "test/gateway/sharedRateLimit.test.ts",
   "test/health/**/*.test.ts",
+  "test/image/imageBuildInputs.test.ts",
   "test/keys/sameOrigin.test.ts",
   "test/keys/throttlePolicy.test.ts",
   "test/kubernetes/endpointSliceSource.test.ts",
@@ -75,6 +76,9 @@ const SYSTEM = [
   // geth (built by npm run geth)
   "test/conformance/**/*.test.ts",
   "test/devnet/gethEngineChain.test.ts",
+  // the image in podman containers; actionlint (built with Go)
+  "test/image/image.test.ts",
+  "test/image/release.test.ts",
 ];
 
 /** Settings every tier shares. */

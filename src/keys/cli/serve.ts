@@ -26,6 +26,8 @@ export async function serveKeysApi(flags: {
     logger,
   });
   admin.addReadiness({ name: "key-store", check: () => ({ ok: true }) });
+  // As the gateway's and the controller's, the start line says where the probes and metrics answer.
+  logger.info({ url: keys.url, admin: admin.url }, "key API admin serving");
   await new Promise<void>((resolve) => {
     process.once("SIGINT", () => resolve());
     process.once("SIGTERM", () => resolve());
