@@ -327,6 +327,7 @@ function assembleOutput(
     reference,
     referenceAdvancedAt: ref.referenceAdvancedAt,
     quorumAt: ref.quorumAt,
+    referenceChain: ref.referenceChain,
     failStaticSince: failStatic.since,
     names: report.names,
     nodes: round.nexts,

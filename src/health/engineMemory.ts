@@ -12,6 +12,8 @@ export interface EngineMemory {
   readonly referenceAdvancedAt?: number;
   /** When peers last agreed on a head (quorum); disagreement is tolerated briefly. */
   readonly quorumAt?: number;
+  /** Hashes of the reference's chain at its recent heights (replay or reorg). */
+  readonly referenceChain?: ReadonlyMap<number, string>;
   /** When the current systemic episode began (bounds the fail-static hold). */
   readonly failStaticSince?: number;
   /** Per-node memory in the order the nodes were observed; `names[i]` is the node of `nodes[i]`. */

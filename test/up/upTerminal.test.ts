@@ -90,7 +90,7 @@ describe("lightfleet up on a terminal", () => {
       timeoutMs: 10_000,
     });
     expect((await peerFault("heal")).status).toBe(200);
-    await waitFor(() => /alpha-full-0\s+reserved peer back \(head \d+\)/.test(screen), {
+    await waitFor(() => /alpha-full-0\s+reserved peer back(, replaying)? \(head \d+/.test(screen), {
       what: "the peer-back line",
       timeoutMs: 15_000,
     });
