@@ -45,6 +45,8 @@ export class NetworkLoop {
   private timer: NodeJS.Timeout | undefined;
   /** A round at the moment a silent node's silence starts to count (see silenceRound). */
   private silenceTimer: NodeJS.Timeout | undefined;
+  /** A round the engine asked for (output.nextRoundAt): a node just over the lag threshold, judged again. */
+  private recheckTimer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private again = false;
   private stopped = true;
@@ -127,6 +129,7 @@ export class NetworkLoop {
     this.stopped = true;
     clearTimeout(this.timer);
     clearTimeout(this.silenceTimer);
+    clearTimeout(this.recheckTimer);
     this.unsubscribe?.();
     for (const follower of this.followers) {
       follower.stop();
@@ -135,6 +138,7 @@ export class NetworkLoop {
     await this.running;
     clearTimeout(this.timer);
     clearTimeout(this.silenceTimer);
+    clearTimeout(this.recheckTimer);
     await Promise.all(this.backgroundRestarts);
   }
 
@@ -235,6 +239,7 @@ export class NetworkLoop {
     const seconds = (performance.now() - started) / 1000;
     this.previous = output.state;
     this.last = output;
+    this.recheckRound(output.nextRoundAt);
     metrics?.observeRound(network, output, seconds);
     logRound(logger, network, output, this.lastSystemic);
     this.lastSystemic = output.systemic?.cause;
@@ -258,6 +263,16 @@ export class NetworkLoop {
     const delay = deadline - this.options.clock();
     if (delay <= 0 || delay >= this.params.health.probeInterval) return;
     this.silenceTimer = setTimeout(() => void this.requestRound(), delay);
+  }
+
+  /** A round when the engine asked for one, if that comes before the periodic round. */
+  private recheckRound(at: number | undefined): void {
+    clearTimeout(this.recheckTimer);
+    this.recheckTimer = undefined;
+    if (at === undefined || this.stopped) return;
+    const delay = Math.max(0, at - this.options.clock());
+    if (delay >= this.params.health.probeInterval) return;
+    this.recheckTimer = setTimeout(() => void this.requestRound(), delay);
   }
 
   private carryOutOptions(): CarryOutOptions {

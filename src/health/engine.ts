@@ -9,6 +9,7 @@ import {
   type ConditionContext,
   type NodeCondition,
 } from "./nodeCondition.js";
+import { deliveryAllowanceMs, deliveryWindow, priorReference } from "./lagOnset.js";
 import { referenceHashAt } from "./referenceHead.js";
 import { trackReference, type ReferenceRound } from "./referenceTracker.js";
 import { planRestarts, type RestartCandidate, type RestartPlan } from "./restartPlanner.js";
@@ -43,7 +44,8 @@ export function evaluateNetwork(input: EngineInput): EngineOutput {
   if (!Number.isFinite(now)) throw new EngineInputError(`now must be a finite clock time in ms (got ${now})`);
   const memory = readMemory(input.previous);
   const ref = trackReference(input.peers, network, memory, now);
-  const round = observeNodes(input, memory, ref.reference);
+  const prior = priorReference(memory.reference, ref.reference, memory.priorReference);
+  const round = observeNodes(input, memory, ref.reference, prior);
   const failStatic = decideFailStatic(
     ref.problem ?? poolMostlyBad(round.turn, network.health.systemicBadFraction),
     memory.failStaticSince,
@@ -56,7 +58,7 @@ export function evaluateNetwork(input: EngineInput): EngineOutput {
   const report = applyPlan(round, input, plan, failStatic.hold?.message);
   const duplicate = findDuplicate(report.names, memory.names);
   if (duplicate !== undefined) throw new EngineInputError(`duplicate node name ${JSON.stringify(duplicate)}`);
-  return assembleOutput(input, ref, round, report, failStatic);
+  return assembleOutput(input, ref, prior, round, report, failStatic);
 }
 
 /** What pass 1 learns of every node, by index, and of the pool. */
@@ -76,6 +78,7 @@ function observeNodes(
   input: EngineInput,
   memory: EngineMemory,
   reference: ReferenceHead | undefined,
+  prior: number | undefined,
 ): ObservedRound {
   const { now, network, peers, nodes } = input;
   const { health } = network;
@@ -91,6 +94,14 @@ function observeNodes(
     },
     now,
     silenceLimit: silenceLimitMs(network.blockTimeMs, health),
+    delivery: deliveryWindow(
+      reference,
+      prior,
+      now,
+      deliveryAllowanceMs(network.blockTimeMs, health.probeInterval),
+      network.blockTimeMs,
+    ),
+    blockTimeMs: network.blockTimeMs,
   };
   const count = nodes.length;
   const lookup = new NodeMemoryLookup(memory);
@@ -317,6 +328,7 @@ function applyPlan(
 function assembleOutput(
   input: EngineInput,
   ref: ReferenceRound,
+  prior: number | undefined,
   round: ObservedRound,
   report: RoundReport,
   failStatic: FailStaticRound,
@@ -328,6 +340,7 @@ function assembleOutput(
     referenceAdvancedAt: ref.referenceAdvancedAt,
     quorumAt: ref.quorumAt,
     referenceChain: ref.referenceChain,
+    priorReference: prior,
     failStaticSince: failStatic.since,
     names: report.names,
     nodes: round.nexts,
@@ -338,6 +351,9 @@ function assembleOutput(
     nodes: report.statuses,
     decisions: report.decisions,
   };
+  let recheckAt = Infinity;
+  for (const condition of round.conditions) recheckAt = Math.min(recheckAt, condition.recheckAt ?? Infinity);
+  if (recheckAt !== Infinity) output.nextRoundAt = recheckAt;
   if (failStatic.hold) output.systemic = failStatic.hold;
   if (failStatic.released) output.failStaticReleased = failStatic.released;
   const settledDepth = input.network.health.settledDepth;

@@ -14,6 +14,8 @@ export interface EngineMemory {
   readonly quorumAt?: number;
   /** Hashes of the reference's chain at its recent heights (replay or reorg). */
   readonly referenceChain?: ReadonlyMap<number, string>;
+  /** The reference's number before it last rose (which blocks of it may still be on their way to the nodes). */
+  readonly priorReference?: number;
   /** When the current systemic episode began (bounds the fail-static hold). */
   readonly failStaticSince?: number;
   /** Per-node memory in the order the nodes were observed; `names[i]` is the node of `nodes[i]`. */
