@@ -21,7 +21,15 @@ import {
   type PoolTurn,
   type SystemicProblem,
 } from "./systemic.js";
-import type { Decision, EngineInput, EngineOutput, NodeState, NodeStatus, ReferenceHead } from "./types.js";
+import type {
+  Decision,
+  EngineInput,
+  EngineOutput,
+  NetworkParams,
+  NodeState,
+  NodeStatus,
+  ReferenceHead,
+} from "./types.js";
 
 export class EngineInputError extends Error {
   override name = "EngineInputError";
@@ -132,6 +140,9 @@ function observeNodes(
     // A round without evidence (probe outstanding, not for long) counts neither way.
     const evidence = condition.tier !== "none";
     const good = condition.tier === "ok";
+    const gap =
+      reference !== undefined && obs.head !== undefined ? reference.number - obs.head.number : undefined;
+    const closer = gap !== undefined && (base.closestGap === undefined || gap < base.closestGap);
     const restartIssuedAt = pendingRestart(base.restartIssuedAt, obs, now, health.restartBackoffBase);
     const restarting = obs.restartInFlight === true || restartIssuedAt !== undefined;
     if (restarting) inFlightCount++;
@@ -153,6 +164,8 @@ function observeNodes(
       badStreak: evidence ? countProbe(base.badStreak, !good, health.unhealthyAfter) : base.badStreak,
       routed: base.routed,
       headNumber: obs.head?.number ?? base.headNumber,
+      closestGap: closer ? gap : base.closestGap,
+      closestGapAt: closer ? now : base.closestGapAt,
       stallClockFrom,
       restartTierSince: undefined,
       restartIssuedAt,
@@ -191,6 +204,30 @@ function restartClock(
   return base.restartTierSince ?? (condition.kind === "stall" ? next.stallClockFrom : now);
 }
 
+/** A (re)started node that closed on the reference this recently is still making progress. */
+export function progressWindowMs(network: NetworkParams): number {
+  return 3 * Math.max(network.blockTimeMs, network.health.probeInterval);
+}
+
+/** The startup grace is extended this many times over, at most, while a node closes on the reference. */
+export const MAX_GRACE_FACTOR = 3;
+
+/**
+ * Whether a node that has not been Healthy in this incarnation is still within its startup grace: `startupGrace` from
+ * its start, and past it while it keeps closing the gap to the reference (a node replaying its chain is recovering,
+ * not lagging), up to MAX_GRACE_FACTOR times the grace so a node that never catches up is still acted on.
+ */
+export function inGrace(
+  node: Pick<NodeMemory, "startedAt" | "closestGapAt">,
+  now: number,
+  network: NetworkParams,
+): boolean {
+  const { startupGrace } = network.health;
+  if (now < node.startedAt + startupGrace) return true;
+  const closing = node.closestGapAt !== undefined && now - node.closestGapAt < progressWindowMs(network);
+  return closing && now < node.startedAt + MAX_GRACE_FACTOR * startupGrace;
+}
+
 /** The pool-side systemic cause: most of the pool turned bad at once and no node keeps up with the peers. */
 function poolMostlyBad(turn: PoolTurn, systemicBadFraction: number): SystemicProblem | undefined {
   if (!isPoolMostlyBad(turn, systemicBadFraction)) return undefined;
@@ -219,7 +256,7 @@ function judgeStates(round: ObservedRound, input: EngineInput, holding: boolean)
     if (round.inFlight[i]) state = "Restarting";
     else if (holding || awaiting) state = resolvedPrevious;
     else {
-      const inStartupGrace = !base.caughtUp && now < next.startedAt + health.startupGrace;
+      const inStartupGrace = !base.caughtUp && inGrace(next, now, input.network);
       state = nextState(
         { previous: resolvedPrevious, streaks: next, condition, inStartupGrace, crashLoop: base.crashLoop },
         health,
@@ -303,6 +340,9 @@ function applyPlan(
       held.size > 0 ? held.get(name) : undefined,
       health.unhealthyAfter,
       health.healthyAfter,
+      state === "Starting" &&
+        next.closestGapAt !== undefined &&
+        now - next.closestGapAt < progressWindowMs(input.network),
     );
     report.statuses[i] = {
       name,

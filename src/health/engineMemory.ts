@@ -38,6 +38,9 @@ export interface NodeMemory {
   /** Last head number seen, and since when the stall clock runs (reset whenever the head moves or is not behind). */
   readonly headNumber?: number;
   readonly stallClockFrom: number;
+  /** The smallest gap to the reference (blocks) seen in this incarnation, and when it was reached: progress. */
+  readonly closestGap?: number;
+  readonly closestGapAt?: number;
   /** Since when the node has continuously been in the restart tier. */
   readonly restartTierSince?: number;
   /** A restart decision not yet reflected by the backend. */
