@@ -1,7 +1,13 @@
 import type { NetworkConfig } from "../config/sections/network.js";
 import type { Fleet } from "../fleet/fleet.js";
 import { evaluateNetwork } from "../health/engine.js";
-import type { EngineOutput, NetworkHealthState, NetworkParams, PeerObservation } from "../health/types.js";
+import type {
+  Decision,
+  EngineOutput,
+  NetworkHealthState,
+  NetworkParams,
+  PeerObservation,
+} from "../health/types.js";
 import type { Logger } from "../log/logger.js";
 import type { ControllerMetrics } from "../metrics/controllerMetrics.js";
 import type { ProbeMetrics } from "../metrics/probeMetrics.js";
@@ -205,10 +211,12 @@ export class NetworkLoop {
     this.membership = membershipOf(fleet, network, members);
     // An operator's restart request is carried out at once, outside the engine's budget: the way out of CrashLoop.
     // It shows in this round's observation as a restart in flight.
+    const manual: Decision[] = [];
     for (const member of members) {
       if (!member.restartRequested || member.restarting || this.restarting.has(member.name)) continue;
-      logger.warn({ network, node: member.name }, "restart requested by an operator");
+      logger.info({ network, node: member.name }, "restart requested by an operator");
       restartMember(member.name, "manual", this.carryOutOptions());
+      manual.push({ kind: "restart", node: member.name, reason: "manual" });
     }
     const { health } = this.params;
     const nodes = await observeNodes({
@@ -246,7 +254,11 @@ export class NetworkLoop {
     // Leadership may have been lost while probing; a former leader must not act.
     if (!this.options.isLeader()) return;
     await carryOutDecisions(output.decisions, this.carryOutOptions());
-    await this.options.onRound(network, output);
+    // Listeners hear of an operator's restart too (carried out above, outside the engine).
+    await this.options.onRound(
+      network,
+      manual.length > 0 ? { ...output, decisions: [...manual, ...output.decisions] } : output,
+    );
   }
 
   /**

@@ -147,12 +147,17 @@ describe("Controller", () => {
     const s: Setup = await setup(2, async (_network, member) => ({
       httpUrl: s.lights.get(member.name)!.httpUrl,
     }));
-    const { controller } = startController(s, { restartAfter: "10m" });
+    const { controller, outputs } = startController(s, { restartAfter: "10m" });
     await waitFor(() => s.fleet.routed("devnet").length === 2, { what: "all routed" });
     // A Healthy node: the engine would never restart it.
     s.fleet.requestRestart("devnet", "light-1");
     await waitFor(() => s.fleet.restartCalls.length > 0, { what: "the requested restart", timeoutMs: 5_000 });
     expect(s.fleet.restartCalls[0]).toMatchObject({ member: "light-1", reason: "manual" });
+    // The round's listeners (up's view: a line for it) hear of it as a restart of reason manual.
+    await waitFor(
+      () => outputs.some((o) => o.decisions.some((d) => d.kind === "restart" && d.reason === "manual")),
+      { what: "the manual restart in a round's output", timeoutMs: 5_000 },
+    );
     // Later rounds do not repeat it: the request went with the restart.
     await controller.runRound();
     await controller.runRound();
