@@ -97,7 +97,8 @@ export function assessNode(
   if (head === undefined) {
     return { kind: "no-head", tier: "restart", restartReason: "lag", message: "has never reported a head" };
   }
-  if (head.number === 0) {
+  // Height 0 means never synced, unless the chain itself has only a few blocks: then it is just behind (block 1 late).
+  if (head.number === 0 && (reference === undefined || reference.number > health.maxLagBlocks)) {
     const lagBlocks = reference?.number;
     return {
       kind: "height-zero",
