@@ -106,7 +106,7 @@ function observeNodes(
       reference,
       prior,
       now,
-      deliveryAllowanceMs(network.blockTimeMs, health.probeInterval),
+      deliveryAllowanceMs(network.blockTimeMs),
       network.blockTimeMs,
     ),
     blockTimeMs: network.blockTimeMs,

@@ -4,11 +4,12 @@ import type { ReferenceHead } from "./types.js";
  * A new block reaches the reserved peers a moment before it reaches a light node, and the controller runs a round on
  * every new block: a node held exactly at maxLagBlocks is one block over the threshold in that moment only. So blocks
  * the reference gained within the delivery allowance do not yet count towards the unroute threshold; a node still
- * over it once the allowance has passed is over it for real. The allowance is half the block time or probe interval,
- * whichever is shorter, so a node truly over the threshold is still out of routing within one block plus one probe.
+ * over it once the allowance has passed is over it for real. The allowance is half a block time: a node truly over the
+ * threshold then counts half a block after the block that put it over, and leaves routing a probe later, within one
+ * block plus one probe; a node at the threshold may take up to half a block (a loaded machine) to get its block.
  */
-export function deliveryAllowanceMs(blockTimeMs: number, probeInterval: number): number {
-  return Math.min(blockTimeMs, probeInterval) / 2;
+export function deliveryAllowanceMs(blockTimeMs: number): number {
+  return blockTimeMs / 2;
 }
 
 export interface DeliveryWindow {

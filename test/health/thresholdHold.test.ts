@@ -12,11 +12,16 @@ const BLOCK_MS = 1_000;
 const PROBE_MS = 1_000;
 const DELIVERY_MS = 100;
 const ROUND_MS = 20;
-const network = networkParams({ probeInterval: "1s", maxLagBlocks: 3, stallAfter: "20s" }, "1s");
 const peerHeadAt = (t: number) => 500 + Math.floor((t - T0) / BLOCK_MS);
-const deliveredAt = (t: number) => peerHeadAt(t - DELIVERY_MS);
+const deliveredAt = (t: number, delivery = DELIVERY_MS) => peerHeadAt(t - delivery);
 
-function simulate(durationMs: number, lightHead: (name: string, t: number) => number, names: string[]) {
+function simulate(
+  durationMs: number,
+  lightHead: (name: string, t: number) => number,
+  names: string[],
+  probeMs = PROBE_MS,
+) {
+  const network = networkParams({ probeInterval: `${probeMs}ms`, maxLagBlocks: 3, stallAfter: "20s" }, "1s");
   const sc = new Scenario(network);
   const outputs: Array<{ at: number; output: EngineOutput }> = [];
   let nextBlock = T0 + BLOCK_MS;
@@ -26,7 +31,7 @@ function simulate(durationMs: number, lightHead: (name: string, t: number) => nu
     const at = Math.min(nextBlock + ROUND_MS, periodic, asked ?? Infinity);
     if (at === nextBlock + ROUND_MS) nextBlock += BLOCK_MS;
     sc.now = at;
-    periodic = at + PROBE_MS;
+    periodic = at + probeMs;
     const head = peerHeadAt(at);
     const peerOf = (name: string) =>
       peer(name, head, { blockSeconds: 1, recentHashes: recentHashes(head, "main", 64) });
@@ -48,6 +53,13 @@ describe("a node held exactly at maxLagBlocks", () => {
     const outputs = simulate(82_000, (_name, t) => deliveredAt(t) - 3, ["held"]);
     expect(unroutesOf(outputs, "held")).toEqual([]);
     for (const { output } of outputs) expect(statusOf(output, "held").state).toBe("Healthy");
+  });
+
+  it("with 250 ms probes on a loaded machine (blocks reach it 400 ms late), it still never leaves routing", () => {
+    // Held from 2 s on (the fault comes after the controller has seen a few blocks).
+    const held = (t: number) => deliveredAt(t, 400) - (t >= T0 + 2_000 ? 3 : 0);
+    const outputs = simulate(60_000, (_name, t) => held(t), ["held"], 250);
+    expect(unroutesOf(outputs, "held")).toEqual([]);
   });
 
   it("a node held one block over it is unrouted and stays out", () => {
