@@ -101,10 +101,13 @@ describe("lightfleet up on a terminal", () => {
     expect(anvils).toHaveLength(4);
     let exit: { code: number | null } | undefined;
     terminal.once("exit", (code) => (exit = { code }));
-    process.kill(pid, "SIGINT");
+    // Ctrl-C: the terminal signals its whole foreground process group (up leads it), not up alone. The children are
+    // in groups of their own, so only up hears it and stops them in order: no node reads as out of reach.
+    process.kill(-pid, "SIGINT");
     expect(await waitFor(() => exit, { what: "up to exit after SIGINT", timeoutMs: 20_000 })).toEqual({
       code: 0,
     });
     await expectProcessesGone(anvils);
+    expect(screen).not.toContain("out of reach");
   });
 });
