@@ -79,6 +79,8 @@ describe("Controller", () => {
     await waitFor(() => controller.ready(), { what: "first round" });
     expect(controller.readinessCheck().check().ok).toBe(true);
     await waitFor(() => s.fleet.routed("devnet").length === 3, { what: "all three routed" });
+    // Nodes at genesis with the peers are in sync too: routed maybe before the first block.
+    await waitFor(() => (outputs.at(-1)?.reference?.number ?? 0) > 0, { what: "a first block" });
     const last = outputs.at(-1)!;
     expect(last.reference?.peers.sort()).toEqual(["full-0", "full-1"]);
     expect(last.nodes.map((n) => n.state)).toEqual(["Healthy", "Healthy", "Healthy"]);
