@@ -1,17 +1,18 @@
 /**
  * How fast the devnet replays a fresh light node to the head (what a restarted node waits for before it can be
  * Healthy), against a baseline measured in the same run: the same blocks mined one evm_mine call each, the least a
- * driver without batching must do. Blocks come 4 per second (timestamps shared within a second), as in tests with a
- * 250 ms block time; block 1 carries the network marker transaction.
+ * driver without batching must do. Blocks come 4 per second by default (timestamps shared within a second), as in
+ * tests with a 250 ms block time, or one per second as in `up`'s devnet; block 1 carries the network marker
+ * transaction.
  *
- *   npx tsx bench/devnetReplay.ts [blocks]
+ *   npx tsx bench/devnetReplay.ts [blocks] [blocks per second]
  */
 import { startAnvil } from "../src/devnet/anvil.js";
 import { startDevnet } from "../src/devnet/devnet.js";
 import { HttpRpcClient } from "../src/rpc/httpRpcClient.js";
 
 const BLOCKS = Number(process.argv[2] ?? 2_000);
-const PER_SECOND = 4;
+const PER_SECOND = Number(process.argv[3] ?? 4);
 
 let clock = Date.now() - (BLOCKS / PER_SECOND) * 1000 - 60_000;
 const devnet = await startDevnet({

@@ -9,6 +9,7 @@
  * Each scenario starts from a pool of three routed light nodes and two full nodes, ends with everything healed and
  * routed again, and is bounded in time. Not a test: it prints what it measured.
  */
+import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -118,6 +119,30 @@ const poller = (async () => {
     await pause(50);
   }
 })();
+
+/** The controller's reference head, sampled: how far it fell below its highest value within a scenario. */
+let referenceHigh = 0;
+let referenceFall = 0;
+const referenceSampler = setInterval(() => {
+  const reference = controller.lastOutput(NETWORK)?.reference?.number;
+  if (reference === undefined) return;
+  referenceHigh = Math.max(referenceHigh, reference);
+  referenceFall = Math.max(referenceFall, referenceHigh - reference);
+}, 20);
+
+/** Two busy loops for a bounded time: a machine loaded by other work. */
+function cpuLoad(): () => void {
+  const children = [0, 1].map(() => spawn("yes", [], { stdio: "ignore" }));
+  const stop = () => {
+    for (const child of children) child.kill("SIGKILL");
+  };
+  const bound = setTimeout(stop, 120_000);
+  return () => {
+    clearTimeout(bound);
+    stop();
+  };
+}
+let stopLoad: (() => void) | undefined;
 
 const fault = (node: string, f: Fault) => devnet.fault(node, f);
 const headOf = (node: string) => devnet.status().nodes.find((n) => n.name === node)?.head?.number ?? 0;
@@ -281,6 +306,22 @@ const SCENARIOS: Scenario[] = [
     heal: async () => {},
   },
   {
+    // Both full nodes killed for longer, then healed together: they replay their chain from genesis. The reference
+    // must not fall to their replaying heads (column "reference fall").
+    name: "double-peer-heal",
+    bad: [],
+    warranted: 0,
+    inject: async () => {
+      await fault(FULL[0]!, { kind: "kill" });
+      await fault(FULL[1]!, { kind: "kill" });
+      await pause(30_000);
+      await healAll(FULL);
+      return new Map();
+    },
+    watchMs: 10_000,
+    heal: async () => {},
+  },
+  {
     name: "network-halt",
     bad: [],
     warranted: 0,
@@ -359,6 +400,33 @@ const SCENARIOS: Scenario[] = [
     heal: () => healAll([LIGHT[0]!]),
   },
   {
+    // Held exactly at maxLagBlocks for long: over the threshold only between a block and its delivery, never routed out.
+    name: "threshold-hold",
+    bad: [],
+    warranted: 0,
+    inject: async () => {
+      await fault(LIGHT[0]!, { kind: "lag", blocks: MAX_LAG });
+      return new Map();
+    },
+    watchMs: 40_000,
+    heal: () => healAll([LIGHT[0]!]),
+  },
+  {
+    // A killed node is restarted once and replays its chain on a loaded machine: no second restart while it climbs.
+    name: "replay-under-load",
+    bad: [LIGHT[1]!],
+    warranted: 1,
+    inject: async () => {
+      stopLoad = cpuLoad();
+      return new Map([await now(LIGHT[1]!, { kind: "kill" })]);
+    },
+    watchMs: 30_000,
+    heal: async () => {
+      stopLoad?.();
+      stopLoad = undefined;
+    },
+  },
+  {
     name: "controller-restart-mid-backoff",
     bad: [LIGHT[2]!],
     warranted: 2,
@@ -392,6 +460,8 @@ interface Row {
   /** Nodes that were not made bad but left routing. */
   goodUnrouted: number;
   unagreed: number;
+  /** Blocks the controller's reference head fell below its highest value during the scenario. */
+  referenceFall: number;
 }
 
 async function canonicalHash(n: number): Promise<string | undefined> {
@@ -424,6 +494,7 @@ try {
     const restartsBefore = restartCount();
     const servedFrom = served.length;
     const changesFrom = routingChanges.length;
+    referenceFall = 0;
     const badAt = await scenario.inject();
     await pause(scenario.watchMs);
     await scenario.heal();
@@ -460,9 +531,12 @@ try {
       routedMs,
       goodUnrouted,
       unagreed,
+      referenceFall,
     });
   }
 } finally {
+  stopLoad?.();
+  clearInterval(referenceSampler);
   polling = false;
   await poller;
   ws.close();
@@ -481,6 +555,7 @@ const header = [
   "bad node routed (s)",
   "good nodes unrouted",
   "unagreed blocks served",
+  "reference fall (blocks)",
 ];
 const lines = rows.map((r) => [
   r.name,
@@ -495,6 +570,7 @@ const lines = rows.map((r) => [
       : "never left",
   String(r.goodUnrouted),
   String(r.unagreed),
+  String(r.referenceFall),
 ]);
 const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
 const format = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join("  ");

@@ -1,8 +1,5 @@
 import type { Command } from "commander";
 import { EXIT_CONFIG } from "../cli/fail.js";
-import { configWarnings } from "./configWarnings.js";
-import { ConfigError, formatProblems } from "./errors.js";
-import { loadConfig } from "./loadConfig.js";
 
 export function registerConfigCommand(program: Command): void {
   const config = program.command("config").description("work with lightfleet configuration files");
@@ -11,6 +8,12 @@ export function registerConfigCommand(program: Command): void {
     .description("validate a config file: exits 0, or 2 with every problem listed by path")
     .argument("<file>", "YAML config file")
     .action(async (file: string) => {
+      // The schema and YAML parser load only for this command: every other command starts without them.
+      const [{ loadConfig }, { configWarnings }, { ConfigError, formatProblems }] = await Promise.all([
+        import("./loadConfig.js"),
+        import("./configWarnings.js"),
+        import("./errors.js"),
+      ]);
       try {
         const loaded = await loadConfig(file);
         const networks = loaded.networks.map((n) => `${n.name} (chain ${n.chainId})`).join(", ") || "none";

@@ -1,7 +1,13 @@
 import type { NetworkConfig } from "../config/sections/network.js";
 import type { Fleet } from "../fleet/fleet.js";
 import { evaluateNetwork } from "../health/engine.js";
-import type { EngineOutput, NetworkHealthState, NetworkParams, PeerObservation } from "../health/types.js";
+import type {
+  Decision,
+  EngineOutput,
+  NetworkHealthState,
+  NetworkParams,
+  PeerObservation,
+} from "../health/types.js";
 import type { Logger } from "../log/logger.js";
 import type { ControllerMetrics } from "../metrics/controllerMetrics.js";
 import type { ProbeMetrics } from "../metrics/probeMetrics.js";
@@ -45,6 +51,8 @@ export class NetworkLoop {
   private timer: NodeJS.Timeout | undefined;
   /** A round at the moment a silent node's silence starts to count (see silenceRound). */
   private silenceTimer: NodeJS.Timeout | undefined;
+  /** A round the engine asked for (output.nextRoundAt): a node just over the lag threshold, judged again. */
+  private recheckTimer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private again = false;
   private stopped = true;
@@ -127,6 +135,7 @@ export class NetworkLoop {
     this.stopped = true;
     clearTimeout(this.timer);
     clearTimeout(this.silenceTimer);
+    clearTimeout(this.recheckTimer);
     this.unsubscribe?.();
     for (const follower of this.followers) {
       follower.stop();
@@ -135,6 +144,7 @@ export class NetworkLoop {
     await this.running;
     clearTimeout(this.timer);
     clearTimeout(this.silenceTimer);
+    clearTimeout(this.recheckTimer);
     await Promise.all(this.backgroundRestarts);
   }
 
@@ -201,10 +211,12 @@ export class NetworkLoop {
     this.membership = membershipOf(fleet, network, members);
     // An operator's restart request is carried out at once, outside the engine's budget: the way out of CrashLoop.
     // It shows in this round's observation as a restart in flight.
+    const manual: Decision[] = [];
     for (const member of members) {
       if (!member.restartRequested || member.restarting || this.restarting.has(member.name)) continue;
-      logger.warn({ network, node: member.name }, "restart requested by an operator");
+      logger.info({ network, node: member.name }, "restart requested by an operator");
       restartMember(member.name, "manual", this.carryOutOptions());
+      manual.push({ kind: "restart", node: member.name, reason: "manual" });
     }
     const { health } = this.params;
     const nodes = await observeNodes({
@@ -235,13 +247,18 @@ export class NetworkLoop {
     const seconds = (performance.now() - started) / 1000;
     this.previous = output.state;
     this.last = output;
+    this.recheckRound(output.nextRoundAt);
     metrics?.observeRound(network, output, seconds);
     logRound(logger, network, output, this.lastSystemic);
     this.lastSystemic = output.systemic?.cause;
     // Leadership may have been lost while probing; a former leader must not act.
     if (!this.options.isLeader()) return;
     await carryOutDecisions(output.decisions, this.carryOutOptions());
-    await this.options.onRound(network, output);
+    // Listeners hear of an operator's restart too (carried out above, outside the engine).
+    await this.options.onRound(
+      network,
+      manual.length > 0 ? { ...output, decisions: [...manual, ...output.decisions] } : output,
+    );
   }
 
   /**
@@ -258,6 +275,16 @@ export class NetworkLoop {
     const delay = deadline - this.options.clock();
     if (delay <= 0 || delay >= this.params.health.probeInterval) return;
     this.silenceTimer = setTimeout(() => void this.requestRound(), delay);
+  }
+
+  /** A round when the engine asked for one, if that comes before the periodic round. */
+  private recheckRound(at: number | undefined): void {
+    clearTimeout(this.recheckTimer);
+    this.recheckTimer = undefined;
+    if (at === undefined || this.stopped) return;
+    const delay = Math.max(0, at - this.options.clock());
+    if (delay >= this.params.health.probeInterval) return;
+    this.recheckTimer = setTimeout(() => void this.requestRound(), delay);
   }
 
   private carryOutOptions(): CarryOutOptions {

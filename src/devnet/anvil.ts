@@ -71,6 +71,9 @@ export function startAnvil(options: AnvilOptions): Promise<AnvilNode> {
       args: [...prefix, ...args],
       name: options.name,
       logger: options.logger ?? silentLogger(),
+      // Its own group: a terminal's Ctrl-C reaches only the supervisor, which stops the nodes in order (a node dying
+      // first would read as a fault). The group's guard still kills it if the supervisor dies.
+      processGroup: true,
       onLine: (line) => {
         lastLines.push(line);
         if (lastLines.length > 5) lastLines.shift();

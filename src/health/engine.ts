@@ -9,6 +9,7 @@ import {
   type ConditionContext,
   type NodeCondition,
 } from "./nodeCondition.js";
+import { deliveryAllowanceMs, deliveryWindow, priorReference } from "./lagOnset.js";
 import { referenceHashAt } from "./referenceHead.js";
 import { trackReference, type ReferenceRound } from "./referenceTracker.js";
 import { planRestarts, type RestartCandidate, type RestartPlan } from "./restartPlanner.js";
@@ -20,7 +21,15 @@ import {
   type PoolTurn,
   type SystemicProblem,
 } from "./systemic.js";
-import type { Decision, EngineInput, EngineOutput, NodeState, NodeStatus, ReferenceHead } from "./types.js";
+import type {
+  Decision,
+  EngineInput,
+  EngineOutput,
+  NetworkParams,
+  NodeState,
+  NodeStatus,
+  ReferenceHead,
+} from "./types.js";
 
 export class EngineInputError extends Error {
   override name = "EngineInputError";
@@ -43,7 +52,8 @@ export function evaluateNetwork(input: EngineInput): EngineOutput {
   if (!Number.isFinite(now)) throw new EngineInputError(`now must be a finite clock time in ms (got ${now})`);
   const memory = readMemory(input.previous);
   const ref = trackReference(input.peers, network, memory, now);
-  const round = observeNodes(input, memory, ref.reference);
+  const prior = priorReference(memory.reference, ref.reference, memory.priorReference);
+  const round = observeNodes(input, memory, ref.reference, prior);
   const failStatic = decideFailStatic(
     ref.problem ?? poolMostlyBad(round.turn, network.health.systemicBadFraction),
     memory.failStaticSince,
@@ -56,7 +66,7 @@ export function evaluateNetwork(input: EngineInput): EngineOutput {
   const report = applyPlan(round, input, plan, failStatic.hold?.message);
   const duplicate = findDuplicate(report.names, memory.names);
   if (duplicate !== undefined) throw new EngineInputError(`duplicate node name ${JSON.stringify(duplicate)}`);
-  return assembleOutput(input, ref, round, report, failStatic);
+  return assembleOutput(input, ref, prior, round, report, failStatic);
 }
 
 /** What pass 1 learns of every node, by index, and of the pool. */
@@ -76,6 +86,7 @@ function observeNodes(
   input: EngineInput,
   memory: EngineMemory,
   reference: ReferenceHead | undefined,
+  prior: number | undefined,
 ): ObservedRound {
   const { now, network, peers, nodes } = input;
   const { health } = network;
@@ -91,6 +102,14 @@ function observeNodes(
     },
     now,
     silenceLimit: silenceLimitMs(network.blockTimeMs, health),
+    delivery: deliveryWindow(
+      reference,
+      prior,
+      now,
+      deliveryAllowanceMs(network.blockTimeMs),
+      network.blockTimeMs,
+    ),
+    blockTimeMs: network.blockTimeMs,
   };
   const count = nodes.length;
   const lookup = new NodeMemoryLookup(memory);
@@ -121,6 +140,9 @@ function observeNodes(
     // A round without evidence (probe outstanding, not for long) counts neither way.
     const evidence = condition.tier !== "none";
     const good = condition.tier === "ok";
+    const gap =
+      reference !== undefined && obs.head !== undefined ? reference.number - obs.head.number : undefined;
+    const closer = gap !== undefined && (base.closestGap === undefined || gap < base.closestGap);
     const restartIssuedAt = pendingRestart(base.restartIssuedAt, obs, now, health.restartBackoffBase);
     const restarting = obs.restartInFlight === true || restartIssuedAt !== undefined;
     if (restarting) inFlightCount++;
@@ -142,6 +164,8 @@ function observeNodes(
       badStreak: evidence ? countProbe(base.badStreak, !good, health.unhealthyAfter) : base.badStreak,
       routed: base.routed,
       headNumber: obs.head?.number ?? base.headNumber,
+      closestGap: closer ? gap : base.closestGap,
+      closestGapAt: closer ? now : base.closestGapAt,
       stallClockFrom,
       restartTierSince: undefined,
       restartIssuedAt,
@@ -180,6 +204,30 @@ function restartClock(
   return base.restartTierSince ?? (condition.kind === "stall" ? next.stallClockFrom : now);
 }
 
+/** A (re)started node that closed on the reference this recently is still making progress. */
+export function progressWindowMs(network: NetworkParams): number {
+  return 3 * Math.max(network.blockTimeMs, network.health.probeInterval);
+}
+
+/** The startup grace is extended this many times over, at most, while a node closes on the reference. */
+export const MAX_GRACE_FACTOR = 3;
+
+/**
+ * Whether a node that has not been Healthy in this incarnation is still within its startup grace: `startupGrace` from
+ * its start, and past it while it keeps closing the gap to the reference (a node replaying its chain is recovering,
+ * not lagging), up to MAX_GRACE_FACTOR times the grace so a node that never catches up is still acted on.
+ */
+export function inGrace(
+  node: Pick<NodeMemory, "startedAt" | "closestGapAt">,
+  now: number,
+  network: NetworkParams,
+): boolean {
+  const { startupGrace } = network.health;
+  if (now < node.startedAt + startupGrace) return true;
+  const closing = node.closestGapAt !== undefined && now - node.closestGapAt < progressWindowMs(network);
+  return closing && now < node.startedAt + MAX_GRACE_FACTOR * startupGrace;
+}
+
 /** The pool-side systemic cause: most of the pool turned bad at once and no node keeps up with the peers. */
 function poolMostlyBad(turn: PoolTurn, systemicBadFraction: number): SystemicProblem | undefined {
   if (!isPoolMostlyBad(turn, systemicBadFraction)) return undefined;
@@ -208,7 +256,7 @@ function judgeStates(round: ObservedRound, input: EngineInput, holding: boolean)
     if (round.inFlight[i]) state = "Restarting";
     else if (holding || awaiting) state = resolvedPrevious;
     else {
-      const inStartupGrace = !base.caughtUp && now < next.startedAt + health.startupGrace;
+      const inStartupGrace = !base.caughtUp && inGrace(next, now, input.network);
       state = nextState(
         { previous: resolvedPrevious, streaks: next, condition, inStartupGrace, crashLoop: base.crashLoop },
         health,
@@ -292,6 +340,9 @@ function applyPlan(
       held.size > 0 ? held.get(name) : undefined,
       health.unhealthyAfter,
       health.healthyAfter,
+      state === "Starting" &&
+        next.closestGapAt !== undefined &&
+        now - next.closestGapAt < progressWindowMs(input.network),
     );
     report.statuses[i] = {
       name,
@@ -317,6 +368,7 @@ function applyPlan(
 function assembleOutput(
   input: EngineInput,
   ref: ReferenceRound,
+  prior: number | undefined,
   round: ObservedRound,
   report: RoundReport,
   failStatic: FailStaticRound,
@@ -327,6 +379,8 @@ function assembleOutput(
     reference,
     referenceAdvancedAt: ref.referenceAdvancedAt,
     quorumAt: ref.quorumAt,
+    referenceChain: ref.referenceChain,
+    priorReference: prior,
     failStaticSince: failStatic.since,
     names: report.names,
     nodes: round.nexts,
@@ -337,6 +391,9 @@ function assembleOutput(
     nodes: report.statuses,
     decisions: report.decisions,
   };
+  let recheckAt = Infinity;
+  for (const condition of round.conditions) recheckAt = Math.min(recheckAt, condition.recheckAt ?? Infinity);
+  if (recheckAt !== Infinity) output.nextRoundAt = recheckAt;
   if (failStatic.hold) output.systemic = failStatic.hold;
   if (failStatic.released) output.failStaticReleased = failStatic.released;
   const settledDepth = input.network.health.settledDepth;

@@ -12,6 +12,10 @@ export interface EngineMemory {
   readonly referenceAdvancedAt?: number;
   /** When peers last agreed on a head (quorum); disagreement is tolerated briefly. */
   readonly quorumAt?: number;
+  /** Hashes of the reference's chain at its recent heights (replay or reorg). */
+  readonly referenceChain?: ReadonlyMap<number, string>;
+  /** The reference's number before it last rose (which blocks of it may still be on their way to the nodes). */
+  readonly priorReference?: number;
   /** When the current systemic episode began (bounds the fail-static hold). */
   readonly failStaticSince?: number;
   /** Per-node memory in the order the nodes were observed; `names[i]` is the node of `nodes[i]`. */
@@ -34,6 +38,9 @@ export interface NodeMemory {
   /** Last head number seen, and since when the stall clock runs (reset whenever the head moves or is not behind). */
   readonly headNumber?: number;
   readonly stallClockFrom: number;
+  /** The smallest gap to the reference (blocks) seen in this incarnation, and when it was reached: progress. */
+  readonly closestGap?: number;
+  readonly closestGapAt?: number;
   /** Since when the node has continuously been in the restart tier. */
   readonly restartTierSince?: number;
   /** A restart decision not yet reflected by the backend. */

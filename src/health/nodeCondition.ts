@@ -1,5 +1,6 @@
 import type { ResolvedHealthConfig } from "../config/sections/network.js";
 import { isStalled } from "./headProgress.js";
+import type { DeliveryWindow } from "./lagOnset.js";
 import type { ConditionKind, NodeObservation, ReferenceHead, RestartReason } from "./types.js";
 
 /**
@@ -17,6 +18,8 @@ export interface NodeCondition {
   atOnce?: boolean;
   lagBlocks?: number;
   lagSeconds?: number;
+  /** Over the lag threshold for less than the delivery allowance: the engine would judge it again at this time. */
+  recheckAt?: number;
 }
 
 export interface ConditionContext {
@@ -28,6 +31,9 @@ export interface ConditionContext {
   now: number;
   /** How long a node may leave a probe unanswered before its silence counts (silenceLimitMs). */
   silenceLimit: number;
+  /** Blocks at the top of the reference that may still be on their way to the nodes (lagOnset.deliveryWindow). */
+  delivery?: DeliveryWindow;
+  blockTimeMs: number;
 }
 
 /** Kinds that a node catching up after a (re)start is expected to show; the startup grace masks them. */
@@ -91,7 +97,8 @@ export function assessNode(
   if (head === undefined) {
     return { kind: "no-head", tier: "restart", restartReason: "lag", message: "has never reported a head" };
   }
-  if (head.number === 0) {
+  // Height 0 means never synced, unless the chain itself has only a few blocks: then it is just behind (block 1 late).
+  if (head.number === 0 && (reference === undefined || reference.number > health.maxLagBlocks)) {
     const lagBlocks = reference?.number;
     return {
       kind: "height-zero",
@@ -134,6 +141,22 @@ export function assessNode(
   }
   if (syncing) return { kind: "syncing", tier: "unroute", message: SYNCING_MESSAGE, lagBlocks, lagSeconds };
   if (lagBlocks > health.maxLagBlocks || lagSeconds * 1000 > health.maxLagSeconds) {
+    const delivery = ctx.delivery;
+    if (
+      delivery !== undefined &&
+      lagBlocks - delivery.blocks <= health.maxLagBlocks &&
+      lagSeconds * 1000 - delivery.blocks * ctx.blockTimeMs <= health.maxLagSeconds
+    ) {
+      // Over only by the blocks that just arrived: they may be on their way to the node. No evidence either way yet.
+      return {
+        kind: "lag",
+        tier: "none",
+        message: `${lagText(lagBlocks, lagSeconds, reference.number)}, by blocks still within their delivery`,
+        lagBlocks,
+        lagSeconds,
+        recheckAt: delivery.until,
+      };
+    }
     return {
       kind: "lag",
       tier: "unroute",

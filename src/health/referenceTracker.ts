@@ -6,11 +6,21 @@ export interface ReferenceHistory {
   reference?: ReferenceHead;
   referenceAdvancedAt?: number;
   quorumAt?: number;
+  /** Hashes of the reference's chain at its recent heights (REFERENCE_CHAIN_DEPTH), to tell a replay from a reorg. */
+  referenceChain?: ReadonlyMap<number, string>;
 }
+
+/** Heights of the reference's chain kept to tell a peer replaying that chain from one on a shorter fork. */
+export const REFERENCE_CHAIN_DEPTH = 64;
 
 export interface ReferenceRound extends ReferenceHistory {
   /** A quorum head refused by the velocity gate. */
   ignored?: AgreedHead;
+  /**
+   * Peers below the reference replaying its chain (restarted full nodes catching up): they sit out of the vote and the
+   * reference holds; while they climb the peers are recovering, not halted.
+   */
+  catchingUp?: Array<{ name: string; head: number }>;
   /** A peer-side systemic problem: no restarts while it lasts. */
   problem?: {
     cause: Extract<SystemicCause, "no-peer-reachable" | "peers-disagree" | "peers-halted">;
@@ -42,12 +52,18 @@ export function trackReference(
     };
   }
 
-  const voters = peersInStep(eligible, previous.reference);
+  const { voters, catchingUp } = peersInStep(eligible, previous, health.peerQuorum);
+  if (voters.length === 0) {
+    // Every peer is below the reference, replaying its chain: the reference holds, and their climb is progress.
+    const climbing = catchingUp.map((p) => p.headSeenAt ?? Number.NEGATIVE_INFINITY);
+    const round: ReferenceRound = { ...previous, quorumAt: now, catchingUp: catchingUpOf(catchingUp) };
+    return withHalt(round, health.peerHaltAfter, now, Math.max(...climbing));
+  }
   const agreed = agreedHeads(voters, health.peerQuorum);
   if (agreed.length === 0) {
     const withinGrace =
       previous.quorumAt !== undefined && now - previous.quorumAt <= disagreementGraceMs(network);
-    if (withinGrace) return withHalt({ ...previous }, health.peerHaltAfter, now);
+    if (withinGrace) return withHalt({ ...previous, ...caughtUpPart(catchingUp) }, health.peerHaltAfter, now);
     const heads = voters.map((p) => `${p.name}@${p.head!.number}`).join(", ");
     return {
       ...previous,
@@ -67,7 +83,12 @@ export function trackReference(
       isPlausibleAdvance(previous.reference, a.head.number, now, gate),
   );
   const ignored = chosen === agreed[0] ? undefined : agreed[0];
-  if (!chosen) return withHalt({ ...previous, quorumAt: now, ignored }, health.peerHaltAfter, now);
+  if (!chosen)
+    return withHalt(
+      { ...previous, quorumAt: now, ignored, ...caughtUpPart(catchingUp) },
+      health.peerHaltAfter,
+      now,
+    );
 
   const prev = previous.reference;
   const sameHead = prev !== undefined && prev.number === chosen.head.number && prev.hash === chosen.head.hash;
@@ -86,32 +107,108 @@ export function trackReference(
   } else if (chosen.head.number > prev.number) {
     referenceAdvancedAt = now;
   }
-  return withHalt({ reference, referenceAdvancedAt, quorumAt: now, ignored }, health.peerHaltAfter, now);
+  const referenceChain = sameHead
+    ? previous.referenceChain
+    : extendChain(previous.referenceChain, reference, eligible, chosen.peers);
+  return withHalt(
+    { reference, referenceAdvancedAt, quorumAt: now, referenceChain, ignored, ...caughtUpPart(catchingUp) },
+    health.peerHaltAfter,
+    now,
+  );
+}
+
+function catchingUpOf(peers: ReadonlyArray<PeerObservation>): Array<{ name: string; head: number }> {
+  return peers.map((p) => ({ name: p.name, head: p.head!.number }));
+}
+
+function caughtUpPart(peers: ReadonlyArray<PeerObservation>): Pick<ReferenceRound, "catchingUp"> {
+  return peers.length > 0 ? { catchingUp: catchingUpOf(peers) } : {};
 }
 
 /**
- * The peers that vote on the reference. A peer whose head is below the last adopted reference while another peer is
- * at or above it is catching up (a restarted full node replaying its chain): it sits out until it is back, so one
- * peer rejoining low never pulls the reference backwards. When every peer is below it (a reorg to a shorter chain),
- * they all vote and the reference follows them down.
+ * The reference chain's recent hashes after adopting `reference`: what the supporting peers know of the heights below
+ * it (canonical for them, so it replaces what was kept, e.g. after a reorg), then the kept hashes they do not cover.
+ */
+function extendChain(
+  kept: ReadonlyMap<number, string> | undefined,
+  reference: ReferenceHead,
+  peers: ReadonlyArray<PeerObservation>,
+  supporters: ReadonlyArray<string>,
+): ReadonlyMap<number, string> {
+  const lowest = reference.number - REFERENCE_CHAIN_DEPTH + 1;
+  const chain = new Map<number, string>([[reference.number, reference.hash]]);
+  const supporter = peers.find((p) => supporters.includes(p.name));
+  for (let h = reference.number - 1; h >= lowest && h >= 0; h--) {
+    const hash = supporter?.recentHashes?.get(h) ?? kept?.get(h);
+    if (hash !== undefined) chain.set(h, hash);
+  }
+  return chain;
+}
+
+/**
+ * The peers that vote on the reference, and those catching up. A peer whose head is below the last adopted reference
+ * is catching up (a restarted full node replaying its chain): it sits out until it is back, so peers rejoining low
+ * never pull the reference backwards, whether one of them or all of them. The reference goes down only on a reorg the
+ * peers agree on by hash: when every peer is below it and a head they agree on (or a hash they know) differs from the
+ * reference's chain at that height, they all vote and the reference follows them.
  */
 export function peersInStep(
   eligible: PeerObservation[],
-  previous: ReferenceHead | undefined,
-): PeerObservation[] {
-  if (previous === undefined) return eligible;
-  const inStep = eligible.filter((p) => p.head!.number >= previous.number);
-  return inStep.length === 0 || inStep.length === eligible.length ? eligible : inStep;
+  previous: Pick<ReferenceHistory, "reference" | "referenceChain">,
+  quorum: number,
+): { voters: PeerObservation[]; catchingUp: PeerObservation[] } {
+  const reference = previous.reference;
+  if (reference === undefined) return { voters: eligible, catchingUp: [] };
+  const inStep = eligible.filter((p) => p.head!.number >= reference.number);
+  const below = eligible.filter((p) => p.head!.number < reference.number);
+  if (inStep.length > 0) return { voters: inStep, catchingUp: below };
+  const chain = previous.referenceChain ?? new Map([[reference.number, reference.hash]]);
+  const reorg = agreedHeads(eligible, quorum).some(
+    (a) =>
+      offChain(a.head, chain) ||
+      a.peers.some((name) => {
+        const p = eligible.find((e) => e.name === name)!;
+        return conflictsWith(p, chain);
+      }),
+  );
+  return reorg ? { voters: eligible, catchingUp: [] } : { voters: [], catchingUp: below };
 }
 
-function withHalt(round: ReferenceRound, peerHaltAfter: number, now: number): ReferenceRound {
+function offChain(head: { number: number; hash: string }, chain: ReadonlyMap<number, string>): boolean {
+  const known = chain.get(head.number);
+  return known !== undefined && known !== head.hash;
+}
+
+/** Whether a peer knows a hash at some height of the reference's chain that the chain has otherwise. */
+function conflictsWith(peer: PeerObservation, chain: ReadonlyMap<number, string>): boolean {
+  for (const [height, hash] of peer.recentHashes ?? []) {
+    const known = chain.get(height);
+    if (known !== undefined && known !== hash) return true;
+  }
+  return false;
+}
+
+/**
+ * Peer-side halt: the reference has not advanced, and no peer catching up to it has climbed either, for
+ * `peerHaltAfter`. `climbedAt` is when a peer below the reference last showed a new head.
+ */
+function withHalt(
+  round: ReferenceRound,
+  peerHaltAfter: number,
+  now: number,
+  climbedAt = Number.NEGATIVE_INFINITY,
+): ReferenceRound {
   const { reference, referenceAdvancedAt } = round;
   if (reference === undefined || referenceAdvancedAt === undefined) return round;
-  const stuckFor = now - referenceAdvancedAt;
+  const stuckFor = now - Math.max(referenceAdvancedAt, climbedAt);
   if (stuckFor < peerHaltAfter) return round;
-  const why = round.ignored
+  const ignored = round.ignored
     ? `; head ${round.ignored.head.number} from ${round.ignored.peers.join(", ")} ignored as an implausible jump`
     : "";
+  const catchingUp = round.catchingUp?.length
+    ? `; ${round.catchingUp.map((p) => `${p.name} at ${p.head}`).join(", ")} below it and not climbing`
+    : "";
+  const why = ignored + catchingUp;
   return {
     ...round,
     problem: {

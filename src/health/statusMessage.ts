@@ -11,12 +11,16 @@ export function describeStatus(
   held: string | undefined,
   unhealthyAfter: number,
   healthyAfter: number,
+  /** A Starting node closing on the reference (replaying its chain). */
+  closing = false,
 ): string {
   let text: string;
   if (state === "Restarting") {
     text = obs.restartInFlight ? "restart in progress" : `restart requested: ${condition.message}`;
   } else if (state === "CrashLoop") {
     text = `restarted too often, no automatic restart until healthy: ${condition.message}`;
+  } else if (state === "Starting" && condition.kind === "awaiting") {
+    text = "started, waiting for its first answer";
   } else if (condition.tier === "none") {
     text = condition.message;
   } else if (state === "Healthy") {
@@ -28,7 +32,9 @@ export function describeStatus(
     const phase = state === "Starting" ? "starting" : "recovering";
     text = `${phase}, ${streaks.goodStreak}/${healthyAfter} good probes: ${condition.message}`;
   } else if (state === "Starting") {
-    text = `starting: ${condition.message}`;
+    text = closing
+      ? `catching up (closing on the reference): ${condition.message}`
+      : `starting: ${condition.message}`;
   } else {
     text = condition.message;
   }

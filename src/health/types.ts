@@ -172,6 +172,11 @@ export interface EngineOutput {
   failStaticReleased?: { cause: SystemicCause; message: string; since: number };
   /** The settled height whose hash the probes should fetch from every node next round (divergence check). */
   checkHeight?: number;
+  /**
+   * A round is due at this time: a node went over the lag threshold on the last block, and whether it stays over past
+   * the block's delivery decides. The controller runs a round then (it would otherwise wait a probe interval).
+   */
+  nextRoundAt?: number;
   /** A head the reserved peers reported but the engine refused as the reference (jumped further than time allows). */
   ignoredReference?: { number: number; hash: string; peers: string[]; reason: "implausible-jump" };
 }

@@ -20,9 +20,15 @@ export const REDACTED_PATHS = [
   'res.headers["set-cookie"]',
 ];
 
+export interface ReadableLogOptions {
+  /** Readable records on one line each, fields inline (next to a view that prints one line per event). */
+  singleLine?: boolean;
+}
+
 export function createLogger(
   config: Partial<LogConfig> = {},
   destination: NodeJS.WritableStream = process.stdout,
+  readableOptions: ReadableLogOptions = {},
 ): Logger {
   const format = config.format ?? "auto";
   const readable =
@@ -41,10 +47,30 @@ export function createLogger(
         translateTime: "SYS:HH:MM:ss.l",
         ignore: "pid,hostname",
         sync: true,
+        ...(readableOptions.singleLine === true ? singleLineOptions() : {}),
       }),
     );
   }
   return pino(options, destination);
+}
+
+/**
+ * Records on one line: fields inline, and the error (which pino-pretty would print on lines of its own, whatever its
+ * error keys) after the message.
+ */
+function singleLineOptions() {
+  return {
+    singleLine: true,
+    ignore: "pid,hostname,err",
+    messageFormat: (log: Record<string, unknown>, messageKey: string) => {
+      const message = String(log[messageKey] ?? "");
+      const err = log.err;
+      if (err === undefined) return message;
+      const text =
+        typeof err === "string" ? err : ((err as { message?: string }).message ?? JSON.stringify(err));
+      return `${message}: ${text}`;
+    },
+  };
 }
 
 /** A logger that writes nothing, for tests and library use. */

@@ -1,5 +1,6 @@
 import { ProcessFleet } from "../fleet/process/processFleet.js";
 import type { UpComponent } from "./component.js";
+import { fleetServes } from "./fleetReadiness.js";
 
 /** The light nodes of every network with a `nodes:` block, as child processes; attached to the devnet when there is one. */
 export const fleetComponent: UpComponent = {
@@ -36,6 +37,12 @@ export const fleetComponent: UpComponent = {
       endpoints: networks.flatMap((n) =>
         fleet.members(n.name).map((m) => ({ label: m.name, url: m.httpUrl, note: "light node" })),
       ),
+      // Ready once the fleet serves: a routed light node in every network (the controller routes Healthy ones).
+      ready: () =>
+        fleetServes(
+          fleet,
+          networks.map((n) => n.name),
+        ),
       stop: () => fleet.stop(),
     };
   },

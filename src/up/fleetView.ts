@@ -29,6 +29,8 @@ export class FleetView {
   private readonly systemic = new Map<string, string | undefined>();
   /** Reserved peers by name: whether each was reachable when last seen. */
   private readonly peers = new Map<string, boolean>();
+  /** Reserved peers back below the reference (replaying their chain), until they reach it. */
+  private readonly replaying = new Set<string>();
   private readonly clock: () => number;
 
   constructor(private readonly options: FleetViewOptions) {
@@ -49,16 +51,39 @@ export class FleetView {
       ...output.nodes.map((n) => n.name.length),
       ...peers.map((p) => p.name.length),
     );
+    const reference = output.reference?.number;
     for (const peer of peers) {
+      const name = peer.name.padEnd(width);
       const was = this.peers.get(peer.name);
-      if (was === peer.reachable || (was === undefined && !peer.reachable)) continue;
+      if (was === peer.reachable || (was === undefined && !peer.reachable)) {
+        if (
+          peer.reachable &&
+          this.replaying.has(peer.name) &&
+          (reference === undefined || (peer.head?.number ?? -1) >= reference)
+        ) {
+          this.replaying.delete(peer.name);
+          this.options.write(
+            `${name}  reserved peer ${this.paintWord("caught up", 32)} (head ${peer.head?.number})`,
+          );
+        }
+        continue;
+      }
       this.peers.set(peer.name, peer.reachable);
       if (was === undefined) continue;
-      this.options.write(
-        peer.reachable
-          ? `${peer.name.padEnd(width)}  reserved peer ${this.paintWord("back", 32)}${peer.head ? ` (head ${peer.head.number})` : ""}`
-          : `${peer.name.padEnd(width)}  reserved peer ${this.paintWord("down", 31)} (unreachable)`,
-      );
+      if (!peer.reachable) {
+        this.replaying.delete(peer.name);
+        this.options.write(`${name}  reserved peer ${this.paintWord("down", 31)} (unreachable)`);
+      } else if (peer.head && reference !== undefined && peer.head.number < reference) {
+        // A restarted full node replays its chain from a low height: recovering, not a fall of the chain.
+        this.replaying.add(peer.name);
+        this.options.write(
+          `${name}  reserved peer ${this.paintWord("back", 32)}, replaying (head ${peer.head.number}, reference ${reference})`,
+        );
+      } else {
+        this.options.write(
+          `${name}  reserved peer ${this.paintWord("back", 32)}${peer.head ? ` (head ${peer.head.number})` : ""}`,
+        );
+      }
     }
     for (const decision of output.decisions) {
       if (decision.kind === "transition") {

@@ -36,7 +36,7 @@ export async function startUp(options: RunUpOptions): Promise<RunningUp> {
   const view = format === "auto" && stdout.isTTY === true;
   // On a terminal the fleet view tells the story; the log keeps to warnings unless asked for more.
   const level = view && config.log.level === "info" ? "warn" : config.log.level;
-  const logger = createLogger({ format, level }, view ? process.stderr : stdout);
+  const logger = createLogger({ format, level }, view ? process.stderr : stdout, { singleLine: view });
   const registry = createRegistry();
   const adminPort = options.adminPort ?? config.admin.port;
   let admin: AdminServer;

@@ -79,6 +79,8 @@ describe("Controller", () => {
     await waitFor(() => controller.ready(), { what: "first round" });
     expect(controller.readinessCheck().check().ok).toBe(true);
     await waitFor(() => s.fleet.routed("devnet").length === 3, { what: "all three routed" });
+    // Nodes at genesis with the peers are in sync too: routed maybe before the first block.
+    await waitFor(() => (outputs.at(-1)?.reference?.number ?? 0) > 0, { what: "a first block" });
     const last = outputs.at(-1)!;
     expect(last.reference?.peers.sort()).toEqual(["full-0", "full-1"]);
     expect(last.nodes.map((n) => n.state)).toEqual(["Healthy", "Healthy", "Healthy"]);
@@ -147,12 +149,17 @@ describe("Controller", () => {
     const s: Setup = await setup(2, async (_network, member) => ({
       httpUrl: s.lights.get(member.name)!.httpUrl,
     }));
-    const { controller } = startController(s, { restartAfter: "10m" });
+    const { controller, outputs } = startController(s, { restartAfter: "10m" });
     await waitFor(() => s.fleet.routed("devnet").length === 2, { what: "all routed" });
     // A Healthy node: the engine would never restart it.
     s.fleet.requestRestart("devnet", "light-1");
     await waitFor(() => s.fleet.restartCalls.length > 0, { what: "the requested restart", timeoutMs: 5_000 });
     expect(s.fleet.restartCalls[0]).toMatchObject({ member: "light-1", reason: "manual" });
+    // The round's listeners (up's view: a line for it) hear of it as a restart of reason manual.
+    await waitFor(
+      () => outputs.some((o) => o.decisions.some((d) => d.kind === "restart" && d.reason === "manual")),
+      { what: "the manual restart in a round's output", timeoutMs: 5_000 },
+    );
     // Later rounds do not repeat it: the request went with the restart.
     await controller.runRound();
     await controller.runRound();

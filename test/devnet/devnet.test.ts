@@ -10,6 +10,7 @@ import {
   startGenesisAnvil,
   startTestDevnet,
 } from "../support/devnet.js";
+import { processGroup } from "../support/processTree.js";
 import { waitFor } from "../support/waitFor.js";
 
 // Every test stopped what it started: no anvil of this file may outlive it.
@@ -35,6 +36,19 @@ async function hashes(url: string, upTo: number): Promise<string[]> {
 async function height(url: string): Promise<number> {
   return Number(await rpc(url).call<string>("eth_blockNumber"));
 }
+
+describe("devnet processes", () => {
+  it("runs every anvil in a process group of its own, so a terminal's Ctrl-C reaches only the supervisor", async () => {
+    const devnet = await startTestDevnet({
+      networks: [{ name: "devnet", chainId: 31_337, fullNodes: 2, lightNodes: 1 }],
+    });
+    const pids = devnetPids(devnet);
+    expect(pids).toHaveLength(3);
+    const ours = processGroup(process.pid);
+    for (const pid of pids) expect(processGroup(pid)).toBe(pid);
+    expect(pids).not.toContain(ours);
+  });
+});
 
 describe("devnet block driver", () => {
   it("mines every block on full and light nodes with identical hashes", async () => {

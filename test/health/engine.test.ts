@@ -77,6 +77,24 @@ describe("the failures other RPC proxies have hit", () => {
     });
   });
 
+  it("a node at height 0 on a chain just started is a block or two behind, not broken: never restarted for it", () => {
+    // The end-to-end pool's settings: 200 ms probes, restartAfter 1 s, a pod started long before. Block 1 reaches the
+    // node late (a loaded machine); it must not be restarted for a lag of one block.
+    const sc = new Scenario(
+      networkParams(
+        { probeInterval: "200ms", restartAfter: "1s", startupGrace: "1s", maxLagBlocks: 3 },
+        "1s",
+      ),
+    );
+    const outputs = sc.run(20, 200, () => ({
+      peers: [peer("a", 1, { blockSeconds: 1 }), peer("b", 1, { blockSeconds: 1 })],
+      nodes: [node("n1", 0, { blockSeconds: 1, routed: false })],
+    }));
+    expect(allDecisions(outputs, "restart")).toEqual([]);
+    expect(statusOf(outputs.at(-1)!, "n1")).toMatchObject({ head: 0, lagBlocks: 1 });
+    expect(statusOf(outputs.at(-1)!, "n1").reason).not.toBe("height-zero");
+  });
+
   it("peers halted: no restarts, even of a node that stopped answering", () => {
     const sc = new Scenario();
     const outputs = sc.run(200, PROBE, () => ({

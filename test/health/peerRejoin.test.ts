@@ -77,3 +77,53 @@ describe("a reserved peer that is killed and comes back replaying its chain", ()
     expect(out.reference).toMatchObject({ number: 499, hash: "0xreorg-499" });
   });
 });
+
+describe("both reserved peers killed, then healed: they come back replaying the same chain from low heights", () => {
+  /** Both peers down 30 s; back at 27 and 73, replaying 60 blocks a second until they reach the chain's head. */
+  function doubleHeal() {
+    const sc = new Scenario(network);
+    const start = headAt(T0);
+    const peers = (now: number) => [fullPeer("full-0", headAt(now)), fullPeer("full-1", headAt(now))];
+    const nodes = (now: number) => [lightNode("n1", headAt(now)), lightNode("n2", headAt(now))];
+    sc.round({ peers: peers(T0), nodes: nodes(T0) });
+    sc.run(30, BLOCK_MS, (_i, now) => ({
+      peers: peers(now).map((p) => ({ ...p, reachable: false })),
+      nodes: nodes(now),
+    }));
+    const replayed = { "full-0": 27, "full-1": 73 };
+    const outputs = sc.run(30, BLOCK_MS, (_i, now) => {
+      const back = (["full-0", "full-1"] as const).map((name) => {
+        replayed[name] = Math.min(headAt(now), replayed[name] + 60);
+        // A climbing head is a head first seen now.
+        return fullPeer(name, replayed[name], { headSeenAt: now });
+      });
+      return { peers: back, nodes: nodes(now) };
+    });
+    return { start, outputs, end: headAt(sc.now) };
+  }
+
+  it("the reference never falls below what it was while they replay, and follows them once they are back", () => {
+    const { start, outputs, end } = doubleHeal();
+    for (const out of outputs) expect(out.reference!.number).toBeGreaterThanOrEqual(start);
+    expect(outputs.at(-1)!.reference!.number).toBe(end);
+  });
+
+  it("replaying peers are recovering, not halted: no peers-halted while they climb", () => {
+    const { outputs } = doubleHeal();
+    for (const out of outputs) expect(out.systemic?.cause).not.toBe("peers-halted");
+    expect(outputs.at(-1)!.systemic).toBeUndefined();
+  });
+
+  it("a replaying peer that stops climbing below the reference is halted after all", () => {
+    const sc = new Scenario(network);
+    sc.round({ peers: [fullPeer("a", 500), fullPeer("b", 500)], nodes: [lightNode("n1", 500)] });
+    // Both come back low and stay there, their heads first seen on their return.
+    const seenAt = sc.now + 1_000;
+    const outputs = sc.run(20, BLOCK_MS, () => ({
+      peers: [fullPeer("a", 40, { headSeenAt: seenAt }), fullPeer("b", 40, { headSeenAt: seenAt })],
+      nodes: [lightNode("n1", 500)],
+    }));
+    expect(outputs.every((o) => o.reference!.number === 500)).toBe(true);
+    expect(outputs.at(-1)!.systemic?.cause).toBe("peers-halted");
+  });
+});

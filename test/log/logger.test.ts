@@ -29,4 +29,16 @@ describe("logger", () => {
     expect(output()).toContain("node is Healthy");
     expect(() => JSON.parse(output())).toThrow();
   });
+
+  it("keeps each record on one line when asked (up's terminal view mixes it with one-line state changes)", () => {
+    const stream = new PassThrough();
+    const chunks: string[] = [];
+    stream.on("data", (c: Buffer) => chunks.push(c.toString()));
+    const logger = createLogger({ level: "info", format: "pretty" }, stream, { singleLine: true });
+    logger.warn({ node: "mainnet-full-0", err: "connect ECONNREFUSED" }, "devnet node out of reach");
+    const lines = chunks.join("").trimEnd().split("\n");
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain("devnet node out of reach");
+    expect(lines[0]).toContain("mainnet-full-0");
+  });
 });

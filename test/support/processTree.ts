@@ -30,6 +30,11 @@ export function anvilsUnder(pid: number): number[] {
   return descendants(pid).filter((p) => /(^|\/)anvil$/.test(commandLine(p).split(" ")[0] ?? ""));
 }
 
+/** The process group of a process. */
+export function processGroup(pid: number): number {
+  return Number(statFields(readFileSync(`/proc/${pid}/stat`, "utf8"))[2]);
+}
+
 /** The command line of a process ("" once it is gone). */
 export function commandLine(pid: number): string {
   try {

@@ -94,13 +94,38 @@ describe("FleetView", () => {
       peer("mainnet-full-0", false, 5),
       peer("mainnet-full-1", true, 7),
     ]);
-    view.onRound("mainnet", output(nodes), [
+    const atEight = {
+      reference: { number: 8, hash: "0x1", timestamp: 8, seenAt: 0, peers: ["mainnet-full-1"] },
+    };
+    view.onRound("mainnet", output(nodes, atEight), [
       peer("mainnet-full-0", true, 8),
       peer("mainnet-full-1", true, 8),
     ]);
     expect(peerLines()).toEqual([
       "mainnet-full-0   reserved peer down (unreachable)",
       "mainnet-full-0   reserved peer back (head 8)",
+    ]);
+  });
+
+  it("a peer back below the reference is replaying: one line when it is back, one when it has caught up", () => {
+    const lines: string[] = [];
+    const view = new FleetView({ write: (l) => lines.push(l) });
+    const nodes = [status("mainnet-light-0", "Healthy", true)];
+    const peer = (reachable: boolean, head: number) => ({
+      name: "mainnet-full-0",
+      reachable,
+      head: { number: head, hash: "0x1", timestamp: head },
+    });
+    view.onRound("mainnet", output(nodes), [peer(true, 120)]);
+    view.onRound("mainnet", output(nodes), [peer(false, 120)]);
+    view.onRound("mainnet", output(nodes), [peer(true, 27)]);
+    view.onRound("mainnet", output(nodes), [peer(true, 90)]);
+    view.onRound("mainnet", output(nodes), [peer(true, 120)]);
+    view.onRound("mainnet", output(nodes), [peer(true, 121)]);
+    expect(lines.filter((l) => l.includes("reserved peer"))).toEqual([
+      "mainnet-full-0   reserved peer down (unreachable)",
+      "mainnet-full-0   reserved peer back, replaying (head 27, reference 120)",
+      "mainnet-full-0   reserved peer caught up (head 120)",
     ]);
   });
 

@@ -90,7 +90,7 @@ describe("lightfleet up on a terminal", () => {
       timeoutMs: 10_000,
     });
     expect((await peerFault("heal")).status).toBe(200);
-    await waitFor(() => /alpha-full-0\s+reserved peer back \(head \d+\)/.test(screen), {
+    await waitFor(() => /alpha-full-0\s+reserved peer back(, replaying)? \(head \d+/.test(screen), {
       what: "the peer-back line",
       timeoutMs: 15_000,
     });
@@ -101,10 +101,13 @@ describe("lightfleet up on a terminal", () => {
     expect(anvils).toHaveLength(4);
     let exit: { code: number | null } | undefined;
     terminal.once("exit", (code) => (exit = { code }));
-    process.kill(pid, "SIGINT");
+    // Ctrl-C: the terminal signals its whole foreground process group (up leads it), not up alone. The children are
+    // in groups of their own, so only up hears it and stops them in order: no node reads as out of reach.
+    process.kill(-pid, "SIGINT");
     expect(await waitFor(() => exit, { what: "up to exit after SIGINT", timeoutMs: 20_000 })).toEqual({
       code: 0,
     });
     await expectProcessesGone(anvils);
+    expect(screen).not.toContain("out of reach");
   });
 });

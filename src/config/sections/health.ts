@@ -30,7 +30,7 @@ export const healthSchema = z.strictObject({
   healthyAfter: z.number().int().min(1).default(3),
   /** How long a node stays bad (restart tier) before it is restarted. */
   restartAfter: duration.default(120_000),
-  /** Time after a (re)start during which a node that is behind is Starting, not Lagging. */
+  /** Time after a (re)start during which a node that is behind is Starting, not Lagging (longer while it closes the gap, up to 3x). */
   startupGrace: duration.default(600_000),
   /** Restarts in flight at once, per pool. */
   maxConcurrentRestarts: z.number().int().min(0).default(1),

@@ -268,7 +268,10 @@ export class ProcessFleet implements Fleet {
         kill,
       });
     } catch (error) {
-      this.logger.error({ ...log, err: messageOf(error) }, "member started but could not be attached");
+      // Scaled away (or the fleet stopped) while being attached: it was detached on the way out, nothing is wrong.
+      if (this.stopped || slot.leaving)
+        this.logger.debug({ ...log, err: messageOf(error) }, "member left while being attached");
+      else this.logger.error({ ...log, err: messageOf(error) }, "member started but could not be attached");
     }
   }
 

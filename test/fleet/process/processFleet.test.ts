@@ -5,7 +5,8 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { ProcessFleetConfig } from "../../../src/config/sections/processFleet.js";
 import { ProcessFleet, type StartedMember } from "../../../src/fleet/process/processFleet.js";
-import { silentLogger } from "../../../src/log/logger.js";
+import { PassThrough } from "node:stream";
+import { createLogger, silentLogger, type Logger } from "../../../src/log/logger.js";
 import { HttpRpcClient } from "../../../src/rpc/httpRpcClient.js";
 import { ROOT } from "../../support/runCli.js";
 import { expectProcessesGone } from "../../support/devnet.js";
@@ -21,7 +22,7 @@ afterEach(async () => {
 
 function fleetOf(
   nodes: Partial<ProcessFleetConfig>,
-  extra: { onStarted?: (m: StartedMember) => Promise<void> } = {},
+  extra: { onStarted?: (m: StartedMember) => Promise<void>; logger?: Logger } = {},
 ) {
   const dataDir = mkdtempSync(join(tmpdir(), "lightfleet-fleet-"));
   const fleet = new ProcessFleet({
@@ -33,8 +34,8 @@ function fleetOf(
       },
     ],
     dataDir,
-    logger: silentLogger(),
     ...extra,
+    logger: extra.logger ?? silentLogger(),
   });
   cleanup.push(() => rmSync(dataDir, { recursive: true, force: true }));
   cleanup.push(() => fleet.stop());
@@ -129,6 +130,37 @@ describe("ProcessFleet", () => {
     expect(fleet.members("devnet").map((m) => m.name)).toEqual(["devnet-light-0"]);
     expect(pidsOfMembers()).toHaveLength(1);
     await expect(chainIdAt(members[2]!.httpUrl)).rejects.toThrow(/cannot reach/);
+  });
+
+  it("a member scaled away while it is being attached after a restart is no error", async () => {
+    const out = new PassThrough();
+    const records: Array<{ level: number; msg: string }> = [];
+    out.on("data", (c: Buffer) => {
+      for (const line of c.toString().split("\n").filter(Boolean)) records.push(JSON.parse(line));
+    });
+    let attaching: (() => void) | undefined;
+    let hold = false;
+    const fleet = fleetOf(
+      { replicas: 2 },
+      {
+        logger: createLogger({ level: "debug", format: "json" }, out),
+        onStarted: async (m) => {
+          if (!hold || m.name !== "devnet-light-1") return;
+          // The devnet replays it to the head meanwhile; scaled away, it is no devnet node any more.
+          await new Promise<void>((resolve) => (attaching = resolve));
+          throw new Error(`no devnet node named ${m.name}`);
+        },
+      },
+    );
+    await fleet.start();
+    hold = true;
+    const restart = fleet.restart("devnet", "devnet-light-1", "manual");
+    await waitFor(() => attaching !== undefined, { what: "the restarted member being attached" });
+    await fleet.scale("devnet", 1);
+    attaching!();
+    await restart;
+    expect(fleet.members("devnet").map((m) => m.name)).toEqual(["devnet-light-0"]);
+    expect(records.filter((r) => r.level >= 50).map((r) => r.msg)).toEqual([]);
   });
 
   it("runs overlapping scale calls one after another, so no member is started twice", async () => {
