@@ -4,10 +4,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { startFakeApiServer } from "../support/fakeApiServer.js";
-import { ROOT } from "../support/runCli.js";
+import { cliArgs, ROOT } from "../support/runCli.js";
 import { waitFor } from "../support/waitFor.js";
 
-const TSX = join(ROOT, "node_modules/tsx/dist/cli.mjs");
 const LEASES = "apis/coordination.k8s.io/v1/leases";
 
 const cleanup: Array<() => unknown> = [];
@@ -27,14 +26,10 @@ describe("lightfleet controller", () => {
       config,
       ["log: { format: json }", "admin: { host: 127.0.0.1 }", "controller: { namespace: eth }"].join("\n"),
     );
-    const child = spawn(
-      process.execPath,
-      [TSX, join(ROOT, "src/cli.ts"), "controller", "--config", config, "--admin-port", "0"],
-      {
-        cwd: ROOT,
-        env: { ...process.env, KUBECONFIG: kubeconfig, POD_NAME: "controller-0", POD_NAMESPACE: "eth" },
-      },
-    );
+    const child = spawn(process.execPath, cliArgs(["controller", "--config", config, "--admin-port", "0"]), {
+      cwd: ROOT,
+      env: { ...process.env, KUBECONFIG: kubeconfig, POD_NAME: "controller-0", POD_NAMESPACE: "eth" },
+    });
     cleanup.push(() => child.kill("SIGKILL"));
     let stdout = "";
     child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));

@@ -8,7 +8,7 @@ export const ROOT = join(import.meta.dirname, "../..");
  * `node --import tsx src/cli.ts ARGS`: tsx as a loader inside the one node process. (tsx's own CLI would run the
  * program in a child of its wrapper, and a SIGKILL would stop only the wrapper, leaving the program running.)
  */
-function cliArgs(args: string[]): string[] {
+export function cliArgs(args: string[]): string[] {
   return ["--import", "tsx", join(ROOT, "src/cli.ts"), ...args];
 }
 
