@@ -64,10 +64,13 @@ export async function startRedis(): Promise<RedisServer> {
     const exited = new Promise<void>((resolve) => child!.once("exit", () => resolve()));
     let gone = false;
     void exited.then(() => (gone = true));
-    await waitFor(async () => {
-      if (gone) throw new Error(`redis-server exited while starting on port ${port}`);
-      return accepting(port);
-    }, { what: `redis-server on port ${port}`, timeoutMs: 10_000 });
+    await waitFor(
+      async () => {
+        if (gone) throw new Error(`redis-server exited while starting on port ${port}`);
+        return accepting(port);
+      },
+      { what: `redis-server on port ${port}`, timeoutMs: 10_000 },
+    );
   };
   const kill = async () => {
     const running = child;

@@ -86,7 +86,17 @@ export async function spawnGateway(
 ): Promise<SpawnedGateway> {
   const child = spawn(
     process.execPath,
-    [TSX, join(ROOT, "src/cli.ts"), "gateway", "--config", config, "--port", String(port), "--admin-port", "0"],
+    [
+      TSX,
+      join(ROOT, "src/cli.ts"),
+      "gateway",
+      "--config",
+      config,
+      "--port",
+      String(port),
+      "--admin-port",
+      "0",
+    ],
     { cwd: ROOT, env: { ...process.env, ...env } },
   );
   let stdout = "";

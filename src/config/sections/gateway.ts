@@ -3,6 +3,34 @@ import { duration } from "../duration.js";
 import { dnsLabel } from "../dnsLabel.js";
 import { httpUrl, wsUrl } from "../urls.js";
 
+/**
+ * Where the state a client can observe across calls lives (filters, the per-address rate limit and caps, the
+ * per-sender transaction limit, the served head's high-water mark): in this process (one replica), or in Redis (any
+ * Redis or Valkey), shared by every replica behind one Service.
+ */
+export const sharedStateSchema = z.discriminatedUnion("backend", [
+  z.strictObject({ backend: z.literal("memory") }),
+  z.strictObject({
+    backend: z.literal("redis"),
+    /** redis://[user:password@]host:port[/db] or rediss:// (TLS); `${REDIS_URL}` reads it from the environment. */
+    url: z.string().refine(
+      (value) => {
+        try {
+          return ["redis:", "rediss:"].includes(new URL(value).protocol);
+        } catch {
+          return false;
+        }
+      },
+      { message: "must be a redis:// or rediss:// URL" },
+    ),
+    /** Prefix of every key, so several gateways (networks, environments) can share one Redis. */
+    keyPrefix: z.string().min(1).default("lightfleet:"),
+    /** Time one Redis command may take before the call it serves goes on without it (see docs/gateway.md). */
+    commandTimeout: duration.default(250),
+  }),
+]);
+export type SharedStateConfig = z.infer<typeof sharedStateSchema>;
+
 /** Gateway settings shared by every network (`gateway:` at the top level). */
 export const gatewaySchema = z.strictObject({
   host: z.string().default("0.0.0.0"),
@@ -12,6 +40,8 @@ export const gatewaySchema = z.strictObject({
    * workers, each with its own upstream connections, behind a primary that serves the admin port.
    */
   workers: z.number().int().min(1).max(256).default(1),
+  /** Filters, limits, caps and the head's high-water mark: in-process (default) or shared through Redis. */
+  sharedState: sharedStateSchema.default({ backend: "memory" }),
   /** Largest HTTP request body, in bytes (HTTP 413 beyond). */
   maxBodyBytes: z.number().int().min(1).default(1_048_576),
   /** Most calls in one JSON-RPC batch. */

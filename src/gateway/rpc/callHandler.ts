@@ -11,7 +11,7 @@ import {
   rawTransactionHash,
   transactionSender,
 } from "../upstreams/broadcastTransaction.js";
-import type { RateLimiter } from "../limits/ipRateLimiter.js";
+import type { RateLimiter, RateVerdict } from "../limits/ipRateLimiter.js";
 import { forward } from "../upstreams/forward.js";
 import type { NetworkUpstreams } from "../upstreams/networkUpstreams.js";
 import {
@@ -23,7 +23,7 @@ import {
 } from "./blockParams.js";
 import { checkGetLogs } from "./getLogsRule.js";
 import { RecentServedHeads } from "./recentServedHeads.js";
-import type { FilterStore } from "../filters/filterStore.js";
+import type { Filters } from "../filters/filterStore.js";
 import { FILTER_METHODS } from "../filters/filterStore.js";
 import { SUBSCRIPTION_METHODS, checkMethod, isIdempotent, methodLabel } from "./methodPolicy.js";
 import { errorResponse } from "./parseRequest.js";
@@ -49,6 +49,11 @@ export interface CallHandlerOptions {
   now?: () => number;
   /** The per-sender limit on eth_sendRawTransaction (keyed by the sending account), when configured. */
   senderLimiter?: RateLimiter;
+  /**
+   * The served head over every replica (shared state in Redis): eth_blockNumber answers it, so a client whose calls
+   * land on different replicas never sees the number go back.
+   */
+  sharedHead?: { blockNumber(local: number): Promise<number> };
   /** Where raw transactions go besides the routed nodes (the reserved peers, when configured). */
   transactionPeers?: ReadonlyArray<{ name: string; httpUrl: string }>;
   upstreamTimeoutMs: number;
@@ -73,6 +78,8 @@ interface Prepared {
   blockHash?: string;
   /** A signed transaction (its hash): sent to every routed node at once, not to one. */
   broadcast?: string;
+  /** The per-sender limit's verdict, when it is kept in the shared store: a refusal answers instead. */
+  refusal?: Promise<Answered | undefined>;
 }
 
 /**
@@ -90,7 +97,7 @@ export class CallHandler {
   /** Served heads of the last block time, for the eth_getLogs window. */
   private readonly recentHeads: RecentServedHeads;
   private readonly now: () => number;
-  private filters: FilterStore | undefined;
+  private filters: Filters | undefined;
 
   constructor(private readonly options: CallHandlerOptions) {
     this.inFlight = options.metrics.inFlightOf(options.upstreams.network);
@@ -132,6 +139,21 @@ export class CallHandler {
           )
         : this.record(request, outcome(answer), started);
     }
+    const sharedHead = this.options.sharedHead;
+    if (request.method === "eth_blockNumber" && sharedHead) {
+      const served = this.options.upstreams.servedHead();
+      if (served !== undefined)
+        return sharedHead.blockNumber(served).then((head) =>
+          this.record(
+            request,
+            {
+              response: { jsonrpc: "2.0", id: request.id ?? null, result: toQuantity(head) },
+              outcome: "ok",
+            },
+            started,
+          ),
+        );
+    }
     let answered;
     try {
       answered = this.answer(request);
@@ -151,7 +173,7 @@ export class CallHandler {
   }
 
   /** Serves the filter methods from the gateway's own streams (set once the streams exist). */
-  useFilters(filters: FilterStore): void {
+  useFilters(filters: Filters): void {
     this.filters = filters;
   }
 
@@ -234,6 +256,8 @@ export class CallHandler {
           outcome: "invalid",
         };
       const refused = this.senderRefusal(id, (request.params as string[])[0]!);
+      if (refused instanceof Promise)
+        return { request, minBlock: undefined, broadcast: hash, refusal: refused };
       return refused ?? { request, minBlock: undefined, broadcast: hash };
     }
     if (SUBSCRIPTION_METHODS.has(request.method))
@@ -308,8 +332,11 @@ export class CallHandler {
   }
 
   /** `raw`: a successful answer may keep the node's result as JSON text (the caller only serializes it). */
-  private async send({ request, minBlock, blockHash, broadcast }: Prepared, raw: boolean): Promise<Answered> {
-    if (broadcast) return this.broadcast(request, broadcast);
+  private async send(
+    { request, minBlock, blockHash, broadcast, refusal }: Prepared,
+    raw: boolean,
+  ): Promise<Answered> {
+    if (broadcast) return (await refusal) ?? this.broadcast(request, broadcast);
     const { upstreams, metrics } = this.options;
     const tried = new Set<string>();
     const attempts = isIdempotent(request.method) ? 2 : 1;
@@ -364,7 +391,10 @@ export class CallHandler {
   }
 
   /** The per-sender limit's refusal of a transaction, if any (the sender is recovered from the signature). */
-  private senderRefusal(id: JsonRpcRequest["id"], raw: string): Answered | undefined {
+  private senderRefusal(
+    id: JsonRpcRequest["id"],
+    raw: string,
+  ): Answered | undefined | Promise<Answered | undefined> {
     const limiter = this.options.senderLimiter;
     if (!limiter) return undefined;
     const sender = transactionSender(raw);
@@ -378,16 +408,19 @@ export class CallHandler {
         outcome: "invalid",
       };
     const verdict = limiter.take(sender, 1);
-    if (verdict.ok) return undefined;
-    return {
-      response: errorResponse(
-        id ?? null,
-        RPC_ERROR.LIMIT_EXCEEDED,
-        `limit exceeded: too many transactions from ${sender}`,
-        { retryAfterMs: verdict.retryAfterMs },
-      ),
-      outcome: "rate_limited",
+    const refuse = (verdict: RateVerdict): Answered | undefined => {
+      if (verdict.ok) return undefined;
+      return {
+        response: errorResponse(
+          id ?? null,
+          RPC_ERROR.LIMIT_EXCEEDED,
+          `limit exceeded: too many transactions from ${sender}`,
+          { retryAfterMs: verdict.retryAfterMs },
+        ),
+        outcome: "rate_limited",
+      };
     };
+    return verdict instanceof Promise ? verdict.then(refuse) : refuse(verdict);
   }
 
   /**

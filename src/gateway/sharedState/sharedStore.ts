@@ -1,0 +1,106 @@
+import { Redis } from "ioredis";
+import { Counter, Gauge, Histogram } from "prom-client";
+import type { Registry } from "prom-client";
+import type { Logger } from "../../log/logger.js";
+
+/** The shared-store calls the gateway makes, as metric labels (a fixed set). */
+export type StoreOperation = "rate_limit" | "transaction_limit" | "lease" | "filter" | "head";
+
+export interface SharedStoreOptions {
+  url: string;
+  keyPrefix: string;
+  /** Time one command may take; beyond, it fails and the caller goes on without it. */
+  commandTimeoutMs: number;
+  registry: Registry;
+  logger: Logger;
+}
+
+/** Reconnection backoff: fast at first, then every 2 s for as long as Redis is away. */
+const RECONNECT_MAX_MS = 2_000;
+/** A failure is logged at most this often (an outage fails every call). */
+const LOG_EVERY_MS = 10_000;
+
+/**
+ * The gateway's connection to Redis, shared by everything kept there. A call never waits for Redis beyond the command
+ * timeout: no offline queue (a command while disconnected fails at once), no retries of a command, reconnection in
+ * the background for as long as it takes. Every command is timed and counted (`run`), so an operator sees the store's
+ * latency and errors.
+ */
+export class SharedStore {
+  readonly redis: Redis;
+  private readonly duration: Histogram<"operation">;
+  private readonly errors: Counter<"operation">;
+  private loggedAt = 0;
+
+  constructor(private readonly options: SharedStoreOptions) {
+    this.redis = new Redis(options.url, {
+      keyPrefix: options.keyPrefix,
+      commandTimeout: options.commandTimeoutMs,
+      connectTimeout: Math.max(1_000, options.commandTimeoutMs * 4),
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      retryStrategy: (times) => Math.min(times * 100, RECONNECT_MAX_MS),
+      // Client-side names help an operator find the gateways in CLIENT LIST.
+      connectionName: "lightfleet-gateway",
+    });
+    const registers = [options.registry];
+    this.duration = new Histogram({
+      name: "lightfleet_gateway_shared_store_duration_seconds",
+      help: "Round-trip time of the gateway's commands to the shared store (Redis), by operation",
+      labelNames: ["operation"],
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+      registers,
+    });
+    this.errors = new Counter({
+      name: "lightfleet_gateway_shared_store_errors_total",
+      help: "Commands to the shared store (Redis) that failed or timed out, by operation",
+      labelNames: ["operation"],
+      registers,
+    });
+    const redis = this.redis;
+    new Gauge({
+      name: "lightfleet_gateway_shared_store_up",
+      help: "1 while the gateway is connected to its shared store (Redis)",
+      registers,
+      collect() {
+        this.set(redis.status === "ready" ? 1 : 0);
+      },
+    });
+    this.redis.on("error", (error: Error) => this.logFailure(error, "shared store (Redis) connection error"));
+    this.redis.on("ready", () => options.logger.info("shared store (Redis) connected"));
+  }
+
+  /** True while commands can be sent (connected); a command sent otherwise fails at once. */
+  get ready(): boolean {
+    return this.redis.status === "ready";
+  }
+
+  /** Runs one command (or script), timed and counted under `operation`; rejects as the command does. */
+  async run<T>(operation: StoreOperation, command: (redis: Redis) => Promise<T>): Promise<T> {
+    const started = performance.now();
+    try {
+      return await command(this.redis);
+    } catch (error) {
+      this.errors.inc({ operation });
+      this.logFailure(error, `shared store (Redis) command failed: ${operation}`);
+      throw error;
+    } finally {
+      this.duration.observe({ operation }, (performance.now() - started) / 1000);
+    }
+  }
+
+  async close(): Promise<void> {
+    this.redis.disconnect();
+  }
+
+  private logFailure(error: unknown, message: string): void {
+    const now = Date.now();
+    if (now - this.loggedAt < LOG_EVERY_MS) return;
+    this.loggedAt = now;
+    this.options.logger.warn({ err: error }, message);
+  }
+}
+
+/** The Redis server's clock in milliseconds, in a Lua script: every replica judges time by the same clock. */
+export const LUA_NOW =
+  "local t = redis.call('TIME'); local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)";

@@ -1,0 +1,231 @@
+import type { ChildProcessWithoutNullStreams } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { request } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { AnvilNode } from "../../src/devnet/anvil.js";
+import { LOG_EMITTER_BYTECODE } from "../../src/devnet/devTransactions.js";
+import { HttpRpcClient } from "../../src/rpc/httpRpcClient.js";
+import { nginxTool, startNginx } from "../support/nginx.js";
+import { commandLine, descendants } from "../support/processTree.js";
+import type { Balancer } from "../support/nginx.js";
+import { freePort, redisTool, startRedis } from "../support/redisServer.js";
+import type { RedisServer } from "../support/redisServer.js";
+import { spawnGateway } from "../support/runCli.js";
+import type { SpawnedGateway } from "../support/runCli.js";
+import { waitFor } from "../support/waitFor.js";
+import { startUpstreamNode, writeGatewayConfig } from "./support.js";
+
+interface RpcAnswer {
+  result?: unknown;
+  error?: { code: number; message: string; data?: unknown };
+}
+
+/**
+ * One call on a connection of its own, as client `address` (the balancer passes X-Forwarded-For on and the gateways
+ * trust it): the balancer sends it to the next replica.
+ */
+export function callAs(
+  url: string,
+  address: string,
+  method: string,
+  params: unknown[] = [],
+): Promise<{ status: number; body: RpcAnswer }> {
+  const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method, params });
+  return new Promise((resolve, reject) => {
+    const req = request(
+      `${url}/`,
+      {
+        method: "POST",
+        agent: false,
+        headers: { "content-type": "application/json", "x-forwarded-for": address },
+        timeout: 10_000,
+      },
+      (res) => {
+        let text = "";
+        res.on("data", (chunk: Buffer) => (text += chunk.toString()));
+        res.on("end", () => {
+          try {
+            resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) as RpcAnswer });
+          } catch {
+            reject(new Error(`not JSON (HTTP ${res.statusCode}): ${text.slice(0, 200)}`));
+          }
+        });
+        res.on("error", reject);
+      },
+    );
+    req.on("timeout", () => req.destroy(new Error(`${method} took longer than 10 s`)));
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+const missing = [redisTool, nginxTool].find((tool) => !tool.path)?.missing;
+if (missing) console.warn(`skipping the gateway replica tests: ${missing}`);
+
+/** Requests per second each address may make, over all replicas together. */
+const RATE = 40;
+
+describe.skipIf(missing !== undefined)(
+  "three gateway replicas behind nginx, sharing state through Redis",
+  () => {
+    let node: AnvilNode;
+    let redis: RedisServer;
+    let balancer: Balancer;
+    let dir: string;
+    let config: string;
+    const replicas: Array<{ port: number; gateway?: SpawnedGateway }> = [];
+    const anvil = () => new HttpRpcClient(node.httpUrl, 10_000);
+
+    async function startReplica(index: number): Promise<void> {
+      const replica = replicas[index]!;
+      replica.gateway = await spawnGateway(config, {}, replica.port);
+      await waitFor(async () => (await fetch(`${replica.gateway!.admin}/readyz`)).status === 200, {
+        what: `replica ${index} ready`,
+        timeoutMs: 30_000,
+      });
+    }
+
+    /** Kills a replica as a crash would: tsx's wrapper and the gateway process under it. */
+    async function killReplica(index: number): Promise<void> {
+      const child: ChildProcessWithoutNullStreams | undefined = replicas[index]?.gateway?.child;
+      if (!child || child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+      const tree = descendants(child.pid!);
+      child.kill("SIGKILL");
+      for (const pid of tree) process.kill(pid, "SIGKILL");
+      await exited;
+      await waitFor(() => tree.every((pid) => commandLine(pid) === ""), { what: `replica ${index} gone` });
+    }
+
+    beforeAll(async () => {
+      node = await startUpstreamNode();
+      redis = await startRedis();
+      dir = mkdtempSync(join(tmpdir(), "lightfleet-gateway-replicas-"));
+      config = writeGatewayConfig(join(dir, "gateway.yaml"), {
+        peer: node.httpUrl,
+        network: { upstreams: [{ name: "upstream", http: node.httpUrl, ws: node.wsUrl }] },
+        gateway: {
+          sharedState: { backend: "redis", url: redis.url },
+          trustForwardedFor: true,
+          rateLimit: { requestsPerSecond: RATE, burst: RATE },
+          maxFiltersPerAddress: 3,
+        },
+      });
+      for (let i = 0; i < 3; i++) replicas.push({ port: await freePort() });
+      await Promise.all(replicas.map((_, i) => startReplica(i)));
+      balancer = await startNginx(replicas.map((r) => `127.0.0.1:${r.port}`));
+    });
+
+    afterAll(async () => {
+      await balancer?.stop();
+      await Promise.all(replicas.map((_, i) => killReplica(i)));
+      await redis?.stop();
+      await node?.stop();
+      if (dir) rmSync(dir, { recursive: true, force: true });
+    });
+
+    it("serves a filter's changes once and in order whichever replica is polled", async () => {
+      const client = "10.0.0.1";
+      const [from] = (await anvil().call("eth_accounts", [])) as string[];
+      const deployed = await anvil().call("eth_sendTransaction", [{ from, data: LOG_EMITTER_BYTECODE }]);
+      await anvil().call("anvil_mine", ["0x1"]);
+      const emitter = (
+        (await anvil().call("eth_getTransactionReceipt", [deployed])) as { contractAddress: string }
+      ).contractAddress;
+      // Every replica serves the head with the emitter before the filters are made.
+      const head = Number(await anvil().call("eth_blockNumber", []));
+      await waitFor(
+        async () => {
+          const answers = await Promise.all(
+            [0, 1, 2].map(() => callAs(balancer.url, client, "eth_blockNumber")),
+          );
+          return answers.every((a) => Number(a.body.result) >= head);
+        },
+        { what: "every replica at the emitter's block" },
+      );
+
+      const blocks = (await callAs(balancer.url, client, "eth_newBlockFilter")).body;
+      const logs = (await callAs(balancer.url, client, "eth_newFilter", [{ address: emitter }])).body;
+      expect(blocks.error).toBeUndefined();
+      expect(logs.error).toBeUndefined();
+
+      const minedHashes: string[] = [];
+      const seenHashes: string[] = [];
+      const seenData: string[] = [];
+      const errors: RpcAnswer["error"][] = [];
+      const poll = async () => {
+        for (const [filter, seen] of [
+          [blocks.result, seenHashes],
+          [logs.result, seenData],
+        ] as const) {
+          const answer = (await callAs(balancer.url, client, "eth_getFilterChanges", [filter])).body;
+          if (answer.error) errors.push(answer.error);
+          for (const change of (answer.result ?? []) as Array<string | { data: string }>)
+            seen.push(typeof change === "string" ? change : change.data);
+        }
+      };
+      for (let i = 1; i <= 6; i++) {
+        await anvil().call("eth_sendTransaction", [{ from, to: emitter, data: `0x0${i}` }]);
+        await anvil().call("anvil_mine", ["0x1"]);
+        minedHashes.push(
+          ((await anvil().call("eth_getBlockByNumber", ["latest", false])) as { hash: string }).hash,
+        );
+        // Three polls per block: each replica gets a turn between two blocks.
+        for (let p = 0; p < 3; p++) await poll();
+      }
+      await waitFor(
+        async () => {
+          await poll();
+          return seenHashes.length >= minedHashes.length && seenData.length >= 6;
+        },
+        { what: "every change polled", timeoutMs: 10_000 },
+      );
+      expect(errors).toEqual([]);
+      expect(seenHashes).toEqual(minedHashes);
+      expect(seenData).toEqual(["0x01", "0x02", "0x03", "0x04", "0x05", "0x06"]);
+    });
+
+    it("limits an address to the configured rate over all replicas together", async () => {
+      const client = "10.0.0.2";
+      // A burst of fresh connections, spread round robin: the burst is admitted once, not once per replica.
+      const burstStarted = Date.now();
+      const burst = await Promise.all(
+        Array.from({ length: 2 * RATE * replicas.length }, () => callAs(balancer.url, client, "eth_chainId")),
+      );
+      const admittedAtOnce = burst.filter((a) => a.status === 200).length;
+      // The calls take a moment to send: what refilled meanwhile may be admitted too, no more.
+      const refilled = (RATE * (Date.now() - burstStarted)) / 1000;
+      expect(admittedAtOnce).toBeGreaterThanOrEqual(RATE);
+      expect(admittedAtOnce).toBeLessThanOrEqual(Math.ceil(RATE + refilled) + 1);
+
+      // Sustained: eight clients in a loop for three seconds from an empty bucket get RATE per second, ±10%.
+      const started = Date.now();
+      let admitted = 0;
+      let offered = 0;
+      await Promise.all(
+        Array.from({ length: 8 }, async () => {
+          while (Date.now() - started < 3_000) {
+            offered++;
+            if ((await callAs(balancer.url, client, "eth_chainId")).status === 200) admitted++;
+          }
+        }),
+      );
+      const expected = (RATE * (Date.now() - started)) / 1000;
+      console.log(
+        `rate limit ${RATE}/s over 3 replicas: ${admitted} admitted of ${offered} in ${Date.now() - started} ms`,
+      );
+      expect(admitted).toBeGreaterThanOrEqual(Math.floor(expected * 0.9));
+      expect(admitted).toBeLessThanOrEqual(Math.ceil(expected * 1.1) + 1);
+    });
+
+    it("caps an address's filters over all replicas together", async () => {
+      const client = "10.0.0.3";
+      const made = [];
+      for (let i = 0; i < 6; i++) made.push((await callAs(balancer.url, client, "eth_newBlockFilter")).body);
+      expect(made.filter((a) => a.result !== undefined)).toHaveLength(3);
+      expect(made.slice(3).every((a) => a.error?.code === -32005)).toBe(true);
+    });
+  },
+);
