@@ -216,7 +216,8 @@ describe.skipIf(missing !== undefined)(
       console.log(
         `rate limit ${RATE}/s over 3 replicas: ${admitted} admitted of ${offered} in ${Date.now() - started} ms`,
       );
-      expect(admitted).toBeGreaterThanOrEqual(Math.floor(expected * 0.9));
+      // What the clients offered below the rate (a loaded machine sends slowly) must all be admitted.
+      expect(admitted).toBeGreaterThanOrEqual(Math.floor(Math.min(expected, offered) * 0.9));
       expect(admitted).toBeLessThanOrEqual(Math.ceil(expected * 1.1) + 1);
     });
 
@@ -226,6 +227,57 @@ describe.skipIf(missing !== undefined)(
       for (let i = 0; i < 6; i++) made.push((await callAs(balancer.url, client, "eth_newBlockFilter")).body);
       expect(made.filter((a) => a.result !== undefined)).toHaveLength(3);
       expect(made.slice(3).every((a) => a.error?.code === -32005)).toBe(true);
+    });
+
+    it("goes on through a Redis outage as documented and recovers without a restart", async () => {
+      const client = "10.0.0.4";
+      const filter = (await callAs(balancer.url, client, "eth_newBlockFilter")).body.result as string;
+      expect(filter).toMatch(/^0x/);
+      await redis.kill();
+
+      // Every replica answers at once (no call waits for Redis): limits fail open, filter calls say why they fail.
+      for (let i = 0; i < 2 * replicas.length; i++) {
+        const started = Date.now();
+        const chainId = await callAs(balancer.url, client, "eth_chainId");
+        expect(chainId.status).toBe(200);
+        expect(chainId.body.result).toBe("0x7a69");
+        const head = await callAs(balancer.url, client, "eth_blockNumber");
+        expect(Number(head.body.result)).toBeGreaterThan(0);
+        const changes = await callAs(balancer.url, client, "eth_getFilterChanges", [filter]);
+        expect(changes.body.error).toEqual({
+          code: -32000,
+          message: "filters are unavailable: the gateway's shared store does not answer; try again shortly",
+        });
+        expect(Date.now() - started).toBeLessThan(5_000);
+      }
+
+      // Back (empty: this Redis keeps nothing on disk): the replicas reconnect by themselves.
+      await redis.restart();
+      const fresh = await waitFor(
+        async () =>
+          (await callAs(balancer.url, client, "eth_newBlockFilter")).body.result as string | undefined,
+        { what: "filters served again", timeoutMs: 15_000 },
+      );
+      for (let i = 0; i < replicas.length; i++)
+        expect(
+          (await callAs(balancer.url, client, "eth_getFilterChanges", [fresh])).body.error,
+        ).toBeUndefined();
+      // The filter made before the outage was in the Redis that was lost.
+      expect((await callAs(balancer.url, client, "eth_getFilterChanges", [filter])).body.error?.message).toBe(
+        "filter not found",
+      );
+      // And the rate limit holds again: a burst well over it is refused in part.
+      await waitFor(
+        async () => {
+          const burst = await Promise.all(
+            Array.from({ length: 3 * RATE }, () => callAs(balancer.url, "10.0.0.5", "eth_chainId")),
+          );
+          return burst.some((a) => a.status === 429);
+        },
+        { what: "the rate limit applied again", timeoutMs: 15_000 },
+      );
+      // The replicas are the ones started at the beginning: nothing was restarted.
+      for (const replica of replicas) expect(replica.gateway!.child.exitCode).toBeNull();
     });
   },
 );

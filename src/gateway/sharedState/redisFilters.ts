@@ -67,6 +67,9 @@ declare module "ioredis" {
 
 const defined = new WeakSet<SharedStore>();
 
+/** geth's code for a filter call it cannot serve ("filter not found" among them): clients retry or re-install. */
+const SERVER_ERROR = -32000;
+
 /** Blocks one poll reads at most (a block filter asks one call per block); a filter further behind catches up over the next polls. */
 export const MAX_BLOCKS_PER_POLL = 256;
 /** Delivered heads remembered per filter, to find where a reorganisation forked off. */
@@ -155,11 +158,11 @@ export class RedisFilters implements Filters {
           return errorResponse(id, RPC_ERROR.METHOD_NOT_FOUND, `the method ${request.method} does not exist`);
       }
     } catch (error) {
-      if (error instanceof Unanswered) return errorResponse(id, RPC_ERROR.INTERNAL_ERROR, error.message);
+      if (error instanceof Unanswered) return errorResponse(id, SERVER_ERROR, error.message);
       // The store did not answer (down, or slower than its command timeout): said plainly, the filter kept.
       return errorResponse(
         id,
-        RPC_ERROR.INTERNAL_ERROR,
+        SERVER_ERROR,
         "filters are unavailable: the gateway's shared store does not answer; try again shortly",
       );
     }
