@@ -281,3 +281,60 @@ describe.skipIf(missing !== undefined)(
     });
   },
 );
+
+describe.skipIf(missing !== undefined)("replicas whose nodes lag differently, behind nginx", () => {
+  const nodes: AnvilNode[] = [];
+  const gateways: SpawnedGateway[] = [];
+  let redis: RedisServer;
+  let balancer: Balancer;
+  let dir: string;
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    dir = mkdtempSync(join(tmpdir(), "lightfleet-gateway-lag-"));
+    // Two chains of the same id, one ahead of the other: each replica fronts one.
+    nodes.push(await startUpstreamNode(), await startUpstreamNode());
+    await new HttpRpcClient(nodes[0]!.httpUrl, 10_000).call("anvil_mine", ["0x7"]);
+    for (const [i, node] of nodes.entries()) {
+      const config = writeGatewayConfig(join(dir, `replica-${i}.yaml`), {
+        peer: node.httpUrl,
+        network: { upstreams: [{ name: `node-${i}`, http: node.httpUrl, ws: node.wsUrl }] },
+        gateway: { sharedState: { backend: "redis", url: redis.url } },
+      });
+      const gateway = await spawnGateway(config);
+      gateways.push(gateway);
+      await waitFor(async () => (await fetch(`${gateway.admin}/readyz`)).status === 200, {
+        what: `replica ${i} ready`,
+        timeoutMs: 30_000,
+      });
+    }
+    balancer = await startNginx(gateways.map((g) => new URL(g.url).host));
+  });
+
+  afterAll(async () => {
+    await balancer?.stop();
+    for (const gateway of gateways) {
+      const tree = descendants(gateway.child.pid!);
+      const exited = new Promise<void>((resolve) => gateway.child.once("exit", () => resolve()));
+      gateway.child.kill("SIGKILL");
+      for (const pid of tree) process.kill(pid, "SIGKILL");
+      await exited;
+    }
+    await redis?.stop();
+    for (const node of nodes) await node.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("never answers eth_blockNumber lower than any replica answered before", async () => {
+    const answers: number[] = [];
+    const poll = async () =>
+      answers.push(Number((await callAs(balancer.url, "10.0.1.1", "eth_blockNumber")).body.result));
+    for (let i = 0; i < 6; i++) await poll();
+    // The lagging replica's node catches up, then both go on.
+    await new HttpRpcClient(nodes[1]!.httpUrl, 10_000).call("anvil_mine", ["0x8"]);
+    for (let i = 0; i < 6; i++) await poll();
+    expect(answers.slice(0, 6)).toContain(10);
+    for (let i = 1; i < answers.length; i++) expect(answers[i]).toBeGreaterThanOrEqual(answers[i - 1]!);
+    expect(answers.at(-1)).toBe(11);
+  });
+});
