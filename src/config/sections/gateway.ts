@@ -77,13 +77,9 @@ export const gatewaySchema = z.strictObject({
   trustForwardedFor: z.boolean().default(false),
   /**
    * WebSocket connections one client address may hold open (unlimited when absent); HTTP 429 on the upgrade beyond.
-   * Counted per worker process: with N workers an address may hold up to N times this many.
+   * Counted over all workers, and over all replicas with `sharedState` in Redis.
    */
   maxWsConnectionsPerAddress: z.number().int().min(1).optional(),
-  /**
-   * Per-client-address rate limit, each batch item counting as one call (off when absent). With N workers each takes
-   * 1/N of the rate and burst (at least 1), so the limit is approximate: exact only while connections spread evenly.
-   */
   /**
    * Per-sender limit on eth_sendRawTransaction (off when absent): transactions one sending account may submit, as a
    * token bucket, whatever address they come from.
@@ -96,6 +92,10 @@ export const gatewaySchema = z.strictObject({
       burst: z.number().int().min(1).optional(),
     })
     .optional(),
+  /**
+   * Per-client-address rate limit, each batch item counting as one call (off when absent): one budget per address over
+   * all workers, and over all replicas with `sharedState` in Redis.
+   */
   rateLimit: z
     .strictObject({
       /** Calls per second one address may make, sustained. */
