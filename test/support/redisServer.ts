@@ -40,15 +40,15 @@ export interface RedisServer {
   port: number;
   /** Kills the server (SIGKILL, as a crash would) and waits for it to exit. */
   kill(): Promise<void>;
-  /** Starts it again on the same port, empty (no persistence). */
+  /** Starts it again on the same port, with what it had written to its append-only file. */
   restart(): Promise<void>;
   /** Kills it and removes its directory. */
   stop(): Promise<void>;
 }
 
 /**
- * A real redis-server on an ephemeral loopback port with a temporary directory, no persistence, in its own process
- * group; `stop` leaves nothing behind.
+ * A real redis-server on an ephemeral loopback port with a temporary directory (its append-only file, synced at every
+ * write), in its own process group; `stop` leaves nothing behind.
  */
 export async function startRedis(): Promise<RedisServer> {
   if (!redisTool.path) throw new Error(redisTool.missing);
@@ -58,7 +58,11 @@ export async function startRedis(): Promise<RedisServer> {
   const start = async () => {
     child = spawn(
       redisTool.path!,
-      ["--port", String(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "", "--appendonly", "no"],
+      [
+        ...["--port", String(port), "--bind", "127.0.0.1", "--dir", dir, "--save", ""],
+        // Every write on disk before it is answered, as a Redis that keeps the gateway's filters over a restart.
+        ...["--appendonly", "yes", "--appendfsync", "always"],
+      ],
       { detached: true, stdio: "ignore" },
     );
     const exited = new Promise<void>((resolve) => child!.once("exit", () => resolve()));

@@ -1,7 +1,8 @@
 import { Redis } from "ioredis";
-import { Counter, Gauge, Histogram } from "prom-client";
-import type { Registry } from "prom-client";
+import type { Counter, Histogram, Registry } from "prom-client";
 import type { Logger } from "../../log/logger.js";
+import { createSharedStoreMetrics } from "../../metrics/sharedStoreMetrics.js";
+import type { SharedStoreOperation } from "../../metrics/sharedStoreMetrics.js";
 
 /** The shared-store calls the gateway makes, as metric labels (a fixed set). */
 export type StoreOperation = "rate_limit" | "transaction_limit" | "lease" | "filter" | "head";
@@ -43,29 +44,9 @@ export class SharedStore {
       // Client-side names help an operator find the gateways in CLIENT LIST.
       connectionName: "lightfleet-gateway",
     });
-    const registers = [options.registry];
-    this.duration = new Histogram({
-      name: "lightfleet_gateway_shared_store_duration_seconds",
-      help: "Round-trip time of the gateway's commands to the shared store (Redis), by operation",
-      labelNames: ["operation"],
-      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
-      registers,
-    });
-    this.errors = new Counter({
-      name: "lightfleet_gateway_shared_store_errors_total",
-      help: "Commands to the shared store (Redis) that failed or timed out, by operation",
-      labelNames: ["operation"],
-      registers,
-    });
-    const redis = this.redis;
-    new Gauge({
-      name: "lightfleet_gateway_shared_store_up",
-      help: "1 while the gateway is connected to its shared store (Redis)",
-      registers,
-      collect() {
-        this.set(redis.status === "ready" ? 1 : 0);
-      },
-    });
+    const metrics = createSharedStoreMetrics(options.registry, () => this.ready);
+    this.duration = metrics.duration;
+    this.errors = metrics.errors;
     this.redis.on("error", (error: Error) => this.logFailure(error, "shared store (Redis) connection error"));
     this.redis.on("ready", () => options.logger.info("shared store (Redis) connected"));
   }
