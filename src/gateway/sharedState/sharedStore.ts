@@ -5,7 +5,7 @@ import { createSharedStoreMetrics } from "../../metrics/sharedStoreMetrics.js";
 import type { SharedStoreOperation } from "../../metrics/sharedStoreMetrics.js";
 
 /** The shared-store calls the gateway makes, as metric labels (a fixed set). */
-export type StoreOperation = "rate_limit" | "transaction_limit" | "lease" | "filter" | "head";
+export type StoreOperation = SharedStoreOperation;
 
 export interface SharedStoreOptions {
   url: string;
