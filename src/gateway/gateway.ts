@@ -134,6 +134,13 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     metrics.countCallSockets(network.name, () => upstreams.openCallSockets());
     // eth_blockNumber calls waiting for this replica's nodes to reach the shared head each listen for a while.
     if (redis) upstreams.setMaxListeners(0);
+    const sharedHead =
+      redis &&
+      new SharedHead({
+        store: redis.store,
+        network: network.name,
+        waitForHead: (target) => untilHead(upstreams, target, Math.min(network.blockTimeMs, 1_000)),
+      });
     const handler = new CallHandler({
       upstreams,
       getLogsMaxRange: network.gateway.getLogsMaxRange,
@@ -152,15 +159,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         ? network.reservedPeers.map((peer) => ({ name: peer.name, httpUrl: peer.http }))
         : [],
       upstreamTimeoutMs: settings.upstreamTimeout,
-      ...(redis
-        ? {
-            sharedHead: new SharedHead({
-              store: redis.store,
-              network: network.name,
-              waitForHead: (target) => untilHead(upstreams, target, Math.min(network.blockTimeMs, 1_000)),
-            }),
-          }
-        : {}),
+      ...(sharedHead ? { sharedHead } : {}),
       metrics,
       logger: log,
       count: () => totals.set(network.name, (totals.get(network.name) ?? 0) + 1),
@@ -177,7 +176,14 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
           network: network.name,
           maxPerClient: settings.maxFiltersPerAddress,
           timeoutMs: settings.filterTimeout,
-          servedHead: () => upstreams.servedHead(),
+          // Changes up to the head any replica served (waiting briefly for this one's nodes), so a client that saw
+          // a block on one replica finds its changes on the next one it polls.
+          servedHead: async () => {
+            const local = upstreams.servedHead();
+            if (local === undefined || !sharedHead) return local;
+            const shared = await sharedHead.blockNumber(local);
+            return Math.min(shared, upstreams.servedHead() ?? local);
+          },
           fetch: (request) => handler.fetch(request),
           getLogs: (request) => handler.handle(request),
         })
@@ -193,6 +199,9 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       metrics.panicMode.set({ network: network.name }, upstreams.panic() ? 1 : 0);
       const served = upstreams.servedHead();
       if (served !== undefined) metrics.servedHead.set({ network: network.name }, served);
+      // Each new head raises the shared mark at once, not only at the next eth_blockNumber: filter polls on other
+      // replicas read up to it.
+      if (served !== undefined && sharedHead) void sharedHead.blockNumber(served);
     });
     metrics.panicMode.set({ network: network.name }, 0);
     runtimes.set(network.name, { upstreams, handler, feed, streams, filters });

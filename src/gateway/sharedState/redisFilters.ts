@@ -67,8 +67,12 @@ declare module "ioredis" {
 
 const defined = new WeakSet<SharedStore>();
 
-/** geth's code for a filter call it cannot serve ("filter not found" among them): clients retry or re-install. */
-const SERVER_ERROR = -32000;
+/**
+ * A filter call that could not be answered now (the store or the nodes did not answer): -32603, not -32000, which
+ * clients read as "filter not found" (viem installs a new filter on it and skips what came meanwhile). The filter is
+ * kept as it was, so the next poll delivers everything since the last answered one.
+ */
+const UNANSWERED = RPC_ERROR.INTERNAL_ERROR;
 
 /** Blocks one poll reads at most (a block filter asks one call per block); a filter further behind catches up over the next polls. */
 export const MAX_BLOCKS_PER_POLL = 256;
@@ -97,8 +101,8 @@ export interface RedisFiltersOptions {
   maxPerClient: number;
   /** A filter not polled for this long expires (in Redis, by its key's TTL). */
   timeoutMs: number;
-  /** This replica's served head: changes are read up to it. */
-  servedHead: () => number | undefined;
+  /** The head changes are read up to (this replica's served head, or the shared one where its nodes have it). */
+  servedHead: () => number | undefined | Promise<number | undefined>;
   /** A call to the network's nodes, routed like a client's (blocks and logs of the filter's range). */
   fetch: (request: JsonRpcRequest) => Promise<JsonRpcResponse>;
   /** Answers eth_getLogs as the gateway does (window rules, routing): eth_getFilterLogs goes through it. */
@@ -158,11 +162,11 @@ export class RedisFilters implements Filters {
           return errorResponse(id, RPC_ERROR.METHOD_NOT_FOUND, `the method ${request.method} does not exist`);
       }
     } catch (error) {
-      if (error instanceof Unanswered) return errorResponse(id, SERVER_ERROR, error.message);
+      if (error instanceof Unanswered) return errorResponse(id, UNANSWERED, error.message);
       // The store did not answer (down, or slower than its command timeout): said plainly, the filter kept.
       return errorResponse(
         id,
-        SERVER_ERROR,
+        UNANSWERED,
         "filters are unavailable: the gateway's shared store does not answer; try again shortly",
       );
     }
@@ -188,7 +192,7 @@ export class RedisFilters implements Filters {
     params: Stored["params"],
   ): Promise<JsonRpcResponse> {
     const { store, maxPerClient, timeoutMs } = this.options;
-    const head = this.options.servedHead();
+    const head = await this.options.servedHead();
     if (head === undefined) throw new Unanswered(`no node available for ${this.options.network}`);
     // Changes start after the head served now; its hash tells a later poll whether the chain reorganised under it.
     const hash = await this.hashAt(head).catch(() => undefined);
@@ -244,7 +248,7 @@ export class RedisFilters implements Filters {
 
   /** The changes from the filter's cursor up to this replica's served head, and the cursor after them. */
   private async readChanges(stored: Stored): Promise<{ result: unknown[]; cursor: Cursor }> {
-    const head = this.options.servedHead();
+    const head = await this.options.servedHead();
     let { next, recent } = stored.cursor;
     // A replica behind the cursor (its nodes lag) has nothing new to say.
     if (head === undefined || head < next) return { result: [], cursor: stored.cursor };
