@@ -1,23 +1,14 @@
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer, Socket } from "node:net";
+import { Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { freePort } from "../../src/process/freePort.js";
 import { findTool } from "./requireTool.js";
 import { waitFor } from "./waitFor.js";
 
-/** A free port on 127.0.0.1: bound to 0, read, released (the tools below cannot listen on 0 themselves). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
+export { freePort } from "../../src/process/freePort.js";
 
 /** Debian's redis-server, or why it is missing (an error in CI). */
 export const redisTool = findTool("redis-server", "redis-server");
