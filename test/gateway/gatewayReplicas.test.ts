@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { JsonRpcProvider, Network } from "ethers";
 import { createPublicClient, http } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import WebSocket from "ws";
 import type { AnvilNode } from "../../src/devnet/anvil.js";
 import { LOG_EMITTER_BYTECODE, LOG_EMITTER_TOPIC } from "../../src/devnet/devTransactions.js";
 import { HttpRpcClient } from "../../src/rpc/httpRpcClient.js";
@@ -113,6 +114,7 @@ describe.skipIf(missing !== undefined)(
           trustForwardedFor: true,
           rateLimit: { requestsPerSecond: RATE, burst: RATE },
           maxFiltersPerAddress: 3,
+          maxWsConnectionsPerAddress: 2,
         },
       });
       for (let i = 0; i < 3; i++) replicas.push({ port: await freePort() });
@@ -229,6 +231,41 @@ describe.skipIf(missing !== undefined)(
       for (let i = 0; i < 6; i++) made.push((await callAs(balancer.url, client, "eth_newBlockFilter")).body);
       expect(made.filter((a) => a.result !== undefined)).toHaveLength(3);
       expect(made.slice(3).every((a) => a.error?.code === -32005)).toBe(true);
+    });
+
+    it("caps an address's WebSocket connections over all replicas together, and gives them back on close", async () => {
+      const wsUrl = `${balancer.url.replace("http", "ws")}/ws`;
+      /** A WebSocket through the balancer as client 10.0.0.6: the socket, or the HTTP status it was refused with. */
+      const connect = () =>
+        new Promise<WebSocket | number>((resolve, reject) => {
+          const ws = new WebSocket(wsUrl, { headers: { "x-forwarded-for": "10.0.0.6" } });
+          ws.once("open", () => resolve(ws));
+          ws.once("unexpected-response", (_req, res) => resolve(res.statusCode ?? 0));
+          ws.once("error", reject);
+        });
+      const opened: WebSocket[] = [];
+      try {
+        // One after the other: round robin puts them on different replicas.
+        const results: Array<WebSocket | number> = [];
+        for (let i = 0; i < 4; i++) results.push(await connect());
+        for (const r of results) if (typeof r !== "number") opened.push(r);
+        expect(opened).toHaveLength(2);
+        expect(results.filter((r) => r === 429)).toHaveLength(2);
+        // A closed connection gives its lease back: another may open.
+        const closed = new Promise((resolve) => opened[0]!.once("close", resolve));
+        opened.shift()!.close();
+        await closed;
+        const again = await waitFor(
+          async () => {
+            const r = await connect();
+            return typeof r === "number" ? undefined : r;
+          },
+          { what: "a connection once one closed" },
+        );
+        opened.push(again);
+      } finally {
+        for (const ws of opened) ws.close();
+      }
     });
 
     it("gives ethers' and viem's event watchers every event once and in order while a replica and Redis restart", async () => {
