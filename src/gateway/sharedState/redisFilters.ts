@@ -252,13 +252,17 @@ export class RedisFilters implements Filters {
     let { next, recent } = stored.cursor;
     // A replica behind the cursor (its nodes lag) has nothing new to say.
     if (head === undefined || head < next) return { result: [], cursor: stored.cursor };
-    // The newest remembered head still on the chain is where delivery resumes (a reorganisation forked after it).
-    for (let i = recent.length - 1; i >= 0; i--) {
-      const [number, hash] = recent[i]!;
+    // The newest remembered head still on the chain is where delivery resumes (a reorganisation forked after it);
+    // with none left, from the oldest one remembered.
+    let forked = false;
+    while (recent.length > 0) {
+      const [number, hash] = recent.at(-1)!;
       if ((await this.hashAt(number)) === hash) break;
+      forked = true;
       next = number;
-      recent = recent.slice(0, i);
+      recent = recent.slice(0, -1);
     }
+    if (forked && recent.length > 0) next = recent.at(-1)![0] + 1;
     const to = Math.min(head, next + MAX_BLOCKS_PER_POLL - 1);
     if (stored.kind === "block") {
       const hashes = await Promise.all(
@@ -287,9 +291,16 @@ export class RedisFilters implements Filters {
       this.hashAt(to),
     ]);
     if (!Array.isArray(logs)) throw new Unanswered("the nodes answered eth_getLogs with no list; poll again");
+    // The blocks whose logs went out are remembered with the head: after a reorganisation, delivery resumes after
+    // the newest of them still on the chain, so a block between two polls is re-read only if it may have changed.
+    const delivered = new Map<number, string>();
+    for (const log of logs as Array<{ blockNumber?: unknown; blockHash?: unknown }>)
+      if (typeof log.blockNumber === "string" && typeof log.blockHash === "string")
+        delivered.set(Number(log.blockNumber), log.blockHash);
+    delivered.set(to, hash);
     return {
       result: logs,
-      cursor: { next: to + 1, recent: [...recent, [to, hash] as [number, string]].slice(-RECENT_HEADS) },
+      cursor: { next: to + 1, recent: [...recent, ...delivered].slice(-RECENT_HEADS) },
     };
   }
 
