@@ -26,6 +26,7 @@ import { execFileSync, spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
+import { connect } from "node:net";
 import { join } from "node:path";
 import autocannon from "autocannon";
 import { startDevnet } from "../src/devnet/devnet.js";
@@ -174,6 +175,54 @@ for (const [name, workers, policy] of [
     pid: g.pid,
     gateway: true,
     stop: g.stop,
+  });
+}
+
+// The gateway with its state in Redis (gateway.sharedState), when Debian's redis-server is installed. HTTP only: a
+// WebSocket holds no shared state.
+const redis = await startRedis();
+if (redis) {
+  const g = await spawnGatewayProcess({
+    workers: 1,
+    policy: "none",
+    ...light,
+    settings: { sharedState: { backend: "redis", url: redis.url } },
+  });
+  targets.push({
+    name: "gateway x1 redis",
+    httpUrl: `${g.url}/`,
+    pid: g.pid,
+    gateway: true,
+    stop: async () => {
+      await g.stop();
+      redis.stop();
+    },
+  });
+} else absent.set("gateway x1 redis", "redis-server is not installed (apt-get install redis-server)");
+
+/** A redis-server on a free loopback port, nothing on disk; undefined without the binary. */
+async function startRedis(): Promise<{ url: string; stop: () => void } | undefined> {
+  if (!existsSync("/usr/bin/redis-server")) return undefined;
+  const port = await freePort();
+  const child = spawn(
+    "/usr/bin/redis-server",
+    ["--port", String(port), "--bind", "127.0.0.1", "--save", ""],
+    {
+      stdio: "ignore",
+    },
+  );
+  for (let i = 0; i < 100 && !(await accepting(port)); i++) await new Promise((r) => setTimeout(r, 50));
+  return { url: `redis://127.0.0.1:${port}`, stop: () => child.kill("SIGKILL") };
+}
+
+function accepting(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, "127.0.0.1");
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once("error", () => resolve(false));
   });
 }
 

@@ -16,7 +16,7 @@ import { clientAddress } from "./limits/clientAddress.js";
 import { ConnectionCounts } from "./limits/connectionCap.js";
 import type { ConnectionCap } from "./limits/connectionCap.js";
 import { configuredRateLimiter } from "./limits/ipRateLimiter.js";
-import type { RateLimiter } from "./limits/ipRateLimiter.js";
+import type { RateLimiter, RateVerdict } from "./limits/ipRateLimiter.js";
 import { callCount, callsOf, rateLimitRefusal } from "./limits/rateLimitRefusal.js";
 import type { NetworkRoute, RouteMatch } from "./http/routes.js";
 import { CallHandler } from "./rpc/callHandler.js";
@@ -25,7 +25,10 @@ import type { ParsedBody } from "./rpc/parseRequest.js";
 import { serializeBody } from "./rpc/serialize.js";
 import { NetworkUpstreams } from "./upstreams/networkUpstreams.js";
 import { FilterStore, filterNotFound } from "./filters/filterStore.js";
-import type { FilterQuota, FilterStoreOptions } from "./filters/filterStore.js";
+import type { FilterQuota, FilterStoreOptions, Filters } from "./filters/filterStore.js";
+import { RedisFilters } from "./sharedState/redisFilters.js";
+import { openRedisState } from "./sharedState/redisState.js";
+import { SharedHead } from "./sharedState/sharedHead.js";
 import type { UpstreamSource } from "./upstreams/upstreamSource.js";
 import { closeUpstreamPools } from "./upstreams/forward.js";
 import { HeadFeed } from "./ws/headFeed.js";
@@ -96,7 +99,7 @@ interface NetworkRuntime {
   handler: CallHandler;
   feed: HeadFeed;
   streams: NetworkStreams;
-  filters: FilterStore;
+  filters: Filters;
 }
 
 /**
@@ -111,6 +114,11 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const runtimes = new Map<string, NetworkRuntime>();
   const routes: NetworkRoute[] = [];
   const workers = options.filterWorkers;
+  // Filters, limits, caps and the head's high-water mark in Redis, shared with every replica (and worker).
+  const redis =
+    settings.sharedState.backend === "redis"
+      ? openRedisState(settings, settings.sharedState, options.registry, logger)
+      : undefined;
   const defaultNetwork =
     config.networks.find((n) => n.gateway.default)?.name ??
     (config.networks.length === 1 ? config.networks[0]!.name : undefined);
@@ -127,18 +135,29 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       peers: network.reservedPeers,
     });
     metrics.countCallSockets(network.name, () => upstreams.openCallSockets());
+    // eth_blockNumber calls waiting for this replica's nodes to reach the shared head each listen for a while.
+    if (redis) upstreams.setMaxListeners(0);
+    const sharedHead =
+      redis &&
+      new SharedHead({
+        store: redis.store,
+        network: network.name,
+        waitForHead: (target) => untilHead(upstreams, target, Math.min(network.blockTimeMs, 1_000)),
+      });
     const handler = new CallHandler({
       upstreams,
       getLogsMaxRange: network.gateway.getLogsMaxRange,
       blockTimeMs: network.blockTimeMs,
-      ...(settings.transactionLimit
-        ? {
-            senderLimiter: configuredRateLimiter({
-              requestsPerSecond: settings.transactionLimit.perSenderPerSecond,
-              ...(settings.transactionLimit.burst ? { burst: settings.transactionLimit.burst } : {}),
-            }),
-          }
-        : {}),
+      ...(redis?.senderLimiter
+        ? { senderLimiter: redis.senderLimiter }
+        : settings.transactionLimit
+          ? {
+              senderLimiter: configuredRateLimiter({
+                requestsPerSecond: settings.transactionLimit.perSenderPerSecond,
+                ...(settings.transactionLimit.burst ? { burst: settings.transactionLimit.burst } : {}),
+              }),
+            }
+          : {}),
       transactionPeers: network.gateway.sendTransactionsToPeers
         ? network.reservedPeers.map((peer) => ({ name: peer.name, httpUrl: peer.http }))
         : [],
@@ -148,6 +167,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       cache: network.gateway.cache,
       // Answers by number are cached only at or below the block the reserved peers agree is finalized.
       finalizedNumber: () => upstreams.finalized()?.number,
+      ...(sharedHead ? { sharedHead } : {}),
       metrics,
       logger: log,
       count: () => totals.set(network.name, (totals.get(network.name) ?? 0) + 1),
@@ -158,18 +178,38 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       logger: log,
     });
     const streams = new NetworkStreams(feed, handler, log);
-    const filters = new FilterStore({
-      streams,
-      getLogs: (request) => handler.handle(request),
-      maxPerClient: settings.maxFiltersPerAddress,
-      timeoutMs: settings.filterTimeout,
-      ...(workers ? filterStoreWorkers(workers, network.name) : {}),
-    });
+    const filters: Filters = redis
+      ? new RedisFilters({
+          store: redis.store,
+          network: network.name,
+          maxPerClient: settings.maxFiltersPerAddress,
+          timeoutMs: settings.filterTimeout,
+          // Changes up to the head any replica served (waiting briefly for this one's nodes), so a client that saw
+          // a block on one replica finds its changes on the next one it polls.
+          servedHead: async () => {
+            const local = upstreams.servedHead();
+            if (local === undefined || !sharedHead) return local;
+            const shared = await sharedHead.blockNumber(local);
+            return Math.min(shared, upstreams.servedHead() ?? local);
+          },
+          fetch: (request) => handler.fetch(request),
+          getLogs: (request) => handler.handle(request),
+        })
+      : new FilterStore({
+          streams,
+          getLogs: (request) => handler.handle(request),
+          maxPerClient: settings.maxFiltersPerAddress,
+          timeoutMs: settings.filterTimeout,
+          ...(workers ? filterStoreWorkers(workers, network.name) : {}),
+        });
     handler.useFilters(filters);
     upstreams.on("change", () => {
       metrics.panicMode.set({ network: network.name }, upstreams.panic() ? 1 : 0);
       const served = upstreams.servedHead();
       if (served !== undefined) metrics.servedHead.set({ network: network.name }, served);
+      // Each new head raises the shared mark at once, not only at the next eth_blockNumber: filter polls on other
+      // replicas read up to it.
+      if (served !== undefined && sharedHead) void sharedHead.blockNumber(served);
     });
     metrics.panicMode.set({ network: network.name }, 0);
     runtimes.set(network.name, { upstreams, handler, feed, streams, filters });
@@ -190,20 +230,41 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   );
   filterSweep.unref();
 
-  const limiter = options.rateLimiter ?? configuredRateLimiter(settings.rateLimit);
-  /** Takes the body's calls from the address's budget; the refusal when they do not fit. */
-  const admit = (runtime: NetworkRuntime, parsed: ParsedBody, address: string) => {
-    const verdict = limiter?.take(address, callCount(parsed));
+  const limiter = options.rateLimiter ?? redis?.rateLimiter ?? configuredRateLimiter(settings.rateLimit);
+  type Refusal = { body: JsonRpcResponse | JsonRpcResponse[]; retryAfterMs: number } | undefined;
+  /** The refusal of a body the limit did not admit. */
+  const refusal = (
+    runtime: NetworkRuntime,
+    parsed: ParsedBody,
+    verdict: RateVerdict | undefined,
+  ): Refusal => {
     if (!verdict || verdict.ok) return undefined;
     for (const call of callsOf(parsed)) runtime.handler.recordRateLimited(call.method);
     return { body: rateLimitRefusal(parsed, verdict.retryAfterMs), retryAfterMs: verdict.retryAfterMs };
+  };
+  /**
+   * Takes the body's calls from the address's budget; the refusal when they do not fit (a promise when the budget is
+   * kept in the shared store).
+   */
+  const admit = (
+    runtime: NetworkRuntime,
+    parsed: ParsedBody,
+    address: string,
+  ): Refusal | Promise<Refusal> => {
+    const verdict = limiter?.take(address, callCount(parsed));
+    return verdict instanceof Promise
+      ? verdict.then((v) => refusal(runtime, parsed, v))
+      : refusal(runtime, parsed, verdict);
   };
 
   let stopping = false;
   let draining = false;
   const sessions = new Set<WsSession>();
   /** Open WebSocket connections (and handshakes under way) per client address. */
-  const connectionCap = options.connectionCap ?? new ConnectionCounts(settings.maxWsConnectionsPerAddress);
+  const connectionCap =
+    options.connectionCap ??
+    redis?.connectionCap ??
+    new ConnectionCounts(settings.maxWsConnectionsPerAddress);
   const wss = new WebSocketServer({ noServer: true, maxPayload: settings.maxBodyBytes });
   const corsEnabled = settings.corsOrigins.length > 0;
   const anyOrigin = settings.corsOrigins.includes("*");
@@ -394,8 +455,18 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     const address = clientAddress(req, settings.trustForwardedFor);
     if (limiter) {
       const refused = admit(runtime, parsed, address);
+      if (refused instanceof Promise)
+        return refused.then((r) => (r ? { status: 429, ...r } : answerAdmitted(runtime, parsed, address)));
       if (refused) return { status: 429, ...refused };
     }
+    return answerAdmitted(runtime, parsed, address);
+  }
+
+  function answerAdmitted(
+    runtime: NetworkRuntime,
+    parsed: ParsedBody,
+    address: string,
+  ): Answer | Promise<Answer> {
     const body = answerParsed(runtime, parsed, address);
     return body instanceof Promise ? body.then((b) => ({ status: 200, body: b })) : { status: 200, body };
   }
@@ -448,7 +519,10 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
           pingIntervalMs: settings.pingInterval,
           maxInFlight: settings.maxInFlightPerConnection,
         },
-        (parsed) => admit(runtime, parsed, address)?.body,
+        (parsed) => {
+          const refused = admit(runtime, parsed, address);
+          return refused instanceof Promise ? refused.then((r) => r?.body) : refused?.body;
+        },
         metrics,
         logger.child({ component: "gateway", network: route.network }),
       );
@@ -541,6 +615,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         runtime.feed.close();
         await runtime.upstreams.close();
       }
+      await redis?.close();
       // Kept-alive connections to the nodes would hold the process open; a later gateway makes new ones.
       await closeUpstreamPools();
     },
@@ -561,4 +636,25 @@ function filterStoreWorkers(
     },
     forward: (owner, request, client) => workers.forward(owner, network, request, client),
   };
+}
+
+/** Resolves once the network's served head reaches `target`, or after `timeoutMs`: the served head then. */
+function untilHead(
+  upstreams: NetworkUpstreams,
+  target: number,
+  timeoutMs: number,
+): Promise<number | undefined> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      upstreams.off("change", check);
+      resolve(upstreams.servedHead());
+    };
+    const check = () => {
+      if ((upstreams.servedHead() ?? -1) >= target) done();
+    };
+    const timer = setTimeout(done, timeoutMs);
+    upstreams.on("change", check);
+    check();
+  });
 }

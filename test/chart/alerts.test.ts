@@ -83,7 +83,7 @@ describe("alert rules", () => {
 
   it("have a firing and a non-firing unit test for every alert", async () => {
     const names = (await rules()).groups.flatMap((g) => g.rules.map((r) => r.alert));
-    expect(names).toHaveLength(13);
+    expect(names).toHaveLength(14);
     const cases = (parse(await readFile(RULE_TESTS, "utf8")) as RuleTests).tests.flatMap(
       (t) => t.alert_rule_test,
     );

@@ -377,6 +377,7 @@ describe("helm chart", () => {
     expect(policies.sort()).toEqual([
       "lightfleet-controller",
       "lightfleet-gateway",
+      "lightfleet-gateway-redis",
       "lightfleet-keys-api",
       "lightfleet-light-node",
     ]);

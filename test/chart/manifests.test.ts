@@ -20,7 +20,8 @@ describe("manifests/", () => {
     const kinds = objects.map((o) => o.kind);
     expect(kinds[0]).toBe("Namespace");
     expect(kinds.filter((k) => k === "CustomResourceDefinition")).toHaveLength(2);
-    expect(kinds.filter((k) => k === "Deployment")).toHaveLength(3);
+    // The controller, the gateway, the key API, and the small Redis the gateway replicas share.
+    expect(kinds.filter((k) => k === "Deployment")).toHaveLength(4);
     expect(kinds).not.toContain("Pod"); // helm test hooks stay out
     const validators = crdValidators(await loadCrds());
     expect(objects.flatMap((o) => validateObject(o, validators))).toEqual([]);

@@ -127,6 +127,35 @@ describe("config validation", () => {
     expect(problemsOf(() => parseConfig(document, "t", {}))).toContain(expected);
   });
 
+  it("takes gateway.sharedState in memory (the default) or in Redis, its URL from the environment", () => {
+    expect(parseConfig({}, "t", {}).gateway.sharedState).toEqual({ backend: "memory" });
+    const config = parseConfig({ gateway: { sharedState: { backend: "redis", url: "${REDIS_URL}" } } }, "t", {
+      REDIS_URL: "rediss://:secret@redis.example.org:6380/2",
+    });
+    expect(config.gateway.sharedState).toEqual({
+      backend: "redis",
+      url: "rediss://:secret@redis.example.org:6380/2",
+      keyPrefix: "lightfleet:",
+      commandTimeout: 250,
+    });
+    expect(
+      problemsOf(() =>
+        parseConfig({ gateway: { sharedState: { backend: "redis", url: "http://r:6379" } } }, "t", {}),
+      ),
+    ).toEqual(["gateway.sharedState.url: must be a redis:// or rediss:// URL"]);
+    expect(
+      problemsOf(() => parseConfig({ gateway: { sharedState: { backend: "redis" } } }, "t", {})),
+    ).toEqual([expect.stringMatching(/^gateway\.sharedState\.url: /)]);
+    expect(problemsOf(() => parseConfig({ gateway: { sharedState: { backend: "etcd" } } }, "t", {}))).toEqual(
+      [expect.stringMatching(/^gateway\.sharedState\.backend: .*memory.*redis/)],
+    );
+    expect(
+      problemsOf(() =>
+        parseConfig({ gateway: { sharedState: { backend: "redis", url: "${REDIS_URL}" } } }, "t", {}),
+      ),
+    ).toContain("gateway.sharedState.url: environment variable REDIS_URL is not set");
+  });
+
   it("reports every problem at once", () => {
     const problems = problemsOf(() =>
       parseConfig(

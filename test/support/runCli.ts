@@ -82,11 +82,18 @@ export interface SpawnedGateway {
   stdout(): string;
 }
 
-/** Starts `lightfleet gateway --config FILE` on ephemeral ports (JSON logs) and waits for its "gateway serving" line. */
-export async function spawnGateway(config: string, env: NodeJS.ProcessEnv = {}): Promise<SpawnedGateway> {
+/**
+ * Starts `lightfleet gateway --config FILE` on ephemeral ports (JSON logs) and waits for its "gateway serving" line;
+ * `port` fixes the public port (a gateway restarted behind a balancer keeps its address).
+ */
+export async function spawnGateway(
+  config: string,
+  env: NodeJS.ProcessEnv = {},
+  port = 0,
+): Promise<SpawnedGateway> {
   const child = spawn(
     process.execPath,
-    cliArgs(["gateway", "--config", config, "--port", "0", "--admin-port", "0"]),
+    cliArgs(["gateway", "--config", config, "--port", String(port), "--admin-port", "0"]),
     { cwd: ROOT, env: { ...process.env, ...env } },
   );
   let stdout = "";

@@ -121,7 +121,7 @@ its EndpointSlices (each pod an upstream), or by its one address. */}}
 {{- $base := dict
   "dataDir" "/data"
   "admin" (dict "host" "0.0.0.0" "port" (int .Values.adminPort))
-  "gateway" (dict "host" "0.0.0.0" "port" (int .Values.gateway.port) "workers" (int .Values.gateway.workers) "shutdownDelay" (printf "%ds" (int .Values.gateway.shutdownDelaySeconds)))
+  "gateway" (dict "host" "0.0.0.0" "port" (int .Values.gateway.port) "workers" (int .Values.gateway.workers) "shutdownDelay" (printf "%ds" (int .Values.gateway.shutdownDelaySeconds)) "sharedState" (include "lightfleet.gatewaySharedStateConfig" . | fromJson))
   "keys" (dict "host" "0.0.0.0" "port" (int .Values.keys.port))
   "controller" (dict
     "namespace" (include "lightfleet.watchNamespace" .)

@@ -4,6 +4,34 @@ import { dnsLabel } from "../dnsLabel.js";
 import { httpUrl, wsUrl } from "../urls.js";
 import { hedgeSchema, hungNodesSchema, responseCacheSchema } from "./latency.js";
 
+/**
+ * Where the state a client can observe across calls lives (filters, the per-address rate limit and caps, the
+ * per-sender transaction limit, the served head's high-water mark): in this process (one replica), or in Redis (any
+ * Redis or Valkey), shared by every replica behind one Service.
+ */
+export const sharedStateSchema = z.discriminatedUnion("backend", [
+  z.strictObject({ backend: z.literal("memory") }),
+  z.strictObject({
+    backend: z.literal("redis"),
+    /** redis://[user:password@]host:port[/db] or rediss:// (TLS); `${REDIS_URL}` reads it from the environment. */
+    url: z.string().refine(
+      (value) => {
+        try {
+          return ["redis:", "rediss:"].includes(new URL(value).protocol);
+        } catch {
+          return false;
+        }
+      },
+      { message: "must be a redis:// or rediss:// URL" },
+    ),
+    /** Prefix of every key, so several gateways (networks, environments) can share one Redis. */
+    keyPrefix: z.string().min(1).default("lightfleet:"),
+    /** Time one Redis command may take before the call it serves goes on without it (see docs/gateway.md). */
+    commandTimeout: duration.default(250),
+  }),
+]);
+export type SharedStateConfig = z.infer<typeof sharedStateSchema>;
+
 /** Gateway settings shared by every network (`gateway:` at the top level). */
 export const gatewaySchema = z.strictObject({
   host: z.string().default("0.0.0.0"),
@@ -13,6 +41,8 @@ export const gatewaySchema = z.strictObject({
    * workers, each with its own upstream connections, behind a primary that serves the admin port.
    */
   workers: z.number().int().min(1).max(256).default(1),
+  /** Filters, limits, caps and the head's high-water mark: in-process (default) or shared through Redis. */
+  sharedState: sharedStateSchema.default({ backend: "memory" }),
   /** Largest HTTP request body, in bytes (HTTP 413 beyond). */
   maxBodyBytes: z.number().int().min(1).default(1_048_576),
   /** Most calls in one JSON-RPC batch. */
@@ -48,13 +78,9 @@ export const gatewaySchema = z.strictObject({
   trustForwardedFor: z.boolean().default(false),
   /**
    * WebSocket connections one client address may hold open (unlimited when absent); HTTP 429 on the upgrade beyond.
-   * Counted per worker process: with N workers an address may hold up to N times this many.
+   * Counted over all workers, and over all replicas with `sharedState` in Redis.
    */
   maxWsConnectionsPerAddress: z.number().int().min(1).optional(),
-  /**
-   * Per-client-address rate limit, each batch item counting as one call (off when absent). With N workers each takes
-   * 1/N of the rate and burst (at least 1), so the limit is approximate: exact only while connections spread evenly.
-   */
   /**
    * Per-sender limit on eth_sendRawTransaction (off when absent): transactions one sending account may submit, as a
    * token bucket, whatever address they come from.
@@ -67,6 +93,10 @@ export const gatewaySchema = z.strictObject({
       burst: z.number().int().min(1).optional(),
     })
     .optional(),
+  /**
+   * Per-client-address rate limit, each batch item counting as one call (off when absent): one budget per address over
+   * all workers, and over all replicas with `sharedState` in Redis.
+   */
   rateLimit: z
     .strictObject({
       /** Calls per second one address may make, sustained. */

@@ -225,7 +225,10 @@ export async function runWorker(config: Config, parentLogger: Logger, flags: Gat
   const logger = parentLogger.child({ worker: cluster.worker?.id });
   const registry = createRegistry();
   answerMetricsRequests(registry);
-  const local = configuredRateLimiter(config.gateway.rateLimit);
+  const local =
+    config.gateway.sharedState.backend === "memory"
+      ? configuredRateLimiter(config.gateway.rateLimit)
+      : undefined;
   const limiter = local && new SharedRateLimiter(local);
   // With a cap, every WebSocket connection is counted by the primary, for all workers.
   const connectionCap =
@@ -243,15 +246,25 @@ export async function runWorker(config: Config, parentLogger: Logger, flags: Gat
     toPrimary,
     config.gateway.upstreamTimeout + FILTER_FORWARD_SLACK_MS,
   );
-  const { gateway, source, slices } = await openGateway(config, logger, registry, flags.port, {
-    ...(limiter ? { rateLimiter: limiter } : {}),
-    ...(connectionCap ? { connectionCap } : {}),
-    filterWorkers: {
-      owner: cluster.worker!.id,
-      quota: filterQuota,
-      forward: (owner, network, request, client) => forwarded.forward(owner, network, request, client),
-    },
-  });
+  // With the state in Redis, every worker keeps it there like any replica: nothing goes through the primary.
+  const viaPrimary = config.gateway.sharedState.backend === "memory";
+  const { gateway, source, slices } = await openGateway(
+    config,
+    logger,
+    registry,
+    flags.port,
+    viaPrimary
+      ? {
+          ...(limiter ? { rateLimiter: limiter } : {}),
+          ...(connectionCap ? { connectionCap } : {}),
+          filterWorkers: {
+            owner: cluster.worker!.id,
+            quota: filterQuota,
+            forward: (owner, network, request, client) => forwarded.forward(owner, network, request, client),
+          },
+        }
+      : {},
+  );
   process.on("message", (message: unknown) => {
     if (isDrainWorker(message)) return gateway.drain();
     if (connectionCap?.receive(message)) return;

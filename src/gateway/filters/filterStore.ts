@@ -1,14 +1,14 @@
 import type { JsonRpcRequest, JsonRpcResponse } from "../../rpc/jsonRpc.js";
 import { RPC_ERROR } from "../../rpc/jsonRpc.js";
-import { pendingLogsRefused, readBlockParam } from "../rpc/blockParams.js";
 import { errorResponse } from "../rpc/parseRequest.js";
 import type { ConnectionCap } from "../limits/connectionCap.js";
 import { ConnectionCounts } from "../limits/connectionCap.js";
 import type { FeedBlock } from "../ws/headFeed.js";
 import type { Log, LogFilter } from "../ws/logFilter.js";
-import { matchesFilter, parseLogFilter } from "../ws/logFilter.js";
+import { matchesFilter } from "../ws/logFilter.js";
 import type { StreamListener } from "../ws/networkStreams.js";
 import { filterOwner, newFilterId } from "./filterId.js";
+import { readNewLogFilter } from "./logFilterParams.js";
 
 /** The filter methods the gateway serves itself. */
 export const FILTER_METHODS = new Set([
@@ -25,6 +25,27 @@ const FILTER_NOT_FOUND = -32000;
 
 export function filterNotFound(id: JsonRpcRequest["id"]): JsonRpcResponse {
   return errorResponse(id ?? null, FILTER_NOT_FOUND, "filter not found");
+}
+
+/** The answer to eth_newPendingTransactionFilter: the gateway serves no pending transactions. */
+export function noPendingFilters(id: JsonRpcRequest["id"]): JsonRpcResponse {
+  return errorResponse(
+    id ?? null,
+    RPC_ERROR.METHOD_NOT_FOUND,
+    "eth_newPendingTransactionFilter is not available on this endpoint: it serves no pending transactions " +
+      "(use eth_newBlockFilter, or eth_subscribe newHeads over /ws)",
+  );
+}
+
+/** What the gateway and its call handler ask of its filters, kept here or in the shared store. */
+export interface Filters {
+  /** Answers one filter call for the client at `client` (its address). */
+  answer(request: JsonRpcRequest, client: string): JsonRpcResponse | Promise<JsonRpcResponse>;
+  /** Answers a call forwarded by another worker (never sent on again). */
+  answerHere(request: JsonRpcRequest, client: string): JsonRpcResponse | Promise<JsonRpcResponse>;
+  /** Removes filters not polled within the timeout (where nothing expires them by itself). */
+  sweep(): void;
+  close(): void;
 }
 
 /** The methods that name a filter by its id: with gateway workers, answered by the worker holding it. */
@@ -93,7 +114,7 @@ type Filter =
  * reply. Forwarding rather than sharing the filters keeps the single-process path as it was (no IPC, no copies of
  * every block's changes to every worker): only the calls that land elsewhere cost one hop through the primary.
  */
-export class FilterStore {
+export class FilterStore implements Filters {
   private readonly filters = new Map<string, Filter>();
   private readonly unlisten: () => void;
   private readonly now: () => number;
@@ -155,12 +176,7 @@ export class FilterStore {
       case "eth_newFilter":
         return this.newLogFilter(id, client, params);
       case "eth_newPendingTransactionFilter":
-        return errorResponse(
-          id,
-          RPC_ERROR.METHOD_NOT_FOUND,
-          "eth_newPendingTransactionFilter is not available on this endpoint: it serves no pending transactions " +
-            "(use eth_newBlockFilter, or eth_subscribe newHeads over /ws)",
-        );
+        return noPendingFilters(id);
       case "eth_getFilterChanges":
         return this.changes(id, params);
       case "eth_getFilterLogs":
@@ -182,37 +198,9 @@ export class FilterStore {
     client: string,
     params: unknown[],
   ): JsonRpcResponse | Promise<JsonRpcResponse> {
-    const invalid = (message: string) =>
-      errorResponse(id ?? null, RPC_ERROR.INVALID_PARAMS, `invalid params: ${message}`);
-    const criteria = params[0] ?? {};
-    if (params.length > 1 || !criteria || typeof criteria !== "object" || Array.isArray(criteria))
-      return invalid("eth_newFilter takes one filter object");
-    const c = criteria as Record<string, unknown>;
-    if (c.blockHash !== undefined)
-      return invalid("a filter follows new blocks: blockHash is for eth_getLogs");
-    if (c.fromBlock === "pending" || c.toBlock === "pending") return pendingLogsRefused(id);
-    const match = parseLogFilter({ address: c.address, topics: c.topics });
-    if (typeof match === "string") return invalid(match);
-    const bound = (value: unknown, name: string): number | undefined | string => {
-      if (value === undefined || value === null) return undefined;
-      const target = readBlockParam(value, Number.MAX_SAFE_INTEGER);
-      if (target.kind === "tag") return undefined;
-      if (target.kind !== "number" || value === "latest")
-        return value === "latest" ? undefined : `${name} must be a block number or tag`;
-      return target.number;
-    };
-    const from = bound(c.fromBlock, "fromBlock");
-    const to = bound(c.toBlock, "toBlock");
-    if (typeof from === "string") return invalid(from);
-    if (typeof to === "string") return invalid(to);
-    return this.install(id ?? null, client, {
-      kind: "logs",
-      criteria: c,
-      match,
-      ...(from !== undefined ? { from } : {}),
-      ...(to !== undefined ? { to } : {}),
-      logs: [],
-    });
+    const parsed = readNewLogFilter(id, params);
+    if ("jsonrpc" in parsed) return parsed;
+    return this.install(id ?? null, client, { kind: "logs", ...parsed, logs: [] });
   }
 
   private install(

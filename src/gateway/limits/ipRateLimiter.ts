@@ -13,9 +13,12 @@ import type { Config } from "../../config/schema.js";
 
 export type RateVerdict = { ok: true } | { ok: false; retryAfterMs: number };
 
-/** What the gateway asks of a per-address limit: take `calls` from the address's budget, or say when to come back. */
+/**
+ * What the gateway asks of a per-address limit: take `calls` from the address's budget, or say when to come back; a
+ * promise where the budget is kept elsewhere (Redis).
+ */
 export interface RateLimiter {
-  take(address: string, calls: number): RateVerdict;
+  take(address: string, calls: number): RateVerdict | Promise<RateVerdict>;
 }
 
 interface Bucket {

@@ -17,7 +17,7 @@ import {
   rawTransactionHash,
   transactionSender,
 } from "../upstreams/broadcastTransaction.js";
-import type { RateLimiter } from "../limits/ipRateLimiter.js";
+import type { RateLimiter, RateVerdict } from "../limits/ipRateLimiter.js";
 import { forward } from "../upstreams/forward.js";
 import type { NetworkUpstreams } from "../upstreams/networkUpstreams.js";
 import type { BlockTags } from "./blockParams.js";
@@ -31,7 +31,7 @@ import {
 } from "./blockParams.js";
 import { checkGetLogs } from "./getLogsRule.js";
 import { RecentServedHeads } from "./recentServedHeads.js";
-import type { FilterStore } from "../filters/filterStore.js";
+import type { Filters } from "../filters/filterStore.js";
 import { FILTER_METHODS } from "../filters/filterStore.js";
 import { SUBSCRIPTION_METHODS, checkMethod, isIdempotent, methodLabel } from "./methodPolicy.js";
 import { errorResponse } from "./parseRequest.js";
@@ -65,6 +65,11 @@ export interface CallHandlerOptions {
   now?: () => number;
   /** The per-sender limit on eth_sendRawTransaction (keyed by the sending account), when configured. */
   senderLimiter?: RateLimiter;
+  /**
+   * The served head over every replica (shared state in Redis): eth_blockNumber answers it, so a client whose calls
+   * land on different replicas never sees the number go back.
+   */
+  sharedHead?: { blockNumber(local: number): Promise<number> };
   /** Where raw transactions go besides the routed nodes (the reserved peers, when configured). */
   transactionPeers?: ReadonlyArray<{ name: string; httpUrl: string }>;
   upstreamTimeoutMs: number;
@@ -100,6 +105,8 @@ interface Prepared {
   blockHash?: string;
   /** A signed transaction (its hash): sent to every routed node at once, not to one. */
   broadcast?: string;
+  /** The per-sender limit's verdict, when it is kept in the shared store: a refusal answers instead. */
+  refusal?: Promise<Answered | undefined>;
 }
 
 /**
@@ -117,7 +124,7 @@ export class CallHandler {
   /** Served heads of the last block time, for the eth_getLogs window. */
   private readonly recentHeads: RecentServedHeads;
   private readonly now: () => number;
-  private filters: FilterStore | undefined;
+  private filters: Filters | undefined;
   private readonly hedge: HedgeConfig;
   private readonly budget: HedgeBudget;
   private readonly tracker: CallTracker;
@@ -177,6 +184,21 @@ export class CallHandler {
             (error: unknown) => this.record(request, this.unexpected(request, error), started),
           )
         : this.record(request, outcome(answer), started);
+    }
+    const sharedHead = this.options.sharedHead;
+    if (request.method === "eth_blockNumber" && sharedHead) {
+      const served = this.options.upstreams.servedHead();
+      if (served !== undefined)
+        return sharedHead.blockNumber(served).then((head) =>
+          this.record(
+            request,
+            {
+              response: { jsonrpc: "2.0", id: request.id ?? null, result: toQuantity(head) },
+              outcome: "ok",
+            },
+            started,
+          ),
+        );
     }
     let answered;
     let plan: CachePlan | undefined;
@@ -242,7 +264,7 @@ export class CallHandler {
   }
 
   /** Serves the filter methods from the gateway's own streams (set once the streams exist). */
-  useFilters(filters: FilterStore): void {
+  useFilters(filters: Filters): void {
     this.filters = filters;
   }
 
@@ -329,6 +351,8 @@ export class CallHandler {
           outcome: "invalid",
         };
       const refused = this.senderRefusal(id, (request.params as string[])[0]!);
+      if (refused instanceof Promise)
+        return { request, minBlock: undefined, broadcast: hash, refusal: refused };
       return refused ?? { request, minBlock: undefined, broadcast: hash };
     }
     if (SUBSCRIPTION_METHODS.has(request.method))
@@ -423,7 +447,11 @@ export class CallHandler {
    * budget); the first answer wins and the others are dropped. At most three nodes are asked.
    */
   private send(prepared: Prepared, raw: boolean): Promise<Answered> {
-    if (prepared.broadcast) return this.broadcast(prepared.request, prepared.broadcast);
+    const { broadcast, refusal } = prepared;
+    if (broadcast) {
+      if (!refusal) return this.broadcast(prepared.request, broadcast);
+      return refusal.then((refused) => refused ?? this.broadcast(prepared.request, broadcast));
+    }
     const { request } = prepared;
     const { upstreams, metrics } = this.options;
     const network = this.network;
@@ -554,7 +582,10 @@ export class CallHandler {
   }
 
   /** The per-sender limit's refusal of a transaction, if any (the sender is recovered from the signature). */
-  private senderRefusal(id: JsonRpcRequest["id"], raw: string): Answered | undefined {
+  private senderRefusal(
+    id: JsonRpcRequest["id"],
+    raw: string,
+  ): Answered | undefined | Promise<Answered | undefined> {
     const limiter = this.options.senderLimiter;
     if (!limiter) return undefined;
     const sender = transactionSender(raw);
@@ -568,16 +599,19 @@ export class CallHandler {
         outcome: "invalid",
       };
     const verdict = limiter.take(sender, 1);
-    if (verdict.ok) return undefined;
-    return {
-      response: errorResponse(
-        id ?? null,
-        RPC_ERROR.LIMIT_EXCEEDED,
-        `limit exceeded: too many transactions from ${sender}`,
-        { retryAfterMs: verdict.retryAfterMs },
-      ),
-      outcome: "rate_limited",
+    const refuse = (verdict: RateVerdict): Answered | undefined => {
+      if (verdict.ok) return undefined;
+      return {
+        response: errorResponse(
+          id ?? null,
+          RPC_ERROR.LIMIT_EXCEEDED,
+          `limit exceeded: too many transactions from ${sender}`,
+          { retryAfterMs: verdict.retryAfterMs },
+        ),
+        outcome: "rate_limited",
+      };
     };
+    return verdict instanceof Promise ? verdict.then(refuse) : refuse(verdict);
   }
 
   /**

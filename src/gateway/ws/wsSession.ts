@@ -53,7 +53,13 @@ export class WsSession {
     private readonly streams: NetworkStreams,
     private readonly limits: WsLimits,
     /** The per-address rate limit: the refusal to send when a frame's calls do not fit. */
-    private readonly admit: (parsed: ParsedBody) => JsonRpcResponse | JsonRpcResponse[] | undefined,
+    private readonly admit: (
+      parsed: ParsedBody,
+    ) =>
+      | JsonRpcResponse
+      | JsonRpcResponse[]
+      | undefined
+      | Promise<JsonRpcResponse | JsonRpcResponse[] | undefined>,
     private readonly metrics: GatewayMetrics,
     private readonly logger: Logger,
   ) {
@@ -159,7 +165,8 @@ export class WsSession {
       ? Buffer.concat(data).toString("utf8")
       : Buffer.from(data as ArrayBuffer).toString("utf8");
     const parsed = parseBody(text, this.limits.maxBatchLength);
-    const refusal = this.admit(parsed);
+    const admitted = this.admit(parsed);
+    const refusal = admitted instanceof Promise ? await admitted : admitted;
     if (refusal) return this.send(refusal);
     if (parsed.kind === "error") return this.send(parsed.response);
     if (parsed.kind === "single") {

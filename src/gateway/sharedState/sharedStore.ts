@@ -1,0 +1,87 @@
+import { Redis } from "ioredis";
+import type { Counter, Histogram, Registry } from "prom-client";
+import type { Logger } from "../../log/logger.js";
+import { createSharedStoreMetrics } from "../../metrics/sharedStoreMetrics.js";
+import type { SharedStoreOperation } from "../../metrics/sharedStoreMetrics.js";
+
+/** The shared-store calls the gateway makes, as metric labels (a fixed set). */
+export type StoreOperation = SharedStoreOperation;
+
+export interface SharedStoreOptions {
+  url: string;
+  keyPrefix: string;
+  /** Time one command may take; beyond, it fails and the caller goes on without it. */
+  commandTimeoutMs: number;
+  registry: Registry;
+  logger: Logger;
+}
+
+/** Reconnection backoff: fast at first, then every 2 s for as long as Redis is away. */
+const RECONNECT_MAX_MS = 2_000;
+/** A failure is logged at most this often (an outage fails every call). */
+const LOG_EVERY_MS = 10_000;
+
+/**
+ * The gateway's connection to Redis, shared by everything kept there. A call never waits for Redis beyond the command
+ * timeout: no offline queue (a command while disconnected fails at once), no retries of a command, reconnection in
+ * the background for as long as it takes. Every command is timed and counted (`run`), so an operator sees the store's
+ * latency and errors.
+ */
+export class SharedStore {
+  readonly redis: Redis;
+  private readonly duration: Histogram<"operation">;
+  private readonly errors: Counter<"operation">;
+  private loggedAt = 0;
+
+  constructor(private readonly options: SharedStoreOptions) {
+    this.redis = new Redis(options.url, {
+      keyPrefix: options.keyPrefix,
+      commandTimeout: options.commandTimeoutMs,
+      connectTimeout: Math.max(1_000, options.commandTimeoutMs * 4),
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      retryStrategy: (times) => Math.min(times * 100, RECONNECT_MAX_MS),
+      // Client-side names help an operator find the gateways in CLIENT LIST.
+      connectionName: "lightfleet-gateway",
+    });
+    const metrics = createSharedStoreMetrics(options.registry, () => this.ready);
+    this.duration = metrics.duration;
+    this.errors = metrics.errors;
+    this.redis.on("error", (error: Error) => this.logFailure(error, "shared store (Redis) connection error"));
+    this.redis.on("ready", () => options.logger.info("shared store (Redis) connected"));
+  }
+
+  /** True while commands can be sent (connected); a command sent otherwise fails at once. */
+  get ready(): boolean {
+    return this.redis.status === "ready";
+  }
+
+  /** Runs one command (or script), timed and counted under `operation`; rejects as the command does. */
+  async run<T>(operation: StoreOperation, command: (redis: Redis) => Promise<T>): Promise<T> {
+    const started = performance.now();
+    try {
+      return await command(this.redis);
+    } catch (error) {
+      this.errors.inc({ operation });
+      this.logFailure(error, `shared store (Redis) command failed: ${operation}`);
+      throw error;
+    } finally {
+      this.duration.observe({ operation }, (performance.now() - started) / 1000);
+    }
+  }
+
+  async close(): Promise<void> {
+    this.redis.disconnect();
+  }
+
+  private logFailure(error: unknown, message: string): void {
+    const now = Date.now();
+    if (now - this.loggedAt < LOG_EVERY_MS) return;
+    this.loggedAt = now;
+    this.options.logger.warn({ err: error }, message);
+  }
+}
+
+/** The Redis server's clock in milliseconds, in a Lua script: every replica judges time by the same clock. */
+export const LUA_NOW =
+  "local t = redis.call('TIME'); local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)";

@@ -1,0 +1,108 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { RedisLeaseCap } from "../../src/gateway/sharedState/redisLeases.js";
+import { RedisRateLimiter } from "../../src/gateway/sharedState/redisRateLimiter.js";
+import { SharedHead } from "../../src/gateway/sharedState/sharedHead.js";
+import { SharedStore } from "../../src/gateway/sharedState/sharedStore.js";
+import { silentLogger } from "../../src/log/logger.js";
+import { Registry } from "prom-client";
+import { redisTool, startRedis } from "../support/redisServer.js";
+import type { RedisServer } from "../support/redisServer.js";
+import { waitFor } from "../support/waitFor.js";
+
+if (!redisTool.path) console.warn(`skipping the shared-state tests: ${redisTool.missing}`);
+
+/** Two replicas' views of one Redis: each its own connection, as two gateway processes have. */
+describe.skipIf(!redisTool.path)("gateway state in a real Redis", () => {
+  let redis: RedisServer;
+  const stores: SharedStore[] = [];
+  const store = () => {
+    const made = new SharedStore({
+      url: redis.url,
+      keyPrefix: `test-${process.pid}:`,
+      commandTimeoutMs: 250,
+      registry: new Registry(),
+      logger: silentLogger(),
+    });
+    stores.push(made);
+    return made;
+  };
+
+  beforeAll(async () => {
+    redis = await startRedis();
+  });
+
+  afterAll(async () => {
+    for (const s of stores) await s.close();
+    await redis?.stop();
+  });
+
+  it("holds a sender to transactionLimit over every replica: one bucket, whichever takes from it", async () => {
+    const [a, b] = [store(), store()].map(
+      (s) => new RedisRateLimiter({ store: s, kind: "tx", ratePerSecond: 0.01, burst: 3 }),
+    );
+    const sender = "0x00000000000000000000000000000000000000aa";
+    await waitFor(async () => (await a!.take("0xwarm", 1)).ok && stores.every((s) => s.ready));
+    const verdicts = [];
+    for (let i = 0; i < 6; i++) verdicts.push(await (i % 2 === 0 ? a! : b!).take(sender, 1));
+    expect(verdicts.map((v) => v.ok)).toEqual([true, true, true, false, false, false]);
+    const refused = verdicts[3]!;
+    // At 0.01/s one transaction takes 100 s to come back.
+    expect(!refused.ok && refused.retryAfterMs).toBeGreaterThan(90_000);
+  });
+
+  it("lets the connections of a replica that died stop counting once their leases expire", async () => {
+    const dead = new RedisLeaseCap({ store: store(), pool: "ws-test", max: 2, ttlMs: 600 });
+    const aliveStore = store();
+    const alive = new RedisLeaseCap({ store: aliveStore, pool: "ws-test", max: 2, ttlMs: 600 });
+    await waitFor(() => stores.every((s) => s.ready));
+    expect(await dead.acquire("10.1.0.1")).toBe(true);
+    expect(await dead.acquire("10.1.0.1")).toBe(true);
+    expect(await alive.acquire("10.1.0.1")).toBe(false);
+    // The first replica dies: nothing renews its leases any more.
+    dead.close();
+    await waitFor(async () => await alive.acquire("10.1.0.1"), {
+      what: "the dead replica's leases to expire",
+    });
+    // The living replica renews its own: its lease's expiry moves on, well past several lease times.
+    const expiry = async () =>
+      Number((await aliveStore.redis.zrange("ws-test:10.1.0.1", -1, -1, "WITHSCORES"))[1] ?? 0);
+    const first = await expiry();
+    await waitFor(async () => (await expiry()) > first + 3 * 600, {
+      what: "the lease renewed past three lease times",
+    });
+    expect(await alive.acquire("10.1.0.1")).toBe(true);
+    expect(await alive.acquire("10.1.0.1")).toBe(false);
+    alive.close();
+  });
+
+  it("never answers a head below one another replica answered, and shares one round trip among concurrent calls", async () => {
+    const [ahead, behind] = [store(), store()];
+    await waitFor(() => stores.every((s) => s.ready));
+    const network = `net-${Date.now()}`;
+    const a = new SharedHead({ store: ahead!, network, waitForHead: async () => undefined });
+    const b = new SharedHead({ store: behind!, network, waitForHead: async () => 98 });
+    expect(await a.blockNumber(100)).toBe(100);
+    // The replica behind waits for its nodes (here: they stay at 98), then answers the shared head anyway.
+    expect(await b.blockNumber(97)).toBe(100);
+    const before = (await behind!.redis.info("commandstats")).match(/cmdstat_evalsha:calls=(\d+)/)?.[1];
+    const answers = await Promise.all(Array.from({ length: 50 }, () => b.blockNumber(101)));
+    const after = (await behind!.redis.info("commandstats")).match(/cmdstat_evalsha:calls=(\d+)/)?.[1];
+    expect(new Set(answers)).toEqual(new Set([101]));
+    // 50 calls, at most three round trips: the one under way and the one begun after it (plus a raise at most).
+    expect(Number(after) - Number(before)).toBeLessThanOrEqual(3);
+    expect(await a.blockNumber(100)).toBe(101);
+  });
+
+  it("admits every call while Redis is away (fails open), at once", async () => {
+    const limiter = new RedisRateLimiter({ store: store(), kind: "rate", ratePerSecond: 1, burst: 1 });
+    await waitFor(() => stores.every((s) => s.ready));
+    expect((await limiter.take("10.2.0.1", 1)).ok).toBe(true);
+    expect((await limiter.take("10.2.0.1", 1)).ok).toBe(false);
+    await redis.kill();
+    const started = Date.now();
+    for (let i = 0; i < 5; i++) expect((await limiter.take("10.2.0.1", 1)).ok).toBe(true);
+    expect(Date.now() - started).toBeLessThan(2_000);
+    await redis.restart();
+    await waitFor(async () => !(await limiter.take("10.2.0.1", 5)).ok, { what: "the limit applied again" });
+  });
+});
