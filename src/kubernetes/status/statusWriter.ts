@@ -6,7 +6,7 @@ import type { Logger } from "../../log/logger.js";
 import type { PoolScalingStatus } from "../../scaling/poolScalingStatus.js";
 import type { Fleet } from "../../fleet/fleet.js";
 import { API_VERSION, GROUP, NODE_PLURAL, POOL_PLURAL, VERSION } from "../api/crds.js";
-import type { Condition, LightNodePoolStatus, LightNodeStatus } from "../api/crds.js";
+import type { Condition, LightNodePoolSpec, LightNodePoolStatus, LightNodeStatus } from "../api/crds.js";
 import type { EventRecorder } from "./eventRecorder.js";
 import { eventsOfRound } from "./eventRecorder.js";
 import { KeyedWrites } from "./keyedWrites.js";
@@ -28,6 +28,10 @@ export interface PoolRef {
   /** LightNodePool name. */
   name: string;
   generation: number;
+  /** The spec the pool runs: this generation's, or the last accepted one while a newer spec is refused. */
+  accepted?: { generation: number; spec: LightNodePoolSpec };
+  /** Why the pool's current spec is refused, when it is. */
+  refusal?: { reason: string; message: string };
 }
 
 /** What the writer remembers of one pod's LightNode. */
@@ -137,6 +141,8 @@ export class StatusWriter {
     const scaling = this.options.scaling?.(poolKey);
     const status = poolHealthStatus({
       generation: pool.generation,
+      ...(pool.accepted ? { accepted: pool.accepted } : {}),
+      ...(pool.refusal ? { refusal: pool.refusal } : {}),
       output,
       podsWithoutGate: this.options.fleet.podsWithoutGate(poolKey),
       previousConditions: this.poolConditions.get(poolKey) ?? [],
