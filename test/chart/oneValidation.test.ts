@@ -86,6 +86,21 @@ const MAX_LAG = [
   [30, true],
 ] as const;
 
+/** Bounds of single fields (the same check on each path, as the generated schemas carry the config's bounds). */
+const FIELD_BOUNDS: Array<[string, Record<string, unknown>, boolean]> = [
+  ["maxReplicas at its bound", { scaling: { maxReplicas: 1000 } }, true],
+  ["maxReplicas beyond its bound", { scaling: { maxReplicas: 1001 } }, false],
+  ["maxReplicas 0", { scaling: { maxReplicas: 0 } }, false],
+  ["minReplicas at its bound", { scaling: { minReplicas: 1000, maxReplicas: 1000 } }, true],
+  ["minReplicas beyond its bound", { scaling: { minReplicas: 1001 } }, false],
+  ["maxLagBlocks 0", { health: { maxLagBlocks: 0 } }, false],
+  ["maxLagBlocks 1", { health: { maxLagBlocks: 1 } }, true],
+  ["systemicBadFraction 0", { health: { systemicBadFraction: 0 } }, false],
+  ["systemicBadFraction 1", { health: { systemicBadFraction: 1 } }, true],
+  ["tolerance 1", { scaling: { tolerance: 1 } }, false],
+  ["tolerance 0.99", { scaling: { tolerance: 0.99 } }, true],
+];
+
 /** Cross-field rules: the CRD states them in CEL; a JSON Schema cannot compare one field with another. */
 const CROSS_FIELD: Array<[string, Record<string, unknown>, boolean]> = [
   ["peerHaltAfter under two default block times", { health: { peerHaltAfter: "23s" } }, false],
@@ -134,6 +149,22 @@ describe("one validation everywhere", () => {
         values: valid,
         crd: valid,
       });
+    }
+  });
+
+  it("bounds of single fields: the components, the values schema and the CRD agree", async () => {
+    const values = ajv.compile(await valuesNetwork());
+    const spec = await crdSpec();
+    const crdShape = ajv.compile(openApiToJsonSchema(spec) as object);
+    for (const [what, change, valid] of FIELD_BOUNDS) {
+      const network = { ...NETWORK, ...change };
+      const pool = asPoolSpec(network);
+      expect({
+        what,
+        components: networkSchema.safeParse(network).success,
+        values: values(network),
+        crd: crdShape(pool) && celRefusals(spec, pool).length === 0,
+      }).toEqual({ what, components: valid, values: valid, crd: valid });
     }
   });
 
