@@ -32,13 +32,17 @@
   verbs: [create]
 {{- end }}
 
-{{/* The controller's calls in the release namespace: its own Lease (which the chart creates, so no create), and the
-gateway pods behind the gateway Service, whose /metrics the autoscaler reads. */}}
+{{/* The controller's calls in the release namespace: its own Lease (by name), created again when it is gone (a create
+carries no name RBAC could check, so that rule covers the namespace; without it a deleted Lease left no leader until
+the next upgrade), and the gateway pods behind the gateway Service, whose /metrics the autoscaler reads. */}}
 {{- define "lightfleet.rules.controllerLocal" -}}
 - apiGroups: [coordination.k8s.io]
   resources: [leases]
   resourceNames: [{{ include "lightfleet.leaseName" . }}]
   verbs: [get, update]
+- apiGroups: [coordination.k8s.io]
+  resources: [leases]
+  verbs: [create]
 {{- if .Values.gateway.enabled }}
 - apiGroups: [discovery.k8s.io]
   resources: [endpointslices]
