@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { CHART_DIR, helm } from "../support/helm.js";
+import { CHART_DIR, helm, renderChart } from "../support/helm.js";
 
 /** Values changes as an operator makes them: what the chart says and renders for each. */
 const NETWORK = [
@@ -21,7 +21,41 @@ async function notes(set: string[]): Promise<string> {
   return result.stdout.slice(result.stdout.indexOf("NOTES:"));
 }
 
+/** The config checksum on each lightfleet component's pod template (a change rolls that component's pods). */
+async function checksums(set: string[]): Promise<Record<string, string>> {
+  const { objects } = await renderChart({ set: [...NETWORK, ...set] });
+  const out: Record<string, string> = {};
+  for (const o of objects) {
+    if (o.kind !== "Deployment") continue;
+    const template = (
+      o as unknown as { spec: { template: { metadata: { annotations?: Record<string, string> } } } }
+    ).spec.template;
+    const component = o.metadata.labels?.["app.kubernetes.io/component"] ?? o.metadata.name;
+    out[component] = template.metadata.annotations?.["checksum/config"] ?? "";
+  }
+  return out;
+}
+
+/** Which components' pods a values change rolls. */
+async function rolled(change: string[]): Promise<string[]> {
+  const before = await checksums([]);
+  const after = await checksums(change);
+  expect(Object.keys(before).sort()).toEqual(["controller", "gateway", "keys-api"]);
+  return Object.keys(before)
+    .filter((c) => before[c] !== after[c])
+    .sort();
+}
+
 describe("operating the chart", () => {
+  it("rolls only the components whose own config a values change touches", async () => {
+    // A health tweak reaches the controller through the LightNodePool, not its config file: no pod restarts but
+    // the gateway's (which reads the networks), and never the key API or the leader.
+    expect(await rolled(["networks[0].health.maxLagBlocks=5"])).toEqual(["gateway"]);
+    expect(await rolled(["config.keys.auditRetentionDays=30"])).toEqual(["keys-api"]);
+    expect(await rolled(["config.log.level=debug"])).toEqual(["controller", "gateway", "keys-api"]);
+    expect(await rolled(["config.controller.lease.name=other"])).toEqual(["controller"]);
+  });
+
   it("warns that a network's workload.replicas is not used while an autoscaler owns the size", async () => {
     const warning =
       /WARNING: networks\[mainnet\]\.workload\.replicas is not used: autoscaling\.mode is controller/;

@@ -203,9 +203,19 @@ readinessProbe:
   emptyDir: {}
 {{- end }}
 
-{{/* Pod annotations that roll the pods when the config changes. */}}
+{{/* Pod annotations that roll a component's pods when the part of the config it reads changes: call with (dict "root" $
+"component" "controller"). The controller reads its pools from the LightNodePools (a network change reaches it there,
+with no restart and no leader change), the gateway the networks, the key API neither; so a health tweak never
+restarts the key API. */}}
 {{- define "lightfleet.configChecksum" -}}
-checksum/config: {{ include "lightfleet.config" . | sha256sum }}
+{{- $config := include "lightfleet.config" .root | fromYaml }}
+{{- $unread := dict "controller" (list "networks" "gateway" "keys") "gateway" (list "controller" "keys") "keys-api" (list "networks" "gateway" "controller") }}
+{{- $skip := get $unread .component }}
+{{- $own := dict }}
+{{- range $key, $value := $config }}
+{{- if not (has $key $skip) }}{{ $_ := set $own $key $value }}{{ end }}
+{{- end }}
+checksum/config: {{ toYaml $own | sha256sum }}
 {{- end }}
 
 {{/* Validation of combinations that values.schema.json cannot express. */}}
