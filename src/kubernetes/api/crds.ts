@@ -100,6 +100,11 @@ export interface LightNodePoolStatus {
   desiredReplicas?: number;
   requestRate?: number;
   scalingReason?: string;
+  /**
+   * The autoscaler's recommendations within the scale-down window (a decreasing staircase), so a new leader keeps to
+   * the window instead of scaling down at once.
+   */
+  scaleDownRecommendations?: Array<{ time: string; replicas: number }>;
   /** The generation whose spec the controller runs: the latest it accepted (a refused spec leaves it as it was). */
   acceptedGeneration?: number;
   /**

@@ -2,6 +2,7 @@ import { networkSchema } from "../../config/sections/network.js";
 import type { NetworkConfig } from "../../config/sections/network.js";
 import type { LabelSelector, LightNodePool, LightNodePoolSpec } from "../api/crds.js";
 import type { PoolBinding } from "../pods/podRules.js";
+import type { ScalingMemory } from "../../scaling/decideScale.js";
 import type { PoolRef } from "../status/statusWriter.js";
 import { poolKey } from "./poolKey.js";
 import { selectorProblems } from "./selectorProblems.js";
@@ -75,8 +76,19 @@ export function poolNetwork(pool: LightNodePool): PoolNetwork {
       name: pool.metadata.name,
       generation: pool.metadata.generation ?? 0,
       accepted: { generation: pool.metadata.generation ?? 0, spec },
+      ...scalingMemoryOf(pool),
     },
   };
+}
+
+/** The scale-down window the last leader wrote in the pool's status, when it is readable. */
+function scalingMemoryOf(pool: LightNodePool): { scalingMemory?: ScalingMemory } {
+  const written = pool.status?.scaleDownRecommendations;
+  if (!Array.isArray(written) || written.length === 0) return {};
+  const recommendations = written
+    .map((r) => ({ at: Date.parse(r.time), replicas: r.replicas }))
+    .filter((r) => Number.isFinite(r.at) && Number.isInteger(r.replicas));
+  return recommendations.length > 0 ? { scalingMemory: { recommendations } } : {};
 }
 
 /**

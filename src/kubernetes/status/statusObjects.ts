@@ -69,6 +69,7 @@ const POOL_OPTIONAL_FIELDS = [
   "desiredReplicas",
   "requestRate",
   "scalingReason",
+  "scaleDownRecommendations",
 ] as const;
 
 /**
@@ -108,7 +109,15 @@ export function statusDue(
  * of state (generation, counts, desired size, a condition's status or reason), not the block rate.
  */
 export function poolStatusKey(status: LightNodePoolStatus): string {
-  const { referenceHead: _head, requestRate: _rate, scalingReason: _why, conditions, ...rest } = status;
+  // The recommendations' last entry is dated every round: they refresh with the rest (a new high moves desiredReplicas).
+  const {
+    referenceHead: _head,
+    requestRate: _rate,
+    scalingReason: _why,
+    scaleDownRecommendations: _window,
+    conditions,
+    ...rest
+  } = status;
   return JSON.stringify({ ...rest, conditions: conditions?.map((c) => [c.type, c.status, c.reason]) });
 }
 
@@ -310,6 +319,14 @@ export function poolHealthStatus(input: {
           desiredReplicas: scaling.desiredReplicas,
           ...(scaling.requestRate !== undefined ? { requestRate: scaling.requestRate } : {}),
           scalingReason: scaling.scalingReason.slice(0, 1024),
+          ...(scaling.recommendations
+            ? {
+                scaleDownRecommendations: scaling.recommendations.slice(-32).map((r) => ({
+                  time: kubeTime(r.at),
+                  replicas: r.replicas,
+                })),
+              }
+            : {}),
         }
       : {}),
     ...(output.reference

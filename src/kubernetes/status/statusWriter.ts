@@ -4,6 +4,7 @@ import { makeApiClient } from "../api/kubeClients.js";
 import type { EngineOutput, NodeState } from "../../health/types.js";
 import type { Logger } from "../../log/logger.js";
 import type { PoolScalingStatus } from "../../scaling/poolScalingStatus.js";
+import type { ScalingMemory } from "../../scaling/decideScale.js";
 import type { Fleet } from "../../fleet/fleet.js";
 import { API_VERSION, GROUP, NODE_PLURAL, POOL_PLURAL, VERSION } from "../api/crds.js";
 import type { Condition, LightNodePoolSpec, LightNodePoolStatus, LightNodeStatus } from "../api/crds.js";
@@ -30,6 +31,8 @@ export interface PoolRef {
   generation: number;
   /** The spec the pool runs: this generation's, or the last accepted one while a newer spec is refused. */
   accepted?: { generation: number; spec: LightNodePoolSpec };
+  /** The scale-down window as the last leader wrote it in the pool's status (see Scaler's initialMemory). */
+  scalingMemory?: ScalingMemory;
   /** Why the pool's current spec is refused, when it is. */
   refusal?: { reason: string; message: string };
 }
