@@ -74,6 +74,7 @@ export function poolNetwork(pool: LightNodePool): PoolNetwork {
       network: spec.network,
       namespace,
       name: pool.metadata.name,
+      ...(pool.metadata.uid ? { uid: pool.metadata.uid } : {}),
       generation: pool.metadata.generation ?? 0,
       accepted: { generation: pool.metadata.generation ?? 0, spec },
       ...scalingMemoryOf(pool),

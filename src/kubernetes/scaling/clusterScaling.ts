@@ -153,6 +153,7 @@ export function clusterScaling(deps: {
               apiVersion: API_VERSION,
               namespace: pool.namespace,
               name: pool.name,
+              ...(pool.uid ? { uid: pool.uid } : {}),
             },
             type: event.type,
             reason: event.reason,

@@ -28,6 +28,8 @@ export interface PoolRef {
   namespace: string;
   /** LightNodePool name. */
   name: string;
+  /** LightNodePool uid: Events carry it, so `kubectl describe lightnodepool` lists them. */
+  uid?: string;
   generation: number;
   /** The spec the pool runs: this generation's, or the last accepted one while a newer spec is refused. */
   accepted?: { generation: number; spec: LightNodePoolSpec };
@@ -237,6 +239,7 @@ export class StatusWriter {
       apiVersion: API_VERSION,
       namespace: pool.namespace,
       name: pool.name,
+      ...(pool.uid ? { uid: pool.uid } : {}),
     };
     if (output.systemic)
       events.push({
