@@ -168,10 +168,14 @@ describe.skipIf(unavailable !== undefined)("operator changes on a real Kubernete
     return { name, took };
   };
 
-  it("switching autoscaling.mode from off to controller keeps the running size", async () => {
-    const installed = await cluster.install(RELEASE, NAMESPACE, values({ mode: "off" }));
+  it("switching autoscaling.mode from controller to off and back keeps the running size", async () => {
+    const installed = await cluster.install(RELEASE, NAMESPACE, values({ mode: "controller" }));
     expect(installed.code, installed.stderr).toBe(0);
+    // The controller sizes the pool to its floor of 2.
     await allHealthy();
+    expect(await statefulSetReplicas()).toBe(2);
+    const off = await upgrade(values({ mode: "off" }));
+    expect(off.code, off.stderr).toBe(0);
     expect(await statefulSetReplicas()).toBe(2);
 
     const switched = await upgrade(values({ mode: "controller" }));
@@ -199,23 +203,32 @@ describe.skipIf(unavailable !== undefined)("operator changes on a real Kubernete
     const leader = await holder();
     expect(leader).toBeDefined();
     const before = await podUids();
+    const generations = async () =>
+      Object.fromEntries(
+        (await apps.listNamespacedDeployment({ namespace: NAMESPACE })).items.map((d) => [
+          d.metadata!.labels!["app.kubernetes.io/component"]!,
+          d.metadata!.generation!,
+        ]),
+      );
+    const templatesBefore = await generations();
     const tuned = await upgrade(values({ mode: "controller", health: { maxLagBlocks: 4 } }));
     expect(tuned.code, tuned.stderr).toBe(0);
+    // A new pod template is a new generation: only the gateway's (it reads the networks) changes.
+    const templatesAfter = await generations();
+    expect(templatesAfter["keys-api"]).toBe(templatesBefore["keys-api"]);
+    expect(templatesAfter.controller).toBe(templatesBefore.controller);
+    expect(templatesAfter.gateway).toBe(templatesBefore.gateway! + 1);
     // The change reaches the controller through the pool.
-    await waitFor(async () => (await pool()).spec.health?.maxLagBlocks === 4, {
-      what: "the pool's new spec",
-    });
     await waitFor(
-      async () => (await pool()).status?.acceptedGeneration === (await pool()).metadata.generation,
-      {
-        timeoutMs: 30_000,
-        what: "the new spec accepted",
+      async () => {
+        const p = await pool();
+        return p.spec.health?.maxLagBlocks === 4 && p.status?.observedGeneration === p.metadata.generation;
       },
+      { timeoutMs: 30_000, what: "the pool's new spec observed" },
     );
-    const after = await podUids();
     const keysAndControllers = (uids: Map<string, string>) =>
       [...uids].filter(([name]) => /-keys-|-controller-/.test(name)).sort();
-    expect(keysAndControllers(after)).toEqual(keysAndControllers(before));
+    expect(keysAndControllers(await podUids())).toEqual(keysAndControllers(before));
     expect(await holder()).toBe(leader);
   }, 120_000);
 
