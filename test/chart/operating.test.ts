@@ -56,6 +56,22 @@ describe("operating the chart", () => {
     expect(await rolled(["config.controller.lease.name=other"])).toEqual(["controller"]);
   });
 
+  it("names its ClusterRoles per namespace: one release name in two namespaces, cluster-wide, does not clash", async () => {
+    const clusterScoped = async (namespace: string) => {
+      const { objects } = await renderChart({
+        set: ["rbac.clusterWide=true"],
+        extraArgs: ["--namespace", namespace],
+      });
+      return objects
+        .filter((o) => o.kind === "ClusterRole" || o.kind === "ClusterRoleBinding")
+        .map((o) => `${o.kind}/${o.metadata.name}`);
+    };
+    const first = await clusterScoped("eth-a");
+    const second = await clusterScoped("eth-b");
+    expect(first.length).toBeGreaterThan(0);
+    expect(first.filter((name) => second.includes(name))).toEqual([]);
+  });
+
   it("warns that a network's workload.replicas is not used while an autoscaler owns the size", async () => {
     const warning =
       /WARNING: networks\[mainnet\]\.workload\.replicas is not used: autoscaling\.mode is controller/;

@@ -53,13 +53,15 @@ the next upgrade), and the gateway pods behind the gateway Service, whose /metri
 {{/* A Role (or ClusterRole) and its binding to a component's ServiceAccount. */}}
 {{- define "lightfleet.roleAndBinding" -}}
 {{- $kind := ternary "ClusterRole" "Role" .clusterWide }}
+{{- /* Cluster-scoped names carry the release namespace: one release name in two namespaces must not share them. */}}
+{{- $name := ternary (printf "%s-%s" .root.Release.Namespace .name) .name .clusterWide }}
 {{- $ctx := dict "root" .root "component" .component }}
 {{- range $object := list $kind (printf "%sBinding" $kind) }}
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: {{ $object }}
 metadata:
-  name: {{ $.name }}
+  name: {{ $name }}
   {{- if not $.clusterWide }}
   namespace: {{ $.namespace }}
   {{- end }}
@@ -72,7 +74,7 @@ rules:
 roleRef:
   apiGroup: rbac.authorization.k8s.io
   kind: {{ $kind }}
-  name: {{ $.name }}
+  name: {{ $name }}
 subjects:
   - kind: ServiceAccount
     name: {{ $.serviceAccount }}
