@@ -72,6 +72,29 @@ describe("operating the chart", () => {
     expect(first.filter((name) => second.includes(name))).toEqual([]);
   });
 
+  it("puts commonLabels on every pod template too, merged under each component's podLabels", async () => {
+    const { objects } = await renderChart({
+      set: [...NETWORK, "commonLabels.team=rpc", "controller.podLabels.team=control"],
+    });
+    const templates = objects.filter((o) => o.kind === "Deployment" || o.kind === "StatefulSet");
+    expect(templates.map((o) => o.kind).sort()).toEqual([
+      "Deployment",
+      "Deployment",
+      "Deployment",
+      "StatefulSet",
+    ]);
+    for (const o of templates) {
+      const labels = (
+        o as unknown as { spec: { template: { metadata: { labels: Record<string, string> } } } }
+      ).spec.template.metadata.labels;
+      const component = o.metadata.labels?.["app.kubernetes.io/component"];
+      expect({ component, team: labels.team }).toEqual({
+        component,
+        team: component === "controller" ? "control" : "rpc",
+      });
+    }
+  });
+
   it("warns that a network's workload.replicas is not used while an autoscaler owns the size", async () => {
     const warning =
       /WARNING: networks\[mainnet\]\.workload\.replicas is not used: autoscaling\.mode is controller/;

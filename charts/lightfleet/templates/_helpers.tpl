@@ -39,6 +39,14 @@ app.kubernetes.io/part-of: lightfleet
 {{- end }}
 {{- end }}
 
+{{/* Labels of a pod template besides its selector labels: commonLabels with the component's podLabels over them.
+Call with (dict "root" $ "podLabels" .Values.gateway.podLabels). */}}
+{{- define "lightfleet.podExtraLabels" -}}
+{{- with mustMergeOverwrite (deepCopy (default dict .root.Values.commonLabels)) (deepCopy (default dict .podLabels)) }}
+{{- toYaml . }}
+{{- end }}
+{{- end }}
+
 {{/* Labels and selector labels of one component: call with (dict "root" $ "component" "gateway"). */}}
 {{- define "lightfleet.componentLabels" -}}
 {{ include "lightfleet.labels" .root }}
