@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { parse } from "yaml";
 import { CHART_DIR, helm, renderChart } from "../support/helm.js";
 
 /** Values changes as an operator makes them: what the chart says and renders for each. */
@@ -93,6 +94,19 @@ describe("operating the chart", () => {
         team: component === "controller" ? "control" : "rpc",
       });
     }
+  });
+
+  it("trusts one proxy for the key API when the chart's own ingress fronts it, unless the values say otherwise", async () => {
+    const trustProxy = async (set: string[]) => {
+      const { objects } = await renderChart({ set });
+      const config = objects.find((o) => o.kind === "ConfigMap" && o.metadata.name.endsWith("-config"));
+      const text = (config as unknown as { data: Record<string, string> }).data["lightfleet.yaml"]!;
+      return (parse(text) as { keys: { trustProxy?: number } }).keys.trustProxy;
+    };
+    const ingress = ["keys.ingress.enabled=true", "keys.ingress.host=keys.example.org"];
+    expect(await trustProxy(ingress)).toBe(1);
+    expect(await trustProxy([])).toBeUndefined();
+    expect(await trustProxy([...ingress, "config.keys.trustProxy=2"])).toBe(2);
   });
 
   it("warns that a network's workload.replicas is not used while an autoscaler owns the size", async () => {

@@ -140,6 +140,11 @@ its EndpointSlices (each pod an upstream), or by its one address. */}}
 {{- /* The autoscaler's `source: gateway` scrapes the gateway pods found behind this Service. */}}
 {{- $_ := set $base.controller "gatewayService" (dict "name" (printf "%s-gateway" (include "lightfleet.fullname" .)) "namespace" .Release.Namespace "port" "admin") }}
 {{- end }}
+{{- if and .Values.keys.enabled .Values.keys.ingress.enabled }}
+{{- /* The chart's ingress fronts the key API: its X-Forwarded-For and -Proto are the client's (the login throttle
+counts per client, the page's origin check sees https). config.keys.trustProxy, when given, wins. */}}
+{{- $_ := set $base.keys "trustProxy" 1 }}
+{{- end }}
 {{- $config := mustMergeOverwrite $base (deepCopy .Values.config) }}
 {{- $_ := set $config "networks" $networks }}
 {{- toYaml $config }}
