@@ -173,6 +173,25 @@ describe("status writing at the wire", () => {
     return Object.assign(writes, { problems });
   }
 
+  it("creates no LightNode without an owner: a node whose pod is gone (uid unknown) gets none, so none outlives it", async () => {
+    const writes = recordWrites();
+    nock(SERVER)
+      .patch(`${BASE}/lightnodes/light-1/status`)
+      .reply(404, { kind: "Status", code: 404, reason: "NotFound" });
+    const writer = new StatusWriter(kubeConfig, {
+      pools: () => new Map([["mainnet", pool]]),
+      fleet: {
+        ...fleet,
+        podUid: (_network: string, pod: string) => (pod === "light-1" ? undefined : `uid-${pod}`),
+      },
+      logger: silentLogger(),
+      clock: () => now,
+    });
+    await writer.onRound("mainnet", output([node("light-0", "Healthy"), node("light-1", "Restarting")]));
+    const created = writes.filter((w) => w.method === "POST").map((w) => w.body.metadata?.name);
+    expect(created).toEqual(["light-0"]);
+  });
+
   it("clears what a status no longer says: an Unresponsive node's head and lag, a pool's rate once it is unavailable", async () => {
     const writes = recordWrites();
     let scaling: PoolScalingStatus | undefined = {

@@ -110,6 +110,9 @@ export class StatusWriter {
     for (const node of output.nodes) {
       let record = records.get(node.name);
       const uid = this.options.fleet.podUid(poolKey, node.name) ?? "";
+      // A pod not (or no longer) in the cache: a LightNode made now would have no owner and outlive it (even an
+      // uninstall). Its own LightNode, if any, goes with it.
+      if (uid === "") continue;
       // A new pod of the same name (a StatefulSet pod after an eviction) needs its LightNode at once: the old one
       // goes with the old pod.
       const newPod = record?.createdFor !== undefined && record.createdFor !== uid;
