@@ -109,6 +109,31 @@ describe("operating the chart", () => {
     expect(await trustProxy([...ingress, "config.keys.trustProxy=2"])).toBe(2);
   });
 
+  it("gives light-node containers probes, resource requests (not BestEffort) and an optional priority class", async () => {
+    const podSpec = async (set: string[]) => {
+      const { objects } = await renderChart({ set: [...NETWORK, ...set] });
+      const sts = objects.find((o) => o.kind === "StatefulSet")!;
+      return (sts as unknown as { spec: { template: { spec: Record<string, unknown> } } }).spec.template.spec;
+    };
+    const byDefault = await podSpec([]);
+    const [container] = byDefault.containers as Array<Record<string, Record<string, unknown>>>;
+    expect(container!.startupProbe).toMatchObject({ tcpSocket: { port: "http" } });
+    expect(container!.livenessProbe).toMatchObject({ tcpSocket: { port: "http" } });
+    expect(container!.resources!.requests).toMatchObject({
+      cpu: expect.any(String),
+      memory: expect.any(String),
+    });
+    expect(byDefault.priorityClassName).toBeUndefined();
+    const tuned = await podSpec([
+      "networks[0].workload.priorityClassName=rpc-critical",
+      "networks[0].workload.probes.liveness=null",
+    ]);
+    expect(tuned.priorityClassName).toBe("rpc-critical");
+    const [tunedContainer] = tuned.containers as Array<Record<string, unknown>>;
+    expect(tunedContainer!.livenessProbe).toBeUndefined();
+    expect(tunedContainer!.startupProbe).toBeDefined();
+  });
+
   it("warns that a network's workload.replicas is not used while an autoscaler owns the size", async () => {
     const warning =
       /WARNING: networks\[mainnet\]\.workload\.replicas is not used: autoscaling\.mode is controller/;
