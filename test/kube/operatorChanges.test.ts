@@ -150,6 +150,27 @@ describe.skipIf(unavailable !== undefined)("operator changes on a real Kubernete
       },
       { timeoutMs: 120_000, intervalMs: 500, what: `both light nodes Healthy and Ready${failureContext()}` },
     );
+  /** Waits until every Deployment of the release has rolled out: no pod of an older template left. */
+  const rolledOut = () =>
+    waitFor(
+      async () => {
+        const deployments = (await apps.listNamespacedDeployment({ namespace: NAMESPACE })).items;
+        const done = deployments.every((d) => {
+          const want = d.spec?.replicas ?? 1;
+          const st = d.status ?? {};
+          return (
+            st.observedGeneration === d.metadata?.generation &&
+            st.updatedReplicas === want &&
+            st.replicas === want &&
+            st.readyReplicas === want
+          );
+        });
+        if (!done) return false;
+        const want = deployments.reduce((n, d) => n + (d.spec?.replicas ?? 1), 0);
+        return (await podUids()).size === want;
+      },
+      { timeoutMs: 120_000, intervalMs: 500, what: `every Deployment rolled out${failureContext()}` },
+    );
   /** Lags a light node and waits until its readiness gate is False; returns how long that took. */
   const lagUnrouted = async (timeoutMs: number) => {
     const [victim] = (await lightPods()).sort((a, b) => a.metadata!.name!.localeCompare(b.metadata!.name!));
@@ -187,6 +208,7 @@ describe.skipIf(unavailable !== undefined)("operator changes on a real Kubernete
   }, 300_000);
 
   it("an upgrade with a value the components refuse fails in helm, before any pod changes", async () => {
+    await rolledOut();
     const before = await podUids();
     const revision = (await cluster.helm(["history", RELEASE, "--namespace", NAMESPACE, "-o", "json"]))
       .stdout;
@@ -200,6 +222,7 @@ describe.skipIf(unavailable !== undefined)("operator changes on a real Kubernete
   }, 120_000);
 
   it("a health-only upgrade restarts neither the key API nor the controller: the leader stays", async () => {
+    await rolledOut();
     const leader = await holder();
     expect(leader).toBeDefined();
     const before = await podUids();
