@@ -134,6 +134,26 @@ describe("operating the chart", () => {
     expect(tunedContainer!.startupProbe).toBeDefined();
   });
 
+  it("keeps the admin port (/metrics) off the public gateway Service, on a ClusterIP Service the controller scrapes", async () => {
+    const { objects } = await renderChart({ set: [...NETWORK, "gateway.service.type=LoadBalancer"] });
+    type Service = { metadata: { name: string }; spec: { type?: string; ports: Array<{ name: string }> } };
+    const services = objects.filter((o) => o.kind === "Service") as unknown as Service[];
+    const gateway = services.find((svc) => svc.metadata.name === "lightfleet-gateway")!;
+    expect(gateway.spec.type).toBe("LoadBalancer");
+    expect(gateway.spec.ports.map((p) => p.name)).toEqual(["rpc"]);
+    const admin = services.find((svc) => svc.metadata.name === "lightfleet-gateway-admin")!;
+    expect(admin.spec.type ?? "ClusterIP").toBe("ClusterIP");
+    expect(admin.spec.ports.map((p) => p.name)).toEqual(["admin"]);
+    const config = objects.find((o) => o.kind === "ConfigMap" && o.metadata.name.endsWith("-config"));
+    const text = (config as unknown as { data: Record<string, string> }).data["lightfleet.yaml"]!;
+    expect(
+      (parse(text) as { controller: { gatewayService: unknown } }).controller.gatewayService,
+    ).toMatchObject({
+      name: "lightfleet-gateway-admin",
+      port: "admin",
+    });
+  });
+
   it("warns that a network's workload.replicas is not used while an autoscaler owns the size", async () => {
     const warning =
       /WARNING: networks\[mainnet\]\.workload\.replicas is not used: autoscaling\.mode is controller/;

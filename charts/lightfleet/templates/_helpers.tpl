@@ -138,7 +138,7 @@ its EndpointSlices (each pod an upstream), or by its one address. */}}
 }}
 {{- if .Values.gateway.enabled }}
 {{- /* The autoscaler's `source: gateway` scrapes the gateway pods found behind this Service. */}}
-{{- $_ := set $base.controller "gatewayService" (dict "name" (printf "%s-gateway" (include "lightfleet.fullname" .)) "namespace" .Release.Namespace "port" "admin") }}
+{{- $_ := set $base.controller "gatewayService" (dict "name" (printf "%s-gateway-admin" (include "lightfleet.fullname" .)) "namespace" .Release.Namespace "port" "admin") }}
 {{- end }}
 {{- if and .Values.keys.enabled .Values.keys.ingress.enabled }}
 {{- /* The chart's ingress fronts the key API: its X-Forwarded-For and -Proto are the client's (the login throttle
