@@ -455,6 +455,27 @@ describe("status writing at the wire", () => {
     expect(writes.problems).toEqual([]);
   });
 
+  it("records no SystemicFailure Warning for a pool whose peers have not answered yet, and says it is pending", async () => {
+    const writes = recordWrites();
+    const { writer, events } = writerWithEvents();
+    now = T0;
+    const systemic = {
+      cause: "no-peer-reachable" as const,
+      message: "waiting for the first answer",
+      pending: true,
+    };
+    await writer.onRound("mainnet", output([node("light-0", "Healthy")], { systemic }));
+    expect(events.filter((e) => e.reason === "SystemicFailure")).toEqual([]);
+    const status = writes.filter((w) => w.path.endsWith("/lightnodepools/mainnet/status")).at(-1)!.body
+      .status as { conditions: Array<{ type: string; status: string; reason: string }> };
+    expect(status.conditions.find((c) => c.type === "Degraded")).toMatchObject({
+      status: "Unknown",
+      reason: "PeersPending",
+    });
+    expect(status.conditions.find((c) => c.type === "PeersReachable")).toMatchObject({ status: "Unknown" });
+    expect(writes.problems).toEqual([]);
+  });
+
   it("records events.k8s.io/v1 Events on transitions and restarts, at most one per pod and reason a minute", async () => {
     recordWrites();
     const { writer, events } = writerWithEvents();

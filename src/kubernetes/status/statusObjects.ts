@@ -229,6 +229,10 @@ export function poolHealthStatus(input: {
         now,
       ),
     );
+  } else if (output.systemic?.pending) {
+    conditions.push(
+      condition("Degraded", "Unknown", "PeersPending", output.systemic.message, prev, generation, now),
+    );
   } else if (output.systemic) {
     conditions.push(
       condition(
@@ -273,17 +277,19 @@ export function poolHealthStatus(input: {
   const peerOutage = output.systemic ?? output.failStaticReleased;
   const noPeer = peerOutage?.cause === "no-peer-reachable";
   conditions.push(
-    noPeer
-      ? condition("PeersReachable", "False", "NoPeerReachable", peerOutage!.message, prev, generation, now)
-      : condition(
-          "PeersReachable",
-          "True",
-          "PeersReachable",
-          "the reserved peers answer",
-          prev,
-          generation,
-          now,
-        ),
+    output.systemic?.pending
+      ? condition("PeersReachable", "Unknown", "PeersPending", output.systemic.message, prev, generation, now)
+      : noPeer
+        ? condition("PeersReachable", "False", "NoPeerReachable", peerOutage!.message, prev, generation, now)
+        : condition(
+            "PeersReachable",
+            "True",
+            "PeersReachable",
+            "the reserved peers answer",
+            prev,
+            generation,
+            now,
+          ),
   );
   // One list: a merge patch replaces status.conditions whole, so the scaling condition must travel with the rest.
   const { scaling } = input;

@@ -244,7 +244,8 @@ export class StatusWriter {
       name: pool.name,
       ...(pool.uid ? { uid: pool.uid } : {}),
     };
-    if (output.systemic)
+    // A pool's first round, before its peers answered, holds too: that is a start, not a failure worth a Warning.
+    if (output.systemic && !output.systemic.pending)
       events.push({
         target: poolTarget,
         type: "Warning",
