@@ -13,6 +13,9 @@ import { httpUrl, wsUrl } from "./urls.js";
 
 export type JsonSchema = { [keyword: string]: unknown };
 
+/** The scaling defaults a CEL rule must assume for an option left out. */
+const DEFAULT_SCALING = scalingSchema.parse({});
+
 /** Network keys of the config format the chart and the pool carry; `nodes` (the process fleet) is `up`'s alone. */
 const NETWORK_KEYS = [
   "name",
@@ -239,14 +242,20 @@ export function poolSpecSchemas(): Record<string, JsonSchema> {
       // Bounded, so that CEL rules over the spec stay within the API server's cost budget.
       maxItems: 16,
       items: { ...peer, required: ["http"] },
+      "x-kubernetes-validations": [
+        {
+          rule: "self.all(p, !has(p.name) || self.filter(q, has(q.name) && q.name == p.name).size() == 1)",
+          message: "reserved peer names must be unique",
+        },
+      ],
     },
     health: withDurationFloors(crd(healthSchema), true),
     scaling: {
       ...scaling,
       "x-kubernetes-validations": [
         {
-          rule: "!has(self.minReplicas) || !has(self.maxReplicas) || self.minReplicas <= self.maxReplicas",
-          message: "minReplicas must not exceed maxReplicas",
+          rule: `!has(self.minReplicas) || self.minReplicas <= (has(self.maxReplicas) ? self.maxReplicas : ${DEFAULT_SCALING.maxReplicas})`,
+          message: `minReplicas must not exceed maxReplicas (default ${DEFAULT_SCALING.maxReplicas})`,
         },
       ],
     },

@@ -3,7 +3,9 @@ import { run } from "@bufbuild/cel";
 import { Ajv } from "ajv";
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
+import { NETWORK_PRESETS } from "../../src/config/presets.js";
 import { networkSchema } from "../../src/config/sections/network.js";
+import { CHART_DIR, helm } from "../support/helm.js";
 import { POOL_CRD, VALUES_SCHEMA } from "../support/schemas.js";
 import { openApiToJsonSchema } from "./validateObject.js";
 
@@ -128,6 +130,14 @@ const CROSS_FIELD: Array<[string, Record<string, unknown>, boolean]> = [
   ["a deprecated chain id", { chainId: 3 }, false],
   ["minReplicas over maxReplicas", { scaling: { minReplicas: 3, maxReplicas: 2 } }, false],
   ["minReplicas at maxReplicas", { scaling: { minReplicas: 2, maxReplicas: 2 } }, true],
+  ["minReplicas over the default maxReplicas", { scaling: { minReplicas: 11 } }, false],
+  ["two peers of one name", { reservedPeers: [NETWORK.reservedPeers[0], NETWORK.reservedPeers[0]] }, false],
+  ...Object.entries(NETWORK_PRESETS).flatMap(
+    ([preset, p]): Array<[string, Record<string, unknown>, boolean]> => [
+      [`preset ${preset} with its chain id`, { preset, chainId: p.chainId }, !("deprecated" in p)],
+      [`preset ${preset} with another chain id`, { preset, chainId: p.chainId + 1 }, false],
+    ],
+  ),
 ];
 
 describe("one validation everywhere", () => {
@@ -168,6 +178,27 @@ describe("one validation everywhere", () => {
     }
   });
 
+  it("cross-field rules: the components and helm (the chart's template checks) agree, before any object changes", async () => {
+    for (const [what, change, valid] of CROSS_FIELD) {
+      const network = { ...NETWORK, ...change };
+      const result = await helm([
+        "template",
+        "lf",
+        CHART_DIR,
+        "--namespace",
+        "rpc",
+        "--set-json",
+        `networks=${JSON.stringify([{ ...network, workload: { enabled: true, image: { repository: "x" } } }])}`,
+      ]);
+      expect({ what, components: networkSchema.safeParse(network).success }).toEqual({
+        what,
+        components: valid,
+      });
+      expect({ what, helm: result.code === 0 }, result.stderr).toEqual({ what, helm: valid });
+      if (!valid) expect(result.stderr).toMatch(/networks\[mainnet\]/);
+    }
+  });
+
   it("cross-field rules: the components and the CRD agree, and the CRD says why", async () => {
     const spec = await crdSpec();
     const crdShape = ajv.compile(openApiToJsonSchema(spec) as object);
@@ -180,7 +211,7 @@ describe("one validation everywhere", () => {
         components: valid,
       });
       expect({ what, crd: crdShape(pool) && refusals.length === 0 }).toEqual({ what, crd: valid });
-      if (!valid) expect(refusals.join()).toMatch(/preset|chain id|block interval|maxReplicas/);
+      if (!valid) expect(refusals.join()).toMatch(/preset|chain id|block interval|maxReplicas|unique/);
     }
   });
 });

@@ -257,9 +257,8 @@ describe.skipIf(unavailable !== undefined)("operator changes on a real Kubernete
 
   it("a pool edited by hand into a spec the controller refuses stays managed: a lagging node leaves routing", async () => {
     await allHealthy();
-    const current = await pool();
-    const peers = current.spec.reservedPeers;
-    // Two peers of one name: the CRD has no rule for it, the config format refuses it.
+    // A selector every list of pods would fail on (In with no values): the CRD lets it through, the controller
+    // refuses it.
     const patched = await cluster.kubectl([
       "patch",
       "lightnodepool",
@@ -269,7 +268,13 @@ describe.skipIf(unavailable !== undefined)("operator changes on a real Kubernete
       "--type",
       "merge",
       "-p",
-      JSON.stringify({ spec: { reservedPeers: peers.map((p) => ({ ...p, name: "same" })) } }),
+      JSON.stringify({
+        spec: {
+          selector: {
+            matchExpressions: [{ key: "app.kubernetes.io/component", operator: "In", values: [] }],
+          },
+        },
+      }),
     ]);
     expect(patched.code, patched.stderr).toBe(0);
     const refused = await waitFor(
@@ -280,7 +285,7 @@ describe.skipIf(unavailable !== undefined)("operator changes on a real Kubernete
       },
       { timeoutMs: 30_000, what: `SpecAccepted=False${failureContext()}` },
     );
-    expect(refused.message).toMatch(/spec\.reservedPeers\.1\.name: duplicate peer name same/);
+    expect(refused.message).toMatch(/spec\.selector\.matchExpressions\[0\]\.values/);
     // One block (1 s) for the lag to show, two probes (500 ms) to judge it, and a round: well within 10 s.
     const { name, took } = await lagUnrouted(10_000, false);
     expect(took).toBeLessThan(10_000);
@@ -309,7 +314,7 @@ describe.skipIf(unavailable !== undefined)("operator changes on a real Kubernete
       "--type",
       "merge",
       "-p",
-      JSON.stringify({ spec: { reservedPeers: peers } }),
+      JSON.stringify({ spec: { selector: { matchExpressions: null } } }),
     ]);
     expect(restored.code, restored.stderr).toBe(0);
     await waitFor(
