@@ -288,6 +288,7 @@ describe.skipIf(unavailable !== undefined)("operator changes on a real Kubernete
     expect(refused.message).toMatch(/spec\.selector\.matchExpressions\[0\]\.values/);
     // One block (1 s) for the lag to show, two probes (500 ms) to judge it, and a round: well within 10 s.
     const { name, took } = await lagUnrouted(10_000, false);
+    console.info(`refused pool: ${name} out of routing ${took} ms after its lag began`);
     expect(took).toBeLessThan(10_000);
     // Its LightNode and the pool's HEALTHY column follow (status writes go out beside the rounds).
     const node = await waitFor(
@@ -335,7 +336,9 @@ describe.skipIf(unavailable !== undefined)("operator changes on a real Kubernete
     });
     // The chart's Lease duration is 15 s.
     expect(Date.now() - deletedAt).toBeLessThan(15_000);
+    console.info(`deleted Lease: created again ${Date.now() - deletedAt} ms later`);
     const { took } = await lagUnrouted(15_000);
+    console.info(`deleted Lease: a lagging node out of routing ${took} ms after its lag began`);
     expect(took).toBeLessThan(15_000);
     const events = await cluster.plane.auditEvents();
     const refused = events.filter(
