@@ -241,7 +241,15 @@ export function poolSpecSchemas(): Record<string, JsonSchema> {
       minItems: 1,
       // Bounded, so that CEL rules over the spec stay within the API server's cost budget.
       maxItems: 16,
-      items: { ...peer, required: ["http"] },
+      items: {
+        ...peer,
+        // A DNS label's bound (its pattern says as much), stated, so the API server can cost the rule below.
+        properties: {
+          ...(peer.properties as Record<string, JsonSchema>),
+          name: { ...(peer.properties as Record<string, JsonSchema>).name!, maxLength: 63 },
+        },
+        required: ["http"],
+      },
       "x-kubernetes-validations": [
         {
           rule: "self.all(p, !has(p.name) || self.filter(q, has(q.name) && q.name == p.name).size() == 1)",
