@@ -5,12 +5,16 @@
  */
 import { z } from "zod";
 import { DURATION_PATTERN, duration } from "./duration.js";
-import { healthSchema } from "./sections/health.js";
+import { healthSchema, TIMESTAMP_RESOLUTION_MS } from "./sections/health.js";
+import { NETWORK_PRESETS } from "./presets.js";
 import { networkSchema, peerSchema } from "./sections/network.js";
 import { scalingSchema } from "./sections/scaling.js";
 import { httpUrl, wsUrl } from "./urls.js";
 
 export type JsonSchema = { [keyword: string]: unknown };
+
+/** The scaling defaults a CEL rule must assume for an option left out. */
+const DEFAULT_SCALING = scalingSchema.parse({});
 
 /** Network keys of the config format the chart and the pool carry; `nodes` (the process fleet) is `up`'s alone. */
 const NETWORK_KEYS = [
@@ -136,10 +140,72 @@ function mergeVariants(schema: JsonSchema, discriminator: string): JsonSchema {
   };
 }
 
+/**
+ * A duration written as text of one second or more: the floor timeThresholdProblems puts under maxLagSeconds, as a
+ * regular expression (the values schema has no other way to compare a string). Per unit: ms from 1000, s from 1,
+ * m from 1/60 (0.01666... repeating: 0.0167 is the first longer), h from 1/3600 (0.000277...: 0.0002778).
+ */
+const AT_LEAST_ONE_SECOND = [
+  String.raw`0*[1-9]\d{3,}(\.\d+)?ms`,
+  String.raw`0*[1-9]\d*(\.\d+)?s`,
+  String.raw`(0*[1-9]\d*(\.\d+)?|0+\.(0[2-9]|[1-9]|016*[7-9])\d*)m`,
+  String.raw`(0*[1-9]\d*(\.\d+)?|0+\.(000[3-9]|0002[89]|00027+[89]|00[1-9]|0[1-9]|[1-9])\d*)h`,
+];
+
+/** The same floor, for a CRD's CEL rule over an int-or-string duration. */
+function celDuration(expr: string): string {
+  return `(type(${expr}) == int ? duration(string(${expr}) + 's') : duration(${expr}))`;
+}
+
+/** Health options whose value has a floor of its own (not relative to the block time). */
+function withDurationFloors(health: JsonSchema, crd: boolean): JsonSchema {
+  if (TIMESTAMP_RESOLUTION_MS !== 1_000) throw new Error("AT_LEAST_ONE_SECOND assumes a one-second floor");
+  const properties = { ...(health.properties as Record<string, JsonSchema>) };
+  const maxLag = properties.maxLagSeconds!;
+  const message =
+    "maxLagSeconds must be 1s or more: block timestamps are whole seconds, so nodes in sync would flap out of routing";
+  properties.maxLagSeconds = crd
+    ? {
+        ...maxLag,
+        "x-kubernetes-validations": [{ rule: `${celDuration("self")} >= duration('1s')`, message }],
+      }
+    : { ...maxLag, minimum: 1, allOf: [{ pattern: `^(${AT_LEAST_ONE_SECOND.join("|")})$` }] };
+  return { ...health, properties };
+}
+
+/**
+ * The cross-field rules of networkSchema a CRD can state in CEL: the preset's chain id, no deprecated network, and
+ * peerHaltAfter and stallAfter beyond two block intervals (blockTime, else the preset's, else 12s).
+ */
+export function poolSpecRules(): Array<{ rule: string; message: string }> {
+  const presets = Object.entries(NETWORK_PRESETS);
+  const chainIds = `{${presets.map(([name, p]) => `'${name}': ${p.chainId}`).join(", ")}}`;
+  const blockTimes = `{${presets.map(([name, p]) => `'${name}': duration('${p.blockTimeMs}ms')`).join(", ")}}`;
+  const blockTime = `(has(self.blockTime) ? ${celDuration("self.blockTime")} : has(self.preset) ? ${blockTimes}[self.preset] : duration('12s'))`;
+  const deprecated = presets.filter(([, p]) => "deprecated" in p);
+  const beyondTwoBlocks = (option: string, words: string) => ({
+    rule: `!has(self.health) || !has(self.health.${option}) || ${celDuration(`self.health.${option}`)} - ${blockTime} >= ${blockTime}`,
+    message: `health.${option} must be at least two block intervals (blockTime, else the preset's, else 12s): ${words}`,
+  });
+  return [
+    {
+      rule: `!has(self.preset) || ${chainIds}[self.preset] == self.chainId`,
+      message: "chainId must be the preset's chain id",
+    },
+    ...deprecated.map(([name, p]) => ({
+      rule: `(!has(self.preset) || self.preset != '${name}') && self.chainId != ${p.chainId}`,
+      message: (p as { deprecated: string }).deprecated,
+    })),
+    beyondTwoBlocks("peerHaltAfter", "the ordinary wait for the next block would read as a network halt"),
+    beyondTwoBlocks("stallAfter", "a node waiting for the next block would read as stalled"),
+  ];
+}
+
 /** JSON Schema (draft-07) of one networks[] entry's config keys, for values.schema.json. */
 export function networkValuesSchema(): JsonSchema {
   const network = tidy(generate(networkSchema, "draft-07", false), false);
   const properties = network.properties as Record<string, JsonSchema>;
+  properties.health = withDurationFloors(properties.health!, false);
   return {
     ...network,
     properties: Object.fromEntries(NETWORK_KEYS.map((key) => [key, properties[key]!])),
@@ -175,15 +241,29 @@ export function poolSpecSchemas(): Record<string, JsonSchema> {
       minItems: 1,
       // Bounded, so that CEL rules over the spec stay within the API server's cost budget.
       maxItems: 16,
-      items: { ...peer, required: ["http"] },
+      items: {
+        ...peer,
+        // A DNS label's bound (its pattern says as much), stated, so the API server can cost the rule below.
+        properties: {
+          ...(peer.properties as Record<string, JsonSchema>),
+          name: { ...(peer.properties as Record<string, JsonSchema>).name!, maxLength: 63 },
+        },
+        required: ["http"],
+      },
+      "x-kubernetes-validations": [
+        {
+          rule: "self.all(p, !has(p.name) || self.filter(q, has(q.name) && q.name == p.name).size() == 1)",
+          message: "reserved peer names must be unique",
+        },
+      ],
     },
-    health: crd(healthSchema),
+    health: withDurationFloors(crd(healthSchema), true),
     scaling: {
       ...scaling,
       "x-kubernetes-validations": [
         {
-          rule: "!has(self.minReplicas) || !has(self.maxReplicas) || self.minReplicas <= self.maxReplicas",
-          message: "minReplicas must not exceed maxReplicas",
+          rule: `!has(self.minReplicas) || self.minReplicas <= (has(self.maxReplicas) ? self.maxReplicas : ${DEFAULT_SCALING.maxReplicas})`,
+          message: `minReplicas must not exceed maxReplicas (default ${DEFAULT_SCALING.maxReplicas})`,
         },
       ],
     },

@@ -25,6 +25,7 @@ export interface ReferenceRound extends ReferenceHistory {
   problem?: {
     cause: Extract<SystemicCause, "no-peer-reachable" | "peers-disagree" | "peers-halted">;
     message: string;
+    pending?: boolean;
   };
 }
 
@@ -46,6 +47,16 @@ export function trackReference(
   const { health } = network;
   const eligible = eligiblePeers(peers, network.chainId);
   if (eligible.length === 0) {
+    // Before any peer has answered or failed (the first round of a pool), there is nothing to judge yet.
+    if (peers.length > 0 && peers.every((p) => p.pending) && previous.reference === undefined)
+      return {
+        ...previous,
+        problem: {
+          cause: "no-peer-reachable",
+          message: `waiting for the first answer of the reserved peers (${peers.map((p) => p.name).join(", ")})`,
+          pending: true,
+        },
+      };
     return {
       ...previous,
       problem: { cause: "no-peer-reachable", message: describeNoPeer(peers, network.chainId) },

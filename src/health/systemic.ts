@@ -20,6 +20,11 @@ export const MIN_NODES_FOR_SYSTEMIC = 2;
 export interface SystemicProblem {
   cause: SystemicCause;
   message: string;
+  /**
+   * No reserved peer has answered yet (nor failed): the engine holds as for any systemic problem, but it is the start
+   * of a pool, not a failure worth a Warning.
+   */
+  pending?: boolean;
 }
 
 /**
@@ -59,5 +64,8 @@ export function decideFailStatic(
   if (now >= holdUntil) return { released: { ...problem, since }, since };
   const until = new Date(holdUntil).toISOString();
   const message = `${problem.message}; held for at most ${Math.round(maxHold / 1000)} s (until ${until})`;
-  return { hold: { cause: problem.cause, message, since, holdUntil }, since };
+  return {
+    hold: { cause: problem.cause, message, since, holdUntil, ...(problem.pending ? { pending: true } : {}) },
+    since,
+  };
 }

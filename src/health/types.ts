@@ -34,6 +34,8 @@ export interface PeerObservation {
   head?: BlockRef;
   /** When `head` was first seen (clock ms). */
   headSeenAt?: number;
+  /** Not answered yet, and no error either: the first contact is under way (a controller or a pool just started). */
+  pending?: boolean;
   /** Recent canonical hashes by height, for quorum and divergence checks. */
   recentHashes?: ReadonlyMap<number, string>;
 }
@@ -167,7 +169,7 @@ export interface EngineOutput {
    * Set while the pool holds in a systemic failure: no restarts, routing kept as it was. The engine says when the hold
    * began (`since`) and when it ends at the latest (`holdUntil`, after failStaticMaxHold).
    */
-  systemic?: { cause: SystemicCause; message: string; since?: number; holdUntil?: number };
+  systemic?: { cause: SystemicCause; message: string; since?: number; holdUntil?: number; pending?: boolean };
   /** The systemic condition outlasted failStaticMaxHold: the hold is over and nodes are judged on their own. */
   failStaticReleased?: { cause: SystemicCause; message: string; since: number };
   /** The settled height whose hash the probes should fetch from every node next round (divergence check). */

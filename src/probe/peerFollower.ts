@@ -96,6 +96,8 @@ export class PeerFollower extends EventEmitter {
     if (this.chainId !== undefined) observation.chainId = this.chainId;
     if (this.head) observation.head = this.head;
     if (this.headSeenAt !== undefined) observation.headSeenAt = this.headSeenAt;
+    if (!observation.reachable && this.lastOkAt === undefined && this.lastErrorAt === undefined)
+      observation.pending = true;
     return observation;
   }
 

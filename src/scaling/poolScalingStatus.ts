@@ -23,6 +23,8 @@ export interface PoolScalingStatus {
   requestRate?: number;
   scalingReason: string;
   condition: ScalingActiveCondition;
+  /** The scale-down window's recommendations (ms since the epoch), kept for the next leader. */
+  recommendations?: ReadonlyArray<{ at: number; replicas: number }>;
 }
 
 export interface ScalingEvent {
@@ -47,6 +49,7 @@ export function poolScalingStatus(status: ScalingStatus): PoolScalingStatus {
     desiredReplicas: status.desired,
     ...(status.rate !== undefined ? { requestRate: Math.round(status.rate * 100) / 100 } : {}),
     scalingReason: status.reason,
+    recommendations: status.memory.recommendations,
     condition: {
       type: "ScalingActive",
       status: reason === "Scaling" ? "True" : "False",

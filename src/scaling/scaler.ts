@@ -27,6 +27,11 @@ export interface ScalerOptions {
   clock: () => number;
   logger: Logger;
   metrics?: ScalingMetrics;
+  /**
+   * The scale-down window's recommendations of a pool this scaler has no memory of yet (a new leader): what the last
+   * leader persisted, or a conservative start. Without it the memory starts empty.
+   */
+  initialMemory?: (network: string, current: number, now: number) => ScalingMemory | undefined;
 }
 
 /** The outcome of one scaling round of a pool: for the pool status (desiredReplicas, rate, reason) and Events. */
@@ -126,7 +131,7 @@ export class Scaler {
       current,
       rate,
       pool: { starting, healthy, ...(engine.systemic ? { systemic: engine.systemic } : {}) },
-      previous: this.memory.get(network),
+      previous: this.memory.get(network) ?? this.options.initialMemory?.(network, current, now),
     });
     this.memory.set(network, decision.memory);
 

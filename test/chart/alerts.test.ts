@@ -83,7 +83,7 @@ describe("alert rules", () => {
 
   it("have a firing and a non-firing unit test for every alert", async () => {
     const names = (await rules()).groups.flatMap((g) => g.rules.map((r) => r.alert));
-    expect(names).toHaveLength(14);
+    expect(names).toHaveLength(15);
     const cases = (parse(await readFile(RULE_TESTS, "utf8")) as RuleTests).tests.flatMap(
       (t) => t.alert_rule_test,
     );
@@ -127,7 +127,7 @@ describe("alert rules", () => {
     const componentsOf = (expr: string): string[] => {
       const found = new Set<string>();
       if (/component="keys-api"|lightfleet_keys_/.test(expr)) found.add("keys");
-      if (/lightfleet_gateway_/.test(expr)) found.add("gateway");
+      if (/lightfleet_gateway_|component="gateway"/.test(expr)) found.add("gateway");
       if (/lightfleet_(pool|node|probe|controller)_|component="controller"/.test(expr))
         found.add("controller");
       // The Kubernetes cache metrics come from the controller and from the gateway.

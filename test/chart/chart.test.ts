@@ -203,7 +203,9 @@ describe("helm chart", () => {
     const keys = podSpec(find(objects, "Deployment", "lightfleet-keys"))!.containers[0]!;
     expect(keys.args?.[0]).toBe("keys-api");
     const service = find(objects, "Service", "lightfleet-gateway");
-    expect((service.spec as { ports: { port: number }[] }).ports.map((p) => p.port)).toEqual([8545, 9464]);
+    expect((service.spec as { ports: { port: number }[] }).ports.map((p) => p.port)).toEqual([8545]);
+    const admin = find(objects, "Service", "lightfleet-gateway-admin");
+    expect((admin.spec as { ports: { port: number }[] }).ports.map((p) => p.port)).toEqual([9464]);
     expect(
       (find(objects, "Service", "lightfleet-keys").spec as { ports: { port: number }[] }).ports[0]!.port,
     ).toBe(8080);

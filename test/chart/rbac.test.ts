@@ -57,6 +57,8 @@ describe("the chart's RBAC against the calls the code makes", () => {
     nock.disableNetConnect();
     nock.enableNetConnect("127.0.0.1");
     let leaseTaken = false;
+    // The Lease was deleted (by hand, or with its namespace's objects): the controller creates it again.
+    let leaseExists = false;
     // Answers every call with something plausible and records the permission it needs.
     const pod = {
       metadata: { name: "light-0", namespace: "eth", uid: "u" },
@@ -67,7 +69,14 @@ describe("the chart's RBAC against the calls the code makes", () => {
       function (this: { req: { path: string } }, uri: string) {
         const url = new URL(uri, SERVER);
         calls.add(permission(method, url));
-        // The chart creates the Lease; the controller reads it, takes it and renews it.
+        // The chart creates the Lease; the controller reads it, takes it and renews it, and creates it again when
+        // it is gone.
+        if (url.pathname.endsWith("/leases/lightfleet-controller") && method === "GET" && !leaseExists)
+          return [404, { kind: "Status", code: 404, reason: "NotFound" }];
+        if (url.pathname.endsWith("/leases") && method === "POST") {
+          leaseExists = true;
+          return [409, { kind: "Status", code: 409, reason: "AlreadyExists" }];
+        }
         if (url.pathname.endsWith("/leases/lightfleet-controller") && method === "GET")
           return [
             200,
@@ -249,6 +258,8 @@ describe("the chart's RBAC against the calls the code makes", () => {
           resourceNames: ["lightfleet-controller"],
           verbs: ["get", "update"],
         },
+        // A create carries no name RBAC could check: this rule alone is namespace-wide, in the release namespace.
+        { apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["create"] },
       ]);
       // Only namespaced Roles in the release namespace hold them.
       for (const role of all.filter((r) =>

@@ -2,7 +2,7 @@ import { mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parse } from "yaml";
+import { parse, stringify } from "yaml";
 import { NETWORK_PRESETS } from "../../src/config/presets.js";
 import { CHART_DIR, renderChart } from "../support/helm.js";
 import type { K8sObject } from "../support/helm.js";
@@ -67,22 +67,26 @@ describe("the chart's lightfleet config", () => {
     expect(workers.gateway.workers).toBe(4);
   });
 
-  it("a config the chart renders from values its schema cannot judge is refused by config check, by path", async () => {
-    const { objects } = await renderChart({
-      set: [
-        "networks[0].name=mainnet",
-        "networks[0].preset=mainnet",
-        "networks[0].reservedPeers[0].name=full-0",
-        "networks[0].reservedPeers[0].http=http://full-0:8545",
-        "networks[0].pool.workload.kind=StatefulSet",
-        "networks[0].pool.workload.name=n",
-        // values.schema.json refuses malformed options (test/chart/schemas.test.ts); a preset and a chain id that
-        // disagree take the config check.
-        "networks[0].chainId=5",
-      ],
-    });
+  it("values its schema cannot judge (a preset and a chain id that disagree) are refused by helm, by path, as by config check", async () => {
+    const set = [
+      "networks[0].name=mainnet",
+      "networks[0].preset=mainnet",
+      "networks[0].reservedPeers[0].name=full-0",
+      "networks[0].reservedPeers[0].http=http://full-0:8545",
+      "networks[0].pool.workload.kind=StatefulSet",
+      "networks[0].pool.workload.name=n",
+    ];
+    // values.schema.json refuses malformed options (test/chart/schemas.test.ts); the cross-field rules are the
+    // chart's template checks, so nothing is rendered.
+    await expect(renderChart({ set: [...set, "networks[0].chainId=5"] })).rejects.toThrow(
+      /networks\[mainnet\]\.chainId: is 5 but preset mainnet has chain id 1/,
+    );
+    // The same network written in a config file: config check says the same.
+    const { objects } = await renderChart({ set });
     const file = join(dir, "bad.yaml");
-    await writeFile(file, configFile(objects));
+    const config = parse(configFile(objects)) as { networks: Array<Record<string, unknown>> };
+    config.networks[0]!.chainId = 5;
+    await writeFile(file, stringify(config));
     const result = await runCli(["config", "check", file]);
     expect(result.code).toBe(2);
     expect(result.stderr).toContain("networks[0].chainId");

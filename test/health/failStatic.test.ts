@@ -23,6 +23,27 @@ describe("fail static", () => {
     expect(statusOf(outputs[0]!, "n1").message).toContain("systemic failure");
   });
 
+  it("a pool's first rounds, before any peer answered or failed, hold as pending, not as a failure", () => {
+    const sc = new Scenario();
+    const first = sc.round({
+      peers: [
+        peer("a", 1000, { reachable: false, pending: true }),
+        peer("b", 1000, { reachable: false, pending: true }),
+      ],
+      nodes: [node("n1", 1000)],
+    });
+    expect(first.systemic).toMatchObject({ cause: "no-peer-reachable", pending: true });
+    expect(first.systemic?.message).toMatch(/waiting for the first answer of the reserved peers \(a, b\)/);
+    expect(first.decisions.filter((d) => d.kind === "restart")).toEqual([]);
+    // One peer that failed makes it a real outage.
+    const failed = sc.round({
+      peers: [peer("a", 1000, { reachable: false, pending: true }), peer("b", 1000, { reachable: false })],
+      nodes: [node("n1", 1000)],
+    });
+    expect(failed.systemic?.cause).toBe("no-peer-reachable");
+    expect(failed.systemic?.pending).toBeUndefined();
+  });
+
   it("peers on the wrong chain only: treated as no peer reachable", () => {
     const sc = new Scenario();
     const out = sc.round({ peers: [peer("a", 1000, { chainId: 5 })], nodes: [node("n1", 1000)] });

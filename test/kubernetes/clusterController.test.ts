@@ -320,6 +320,10 @@ describe("the controller in a cluster (API simulated on loopback, real nodes)", 
     )!;
     expect(scaleCall).toMatchObject({ method: "PATCH", contentType: "application/merge-patch+json" });
     expect(api.list(EVENTS).find((e) => e.reason === "ScaledUp")?.note).toMatch(/^2 -> 3/);
+    // With the pool's uid, so `kubectl describe lightnodepool` lists it.
+    expect((api.list(EVENTS).find((e) => e.reason === "ScaledUp")?.regarding as { uid?: string }).uid).toBe(
+      api.get(POOLS, "eth", "devnet")?.metadata.uid,
+    );
     expect(running.scaling.status("eth/devnet")?.condition.reason).toBe("Scaling");
 
     // Everything the controller wrote is what the CRDs accept (the API server would refuse or prune the rest).

@@ -84,7 +84,8 @@ describe("LightNodePool to controller network", () => {
   });
 
   it("gives the same network config a file would, with the pool's health overrides and defaults", () => {
-    const { network, binding, ref } = poolNetwork(pool({ health: { maxLagBlocks: 5, probeInterval: "1s" } }));
+    const given = pool({ health: { maxLagBlocks: 5, probeInterval: "1s" } });
+    const { network, binding, ref } = poolNetwork(given);
     expect(network).toMatchObject({
       name: "mainnet",
       chainId: 1,
@@ -111,6 +112,7 @@ describe("LightNodePool to controller network", () => {
       namespace: "eth",
       name: "mainnet",
       generation: 4,
+      accepted: { generation: 4, spec: given.spec },
     });
   });
 
@@ -159,5 +161,53 @@ describe("resolvePools", () => {
       ["eth/mainnet", "mainnet", "eth/mainnet", "eth/mainnet"],
       ["eth-b/mainnet", "mainnet", "eth-b/mainnet", "eth-b/mainnet"],
     ]);
+  });
+});
+
+describe("a refused spec", () => {
+  const refusedSpec = { health: { maxLagSeconds: "500ms" } };
+  const withUid = (
+    p: LightNodePool,
+    generation: number,
+    status?: LightNodePool["status"],
+  ): LightNodePool => ({
+    ...p,
+    metadata: { ...p.metadata, uid: "uid-pool", generation },
+    ...(status ? { status } : {}),
+  });
+
+  it("runs the pool with the spec this replica last accepted, and says what is refused and what runs", () => {
+    const good = withUid(pool({ health: { maxLagBlocks: 5 } }), 4);
+    const remembered = new Map([["eth/mainnet", { uid: "uid-pool", generation: 4, spec: good.spec }]]);
+    const { pools, rejected } = resolvePools([withUid(pool(refusedSpec), 5)], remembered);
+    expect(pools.map((p) => [p.key, p.network.health.maxLagBlocks, p.ref.generation])).toEqual([
+      ["eth/mainnet", 5, 5],
+    ]);
+    expect(pools[0]!.ref.accepted?.generation).toBe(4);
+    expect(rejected).toHaveLength(1);
+    expect(rejected[0]).toMatchObject({ reason: "InvalidSpec", runsGeneration: 4 });
+    expect(rejected[0]!.message).toMatch(
+      /spec\.health\.maxLagSeconds: is 500ms.*still running generation 4, the last accepted spec/,
+    );
+  });
+
+  it("falls back on the accepted spec written in the pool's status (a controller started meanwhile)", () => {
+    const good = pool();
+    const refused = withUid(pool(refusedSpec), 7, {
+      acceptedGeneration: 6,
+      acceptedSpec: JSON.stringify(good.spec),
+    });
+    const { pools, rejected } = resolvePools([refused]);
+    expect(pools.map((p) => p.ref.accepted?.generation)).toEqual([6]);
+    expect(rejected.map((r) => r.runsGeneration)).toEqual([6]);
+  });
+
+  it("does not run the spec of another pool of the same name, nor an unreadable one", () => {
+    const remembered = new Map([["eth/mainnet", { uid: "uid-old", generation: 4, spec: pool().spec }]]);
+    const recreated = withUid(pool(refusedSpec), 1, { acceptedGeneration: 1, acceptedSpec: "{not json" });
+    const { pools, rejected } = resolvePools([recreated], remembered);
+    expect(pools).toEqual([]);
+    expect(rejected[0]!.runsGeneration).toBeUndefined();
+    expect(rejected[0]!.message).toMatch(/no accepted spec to run, its pods are not routed/);
   });
 });

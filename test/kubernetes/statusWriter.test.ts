@@ -173,6 +173,25 @@ describe("status writing at the wire", () => {
     return Object.assign(writes, { problems });
   }
 
+  it("creates no LightNode without an owner: a node whose pod is gone (uid unknown) gets none, so none outlives it", async () => {
+    const writes = recordWrites();
+    nock(SERVER)
+      .patch(`${BASE}/lightnodes/light-1/status`)
+      .reply(404, { kind: "Status", code: 404, reason: "NotFound" });
+    const writer = new StatusWriter(kubeConfig, {
+      pools: () => new Map([["mainnet", pool]]),
+      fleet: {
+        ...fleet,
+        podUid: (_network: string, pod: string) => (pod === "light-1" ? undefined : `uid-${pod}`),
+      },
+      logger: silentLogger(),
+      clock: () => now,
+    });
+    await writer.onRound("mainnet", output([node("light-0", "Healthy"), node("light-1", "Restarting")]));
+    const created = writes.filter((w) => w.method === "POST").map((w) => w.body.metadata?.name);
+    expect(created).toEqual(["light-0"]);
+  });
+
   it("clears what a status no longer says: an Unresponsive node's head and lag, a pool's rate once it is unavailable", async () => {
     const writes = recordWrites();
     let scaling: PoolScalingStatus | undefined = {
@@ -433,6 +452,27 @@ describe("status writing at the wire", () => {
       [2, 10.5],
       [3, 14.9],
     ]);
+    expect(writes.problems).toEqual([]);
+  });
+
+  it("records no SystemicFailure Warning for a pool whose peers have not answered yet, and says it is pending", async () => {
+    const writes = recordWrites();
+    const { writer, events } = writerWithEvents();
+    now = T0;
+    const systemic = {
+      cause: "no-peer-reachable" as const,
+      message: "waiting for the first answer",
+      pending: true,
+    };
+    await writer.onRound("mainnet", output([node("light-0", "Healthy")], { systemic }));
+    expect(events.filter((e) => e.reason === "SystemicFailure")).toEqual([]);
+    const status = writes.filter((w) => w.path.endsWith("/lightnodepools/mainnet/status")).at(-1)!.body
+      .status as { conditions: Array<{ type: string; status: string; reason: string }> };
+    expect(status.conditions.find((c) => c.type === "Degraded")).toMatchObject({
+      status: "Unknown",
+      reason: "PeersPending",
+    });
+    expect(status.conditions.find((c) => c.type === "PeersReachable")).toMatchObject({ status: "Unknown" });
     expect(writes.problems).toEqual([]);
   });
 

@@ -31,6 +31,7 @@ describe("pool scaling status", () => {
         reason: "Scaling",
         message: "101 req/s needs 3 at 50/node (within 10% of 2); holding 2",
       },
+      recommendations: [],
     });
   });
 

@@ -1,7 +1,7 @@
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { parseDocument } from "yaml";
-import { networkValuesSchema, poolSpecSchemas } from "../../src/config/networkJsonSchemas.js";
+import { networkValuesSchema, poolSpecRules, poolSpecSchemas } from "../../src/config/networkJsonSchemas.js";
 import type { JsonSchema } from "../../src/config/networkJsonSchemas.js";
 import { CHART_DIR } from "./helm.js";
 
@@ -52,6 +52,8 @@ export async function generatePoolCrd(): Promise<string> {
     const written = doc.getIn([...spec, field]) as { toJSON(): JsonSchema } | undefined;
     doc.setIn([...spec, field], doc.createNode(withDescriptions(schema, written?.toJSON())));
   }
+  // The config format's cross-field rules, over the whole spec.
+  doc.setIn([...spec.slice(0, -1), "x-kubernetes-validations"], doc.createNode(poolSpecRules()));
   return doc.toString({ lineWidth: 118, flowCollectionPadding: false });
 }
 

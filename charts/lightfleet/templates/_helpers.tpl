@@ -39,6 +39,14 @@ app.kubernetes.io/part-of: lightfleet
 {{- end }}
 {{- end }}
 
+{{/* Labels of a pod template besides its selector labels: commonLabels with the component's podLabels over them.
+Call with (dict "root" $ "podLabels" .Values.gateway.podLabels). */}}
+{{- define "lightfleet.podExtraLabels" -}}
+{{- with mustMergeOverwrite (deepCopy (default dict .root.Values.commonLabels)) (deepCopy (default dict .podLabels)) }}
+{{- toYaml . }}
+{{- end }}
+{{- end }}
+
 {{/* Labels and selector labels of one component: call with (dict "root" $ "component" "gateway"). */}}
 {{- define "lightfleet.componentLabels" -}}
 {{ include "lightfleet.labels" .root }}
@@ -130,7 +138,12 @@ its EndpointSlices (each pod an upstream), or by its one address. */}}
 }}
 {{- if .Values.gateway.enabled }}
 {{- /* The autoscaler's `source: gateway` scrapes the gateway pods found behind this Service. */}}
-{{- $_ := set $base.controller "gatewayService" (dict "name" (printf "%s-gateway" (include "lightfleet.fullname" .)) "namespace" .Release.Namespace "port" "admin") }}
+{{- $_ := set $base.controller "gatewayService" (dict "name" (printf "%s-gateway-admin" (include "lightfleet.fullname" .)) "namespace" .Release.Namespace "port" "admin") }}
+{{- end }}
+{{- if and .Values.keys.enabled .Values.keys.ingress.enabled }}
+{{- /* The chart's ingress fronts the key API: its X-Forwarded-For and -Proto are the client's (the login throttle
+counts per client, the page's origin check sees https). config.keys.trustProxy, when given, wins. */}}
+{{- $_ := set $base.keys "trustProxy" 1 }}
 {{- end }}
 {{- $config := mustMergeOverwrite $base (deepCopy .Values.config) }}
 {{- $_ := set $config "networks" $networks }}
@@ -203,9 +216,81 @@ readinessProbe:
   emptyDir: {}
 {{- end }}
 
-{{/* Pod annotations that roll the pods when the config changes. */}}
+{{/* Pod annotations that roll a component's pods when the part of the config it reads changes: call with (dict "root" $
+"component" "controller"). The controller reads its pools from the LightNodePools (a network change reaches it there,
+with no restart and no leader change), the gateway the networks, the key API neither; so a health tweak never
+restarts the key API. */}}
 {{- define "lightfleet.configChecksum" -}}
-checksum/config: {{ include "lightfleet.config" . | sha256sum }}
+{{- $config := include "lightfleet.config" .root | fromYaml }}
+{{- $unread := dict "controller" (list "networks" "gateway" "keys") "gateway" (list "controller" "keys") "keys-api" (list "networks" "gateway" "controller") }}
+{{- $skip := get $unread .component }}
+{{- $own := dict }}
+{{- range $key, $value := $config }}
+{{- if not (has $key $skip) }}{{ $_ := set $own $key $value }}{{ end }}
+{{- end }}
+checksum/config: {{ toYaml $own | sha256sum }}
+{{- end }}
+
+{{/* A duration as the config format writes it ("2s", "500ms", or a number of seconds) in milliseconds. */}}
+{{- define "lightfleet.durationMs" -}}
+{{- if kindIs "string" . }}
+{{- $units := dict "ms" 1 "s" 1000 "m" 60000 "h" 3600000 }}
+{{- $number := regexReplaceAll "^([0-9]+(?:\\.[0-9]+)?)(ms|s|m|h)$" . "${1}" }}
+{{- $unit := regexReplaceAll "^([0-9]+(?:\\.[0-9]+)?)(ms|s|m|h)$" . "${2}" }}
+{{- mulf (float64 $number) (get $units $unit) }}
+{{- else }}
+{{- mulf (float64 .) 1000 }}
+{{- end }}
+{{- end }}
+
+{{/* The config format's cross-field rules of a network (src/config/sections/network.ts), which a JSON Schema cannot
+state: helm stops with the option's path before any object changes. test/chart/oneValidation.test.ts holds them to
+the config format's own verdicts, preset by preset. */}}
+{{- define "lightfleet.validateNetworks" -}}
+{{- $presets := dict
+  "mainnet" (dict "chainId" 1 "blockTimeMs" 12000)
+  "sepolia" (dict "chainId" 11155111 "blockTimeMs" 12000)
+  "holesky" (dict "chainId" 17000 "blockTimeMs" 12000)
+  "hoodi" (dict "chainId" 560048 "blockTimeMs" 12000)
+  "rinkeby" (dict "chainId" 4 "blockTimeMs" 15000)
+  "goerli" (dict "chainId" 5 "blockTimeMs" 12000)
+  "ropsten" (dict "chainId" 3 "blockTimeMs" 12000 "deprecated" true) }}
+{{- range $network := .Values.networks }}
+{{- $where := printf "networks[%s]" $network.name }}
+{{- $preset := dict }}
+{{- if $network.preset }}{{ $preset = get $presets $network.preset }}{{ end }}
+{{- if or $preset.deprecated (eq (int64 (default 0 $network.chainId)) 3) }}
+{{- fail (printf "%s: ropsten (chain id 3) is deprecated and shut down; use sepolia or hoodi instead" $where) }}
+{{- end }}
+{{- if and $preset (hasKey $network "chainId") (ne (int64 $network.chainId) (int64 $preset.chainId)) }}
+{{- fail (printf "%s.chainId: is %d but preset %s has chain id %d" $where (int64 $network.chainId) $network.preset (int64 $preset.chainId)) }}
+{{- end }}
+{{- $blockTimeMs := 12000.0 }}
+{{- if hasKey $network "blockTime" }}{{ $blockTimeMs = include "lightfleet.durationMs" $network.blockTime | float64 }}
+{{- else if $preset }}{{ $blockTimeMs = float64 $preset.blockTimeMs }}{{ end }}
+{{- $health := default dict $network.health }}
+{{- range $option, $words := dict "peerHaltAfter" "the ordinary wait for the next block would read as a network halt" "stallAfter" "a node waiting for the next block would read as stalled" }}
+{{- if hasKey $health $option }}
+{{- if lt (include "lightfleet.durationMs" (get $health $option) | float64) (mulf 2 $blockTimeMs) }}
+{{- fail (printf "%s.health.%s: is %v, within two block intervals (blockTime %vms): %s" $where $option (get $health $option) $blockTimeMs $words) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- $scaling := default dict $network.scaling }}
+{{- /* The config format's defaults: minReplicas 1, maxReplicas 10. */}}
+{{- $min := ternary $scaling.minReplicas 1 (hasKey $scaling "minReplicas") }}
+{{- $max := ternary $scaling.maxReplicas 10 (hasKey $scaling "maxReplicas") }}
+{{- if gt (int $min) (int $max) }}
+{{- fail (printf "%s.scaling.minReplicas: must not exceed maxReplicas" $where) }}
+{{- end }}
+{{- $names := list }}
+{{- range $i, $peer := $network.reservedPeers }}
+{{- if has $peer.name $names }}
+{{- fail (printf "%s.reservedPeers[%d].name: duplicate peer name %s" $where $i $peer.name) }}
+{{- end }}
+{{- $names = append $names $peer.name }}
+{{- end }}
+{{- end }}
 {{- end }}
 
 {{/* Validation of combinations that values.schema.json cannot express. */}}
@@ -213,6 +298,7 @@ checksum/config: {{ include "lightfleet.config" . | sha256sum }}
 {{- if and .Values.keys.enabled (gt (int .Values.keys.replicas) 1) (not .Values.keys.database.existingSecret) }}
 {{- fail "keys.replicas > 1 needs PostgreSQL: set keys.database.existingSecret (a Secret with DATABASE_URL); a SQLite file cannot be shared" }}
 {{- end }}
+{{- include "lightfleet.validateNetworks" . }}
 {{- if and .Values.gateway.enabled (lt (int .Values.gateway.terminationGracePeriodSeconds) (add (int .Values.gateway.shutdownDelaySeconds) 10)) }}
 {{- fail (printf "gateway.terminationGracePeriodSeconds (%d) must cover gateway.shutdownDelaySeconds (%d) and the 10 s drain: set at least %d" (int .Values.gateway.terminationGracePeriodSeconds) (int .Values.gateway.shutdownDelaySeconds) (add (int .Values.gateway.shutdownDelaySeconds) 10)) }}
 {{- end }}

@@ -32,13 +32,17 @@
   verbs: [create]
 {{- end }}
 
-{{/* The controller's calls in the release namespace: its own Lease (which the chart creates, so no create), and the
-gateway pods behind the gateway Service, whose /metrics the autoscaler reads. */}}
+{{/* The controller's calls in the release namespace: its own Lease (by name), created again when it is gone (a create
+carries no name RBAC could check, so that rule covers the namespace; without it a deleted Lease left no leader until
+the next upgrade), and the gateway pods behind the gateway Service, whose /metrics the autoscaler reads. */}}
 {{- define "lightfleet.rules.controllerLocal" -}}
 - apiGroups: [coordination.k8s.io]
   resources: [leases]
   resourceNames: [{{ include "lightfleet.leaseName" . }}]
   verbs: [get, update]
+- apiGroups: [coordination.k8s.io]
+  resources: [leases]
+  verbs: [create]
 {{- if .Values.gateway.enabled }}
 - apiGroups: [discovery.k8s.io]
   resources: [endpointslices]
@@ -49,13 +53,15 @@ gateway pods behind the gateway Service, whose /metrics the autoscaler reads. */
 {{/* A Role (or ClusterRole) and its binding to a component's ServiceAccount. */}}
 {{- define "lightfleet.roleAndBinding" -}}
 {{- $kind := ternary "ClusterRole" "Role" .clusterWide }}
+{{- /* Cluster-scoped names carry the release namespace: one release name in two namespaces must not share them. */}}
+{{- $name := ternary (printf "%s-%s" .root.Release.Namespace .name) .name .clusterWide }}
 {{- $ctx := dict "root" .root "component" .component }}
 {{- range $object := list $kind (printf "%sBinding" $kind) }}
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: {{ $object }}
 metadata:
-  name: {{ $.name }}
+  name: {{ $name }}
   {{- if not $.clusterWide }}
   namespace: {{ $.namespace }}
   {{- end }}
@@ -68,7 +74,7 @@ rules:
 roleRef:
   apiGroup: rbac.authorization.k8s.io
   kind: {{ $kind }}
-  name: {{ $.name }}
+  name: {{ $name }}
 subjects:
   - kind: ServiceAccount
     name: {{ $.serviceAccount }}

@@ -73,13 +73,17 @@ export const rateSourceSchema = z.discriminatedUnion("type", [
 ]);
 export type RateSourceConfig = z.infer<typeof rateSourceSchema>;
 
+/** The most light nodes a pool may be scaled to. */
+export const MAX_POOL_REPLICAS = 1_000;
+
 /** Autoscaling of one pool on its request rate (`networks[].scaling:`). Durations are milliseconds once parsed. */
 export const scalingSchema = z
   .strictObject({
     /** False leaves the size to an HPA, KEDA or a person; the rate and the desired size are still exported. */
     enabled: z.boolean().default(true),
-    minReplicas: z.number().int().min(0).default(1),
-    maxReplicas: z.number().int().min(1).default(10),
+    minReplicas: z.number().int().min(0).max(MAX_POOL_REPLICAS).default(1),
+    /** Bounded, so a typo (10000 for 100) cannot ask the cluster for thousands of light nodes. */
+    maxReplicas: z.number().int().min(1).max(MAX_POOL_REPLICAS).default(10),
     /** Requests per second one light node serves: desired = ceil(rate / targetRequestsPerNode). */
     targetRequestsPerNode: z.number().positive().default(50),
     /** Relative change of the per-node load below which the size is kept (as an HPA's 10%). */

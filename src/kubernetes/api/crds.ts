@@ -53,7 +53,13 @@ export interface Condition {
   message: string;
 }
 
-export const POOL_CONDITIONS = ["Ready", "Degraded", "PeersReachable", "ScalingActive"] as const;
+export const POOL_CONDITIONS = [
+  "Ready",
+  "Degraded",
+  "PeersReachable",
+  "ScalingActive",
+  "SpecAccepted",
+] as const;
 export type PoolConditionType = (typeof POOL_CONDITIONS)[number];
 
 export interface LabelSelector {
@@ -94,6 +100,18 @@ export interface LightNodePoolStatus {
   desiredReplicas?: number;
   requestRate?: number;
   scalingReason?: string;
+  /**
+   * The autoscaler's recommendations within the scale-down window (a decreasing staircase), so a new leader keeps to
+   * the window instead of scaling down at once.
+   */
+  scaleDownRecommendations?: Array<{ time: string; replicas: number }>;
+  /** The generation whose spec the controller runs: the latest it accepted (a refused spec leaves it as it was). */
+  acceptedGeneration?: number;
+  /**
+   * That spec as JSON, so a controller that starts while the pool's spec is refused manages the pool as before (text,
+   * so each merge patch replaces it whole).
+   */
+  acceptedSpec?: string;
 }
 
 export interface LightNodePool {

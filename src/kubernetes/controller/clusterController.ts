@@ -18,7 +18,7 @@ import { KubernetesFleet } from "../pods/kubernetesFleet.js";
 import { LeaderElector } from "../leaderElection/leaderElector.js";
 import { ListWatch } from "../api/listWatch.js";
 import { POOL_KEY_LABELS } from "./poolKey.js";
-import { resolvePools, type PoolNetwork, type RejectedPool } from "./poolNetworks.js";
+import { resolvePools, type AcceptedSpec, type PoolNetwork, type RejectedPool } from "./poolNetworks.js";
 import { clusterScaling, type ClusterScaling } from "../scaling/clusterScaling.js";
 import { StatusWriter, type PoolRef } from "../status/statusWriter.js";
 
@@ -88,6 +88,7 @@ export function startClusterController(options: ClusterControllerOptions): Clust
     // not yet sent (the new leader writes its own).
     onChange: (leading) => {
       rejectedWritten = "";
+      refusalsRecorded = new Set();
       if (leading) {
         // A new leader marks the pools it will not run, as the last one may not have.
         schedule();
@@ -138,11 +139,16 @@ export function startClusterController(options: ClusterControllerOptions): Clust
 
   // Pools: every change of any LightNodePool re-resolves the whole set (a handful of objects), coalesced so a
   // relist of many pools applies once.
-  let rejectedBefore = "";
+  /** The last spec this replica accepted per pool (namespace/name), run while a newer one is refused. */
+  const accepted = new Map<string, AcceptedSpec>();
+  /** Refusals this replica recorded as Events while it leads (pool, generation, reason). */
+  let refusalsRecorded = new Set<string>();
   /** What the rejected pools' status says, as last written by this replica while it leads. */
   let rejectedWritten = "";
   const writeRejected = async (rejected: RejectedPool[]) => {
-    const summary = rejected
+    // A refused pool that still runs has its refusal written with the rest of its status, each round.
+    const idle = rejected.filter((r) => r.runsGeneration === undefined);
+    const summary = idle
       .map(
         (r) =>
           `${r.pool.metadata.namespace}/${r.pool.metadata.name}@${r.pool.metadata.generation}:${r.message}`,
@@ -150,7 +156,7 @@ export function startClusterController(options: ClusterControllerOptions): Clust
       .join("\n");
     if (!elector.isLeader() || summary === rejectedWritten) return;
     rejectedWritten = summary;
-    const writes = rejected.map((r) =>
+    const writes = idle.map((r) =>
       writer
         .rejectPool(
           {
@@ -172,31 +178,60 @@ export function startClusterController(options: ClusterControllerOptions): Clust
     );
     await Promise.all(writes);
   };
+  /**
+   * One Warning Event per refusal (pool, generation, reason), from the leader only: every replica resolves the pools,
+   * and a refusal the pool's status already carries (written by an earlier leader) was recorded then.
+   */
+  const recordRefusals = (rejected: RejectedPool[]) => {
+    if (!elector.isLeader()) return;
+    const now = new Set<string>();
+    for (const r of rejected) {
+      const { metadata } = r.pool;
+      const id = `${metadata.namespace}/${metadata.name}@${metadata.generation}:${r.reason}`;
+      now.add(id);
+      if (refusalsRecorded.has(id)) continue;
+      const marked = r.pool.status?.conditions?.some(
+        (c) =>
+          c.type === "SpecAccepted" &&
+          c.status === "False" &&
+          c.reason === r.reason &&
+          c.observedGeneration === metadata.generation,
+      );
+      if (marked) continue;
+      logger.error({ pool: `${metadata.namespace}/${metadata.name}` }, r.message);
+      void events.record({
+        target: {
+          kind: "LightNodePool",
+          apiVersion: API_VERSION,
+          namespace: metadata.namespace ?? "default",
+          name: metadata.name,
+          ...(metadata.uid ? { uid: metadata.uid } : {}),
+        },
+        type: "Warning",
+        reason: r.reason,
+        action: "Validate",
+        note: r.message.slice(0, 1024),
+      });
+    }
+    refusalsRecorded = now;
+  };
   let applying: Promise<void> = Promise.resolve();
   let dirty = false;
   const apply = async (): Promise<void> => {
     dirty = false;
-    const { pools, rejected } = resolvePools(poolCache.list());
-    const summary = rejected.map((r) => r.message).join("\n");
-    if (summary !== rejectedBefore) {
-      rejectedBefore = summary;
-      for (const r of rejected) {
-        logger.error({ pool: `${r.pool.metadata.namespace}/${r.pool.metadata.name}` }, r.message);
-        void events.record({
-          target: {
-            kind: "LightNodePool",
-            apiVersion: API_VERSION,
-            namespace: r.pool.metadata.namespace ?? "default",
-            name: r.pool.metadata.name,
-            ...(r.pool.metadata.uid ? { uid: r.pool.metadata.uid } : {}),
-          },
-          type: "Warning",
-          reason: r.reason,
-          action: "Validate",
-          note: r.message.slice(0, 1024),
-        });
-      }
+    const objects = poolCache.list();
+    const { pools, rejected } = resolvePools(objects, accepted);
+    const present = new Set(objects.map((o) => `${o.metadata.namespace ?? ""}/${o.metadata.name}`));
+    for (const id of accepted.keys()) if (!present.has(id)) accepted.delete(id);
+    const uids = new Map(
+      objects.map((o) => [`${o.metadata.namespace ?? ""}/${o.metadata.name}`, o.metadata.uid]),
+    );
+    for (const p of pools) {
+      if (p.ref.refusal || !p.ref.accepted) continue;
+      const id = `${p.ref.namespace}/${p.ref.name}`;
+      accepted.set(id, { uid: uids.get(id), ...p.ref.accepted });
     }
+    recordRefusals(rejected);
     void writeRejected(rejected);
     const names = (list: PoolNetwork[]) => list.map((p) => `${p.ref.namespace}/${p.ref.name}`);
     const changed = names(pools).join() !== names(running).join();

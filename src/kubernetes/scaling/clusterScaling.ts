@@ -121,6 +121,10 @@ export function clusterScaling(deps: {
     clock,
     logger: logger.child({ component: "autoscaler" }),
     metrics: createScalingMetrics(deps.registry, POOL_KEY_LABELS),
+    // A new leader keeps to the scale-down window: the recommendations the last leader wrote in the pool's status,
+    // else the size running now as if just recommended (so it never shrinks a pool before a whole window has passed).
+    initialMemory: (key, current, now) =>
+      pools.get(key)?.ref.scalingMemory ?? { recommendations: [{ at: now, replicas: current }] },
   });
   const failures = new Map<string, string>();
   // Comes back every round (a missing workload, an API outage): logged when it changes, not every round.
@@ -149,6 +153,7 @@ export function clusterScaling(deps: {
               apiVersion: API_VERSION,
               namespace: pool.namespace,
               name: pool.name,
+              ...(pool.uid ? { uid: pool.uid } : {}),
             },
             type: event.type,
             reason: event.reason,

@@ -1,7 +1,13 @@
 import type { PoolScalingStatus } from "../../scaling/poolScalingStatus.js";
 import type { EngineOutput, NodeState, NodeStatus, RestartRecord } from "../../health/types.js";
 import { NODE_STATES } from "../../health/types.js";
-import type { Condition, LightNodePoolStatus, LightNodeStatus, PoolConditionType } from "../api/crds.js";
+import type {
+  Condition,
+  LightNodePoolSpec,
+  LightNodePoolStatus,
+  LightNodeStatus,
+  PoolConditionType,
+} from "../api/crds.js";
 
 /** Kubernetes times are RFC 3339 to the second. */
 export const kubeTime = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z");
@@ -63,6 +69,7 @@ const POOL_OPTIONAL_FIELDS = [
   "desiredReplicas",
   "requestRate",
   "scalingReason",
+  "scaleDownRecommendations",
 ] as const;
 
 /**
@@ -102,7 +109,15 @@ export function statusDue(
  * of state (generation, counts, desired size, a condition's status or reason), not the block rate.
  */
 export function poolStatusKey(status: LightNodePoolStatus): string {
-  const { referenceHead: _head, requestRate: _rate, scalingReason: _why, conditions, ...rest } = status;
+  // The recommendations' last entry is dated every round: they refresh with the rest (a new high moves desiredReplicas).
+  const {
+    referenceHead: _head,
+    requestRate: _rate,
+    scalingReason: _why,
+    scaleDownRecommendations: _window,
+    conditions,
+    ...rest
+  } = status;
   return JSON.stringify({ ...rest, conditions: conditions?.map((c) => [c.type, c.status, c.reason]) });
 }
 
@@ -138,9 +153,10 @@ function condition(
 }
 
 /**
- * The status of a LightNodePool the controller refuses to run (an invalid spec, or a network another pool runs): not
- * Ready and Degraded, both saying why, for the spec's generation, so `kubectl get`, `describe` and `kubectl wait
- * --for=condition=Ready=False` show it at once instead of a pool that looks merely slow.
+ * The status of a LightNodePool the controller refuses to run (an invalid spec with no accepted one to fall back on,
+ * or a network another pool runs): not Ready, Degraded and its spec not accepted, each saying why, for the spec's
+ * generation, so `kubectl get`, `describe` and `kubectl wait --for=condition=Ready=False` show it at once instead of a
+ * pool that looks merely slow.
  */
 export function rejectedPoolStatus(input: {
   generation: number;
@@ -155,6 +171,7 @@ export function rejectedPoolStatus(input: {
     conditions: [
       condition("Ready", "False", reason, message, previousConditions, generation, now),
       condition("Degraded", "True", reason, message, previousConditions, generation, now),
+      condition("SpecAccepted", "False", reason, message, previousConditions, generation, now),
     ],
   };
 }
@@ -162,6 +179,10 @@ export function rejectedPoolStatus(input: {
 /** A LightNodePool's health status (the scaling fields are the autoscaler's, merged separately). */
 export function poolHealthStatus(input: {
   generation: number;
+  /** The spec the pool runs (kept in the status, see LightNodePoolStatus.acceptedSpec). */
+  accepted?: { generation: number; spec: LightNodePoolSpec };
+  /** Why the current generation's spec is refused while the accepted one runs. */
+  refusal?: { reason: string; message: string };
   output: EngineOutput;
   podsWithoutGate: readonly string[];
   previousConditions: readonly Condition[];
@@ -208,6 +229,10 @@ export function poolHealthStatus(input: {
         now,
       ),
     );
+  } else if (output.systemic?.pending) {
+    conditions.push(
+      condition("Degraded", "Unknown", "PeersPending", output.systemic.message, prev, generation, now),
+    );
   } else if (output.systemic) {
     conditions.push(
       condition(
@@ -252,17 +277,19 @@ export function poolHealthStatus(input: {
   const peerOutage = output.systemic ?? output.failStaticReleased;
   const noPeer = peerOutage?.cause === "no-peer-reachable";
   conditions.push(
-    noPeer
-      ? condition("PeersReachable", "False", "NoPeerReachable", peerOutage!.message, prev, generation, now)
-      : condition(
-          "PeersReachable",
-          "True",
-          "PeersReachable",
-          "the reserved peers answer",
-          prev,
-          generation,
-          now,
-        ),
+    output.systemic?.pending
+      ? condition("PeersReachable", "Unknown", "PeersPending", output.systemic.message, prev, generation, now)
+      : noPeer
+        ? condition("PeersReachable", "False", "NoPeerReachable", peerOutage!.message, prev, generation, now)
+        : condition(
+            "PeersReachable",
+            "True",
+            "PeersReachable",
+            "the reserved peers answer",
+            prev,
+            generation,
+            now,
+          ),
   );
   // One list: a merge patch replaces status.conditions whole, so the scaling condition must travel with the rest.
   const { scaling } = input;
@@ -270,14 +297,42 @@ export function poolHealthStatus(input: {
     const c = scaling.condition;
     conditions.push(condition(c.type, c.status, c.reason, c.message, prev, generation, now));
   }
+  const { accepted, refusal } = input;
+  if (accepted) {
+    conditions.push(
+      refusal
+        ? condition("SpecAccepted", "False", refusal.reason, refusal.message, prev, generation, now)
+        : condition(
+            "SpecAccepted",
+            "True",
+            "Accepted",
+            `generation ${accepted.generation} is running`,
+            prev,
+            generation,
+            now,
+          ),
+    );
+  }
   return {
     observedGeneration: generation,
     conditions,
+    // As JSON text: a merge patch would merge an object into the one written before, keeping fields since removed.
+    ...(accepted
+      ? { acceptedGeneration: accepted.generation, acceptedSpec: JSON.stringify(accepted.spec) }
+      : {}),
     ...(scaling
       ? {
           desiredReplicas: scaling.desiredReplicas,
           ...(scaling.requestRate !== undefined ? { requestRate: scaling.requestRate } : {}),
           scalingReason: scaling.scalingReason.slice(0, 1024),
+          ...(scaling.recommendations
+            ? {
+                scaleDownRecommendations: scaling.recommendations.slice(-32).map((r) => ({
+                  time: kubeTime(r.at),
+                  replicas: r.replicas,
+                })),
+              }
+            : {}),
         }
       : {}),
     ...(output.reference

@@ -4,9 +4,10 @@ import { makeApiClient } from "../api/kubeClients.js";
 import type { EngineOutput, NodeState } from "../../health/types.js";
 import type { Logger } from "../../log/logger.js";
 import type { PoolScalingStatus } from "../../scaling/poolScalingStatus.js";
+import type { ScalingMemory } from "../../scaling/decideScale.js";
 import type { Fleet } from "../../fleet/fleet.js";
 import { API_VERSION, GROUP, NODE_PLURAL, POOL_PLURAL, VERSION } from "../api/crds.js";
-import type { Condition, LightNodePoolStatus, LightNodeStatus } from "../api/crds.js";
+import type { Condition, LightNodePoolSpec, LightNodePoolStatus, LightNodeStatus } from "../api/crds.js";
 import type { EventRecorder } from "./eventRecorder.js";
 import { eventsOfRound } from "./eventRecorder.js";
 import { KeyedWrites } from "./keyedWrites.js";
@@ -27,7 +28,15 @@ export interface PoolRef {
   namespace: string;
   /** LightNodePool name. */
   name: string;
+  /** LightNodePool uid: Events carry it, so `kubectl describe lightnodepool` lists them. */
+  uid?: string;
   generation: number;
+  /** The spec the pool runs: this generation's, or the last accepted one while a newer spec is refused. */
+  accepted?: { generation: number; spec: LightNodePoolSpec };
+  /** The scale-down window as the last leader wrote it in the pool's status (see Scaler's initialMemory). */
+  scalingMemory?: ScalingMemory;
+  /** Why the pool's current spec is refused, when it is. */
+  refusal?: { reason: string; message: string };
 }
 
 /** What the writer remembers of one pod's LightNode. */
@@ -101,6 +110,9 @@ export class StatusWriter {
     for (const node of output.nodes) {
       let record = records.get(node.name);
       const uid = this.options.fleet.podUid(poolKey, node.name) ?? "";
+      // A pod not (or no longer) in the cache: a LightNode made now would have no owner and outlive it (even an
+      // uninstall). Its own LightNode, if any, goes with it.
+      if (uid === "") continue;
       // A new pod of the same name (a StatefulSet pod after an eviction) needs its LightNode at once: the old one
       // goes with the old pod.
       const newPod = record?.createdFor !== undefined && record.createdFor !== uid;
@@ -137,6 +149,8 @@ export class StatusWriter {
     const scaling = this.options.scaling?.(poolKey);
     const status = poolHealthStatus({
       generation: pool.generation,
+      ...(pool.accepted ? { accepted: pool.accepted } : {}),
+      ...(pool.refusal ? { refusal: pool.refusal } : {}),
       output,
       podsWithoutGate: this.options.fleet.podsWithoutGate(poolKey),
       previousConditions: this.poolConditions.get(poolKey) ?? [],
@@ -228,8 +242,10 @@ export class StatusWriter {
       apiVersion: API_VERSION,
       namespace: pool.namespace,
       name: pool.name,
+      ...(pool.uid ? { uid: pool.uid } : {}),
     };
-    if (output.systemic)
+    // A pool's first round, before its peers answered, holds too: that is a start, not a failure worth a Warning.
+    if (output.systemic && !output.systemic.pending)
       events.push({
         target: poolTarget,
         type: "Warning",
