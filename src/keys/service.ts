@@ -11,6 +11,7 @@ import { clearAttempts, refundAttempt, reserveAttempt } from "./throttle/attempt
 import { HashingGate } from "./throttle/hashingGate.js";
 import { RefusalMemo } from "./throttle/refusalMemo.js";
 import type { HashingGateLimits } from "./throttle/hashingGate.js";
+import { slowedLoginPath } from "./throttle/slowedLogin.js";
 import { takeAccountSlot } from "./throttle/slowDown.js";
 import type { SlowDownPolicy } from "./throttle/slowDown.js";
 import {
@@ -28,6 +29,9 @@ export const LAST_USED_RESOLUTION_MS = 60_000;
 
 /** At most this many active key pairs per account (as AWS's AccessKeysPerUser quota). */
 export const MAX_ACTIVE_KEYS = 2;
+
+/** Password checks made at once per account and address while the account is slowed down (see slowedLogin.ts). */
+export const SLOWED_CHECKS_PER_ADDRESS = 2;
 
 /** Passwords shorter than this are refused (CLI and page alike). */
 export const MIN_PASSWORD_LENGTH = 12;
@@ -140,9 +144,11 @@ export class KeysService {
       ...options.slowDown,
       windowMs: this.failureWindowMs,
     };
-    // scrypt runs on libuv's thread pool (4 threads by default): more at once only queue there, unfairly.
+    // scrypt runs on libuv's thread pool (4 threads by default): more at once only queue there, unfairly. An account's
+    // share of the queue is large enough that guessers need many addresses at once to fill it (2 each), so the owner's
+    // attempt waits its turn rather than being refused.
     this.gate = new HashingGate({
-      perAccount: 4,
+      perAccount: 32,
       perAddress: 2,
       total: Math.min(4, Math.max(2, availableParallelism())),
       queue: 64,
@@ -302,15 +308,21 @@ export class KeysService {
    * Checks the password (same work and answer for an unknown email) and opens a new session: a fresh id at every
    * login, so a session id planted before login is worthless. Every attempt is counted before the password is
    * checked (per account and address pair, per address, and the per-account slow-down), and the checks running at once
-   * are bounded, so neither a parallel burst nor guessing from many addresses gets past the limits or locks the owner
-   * out. A browser that logged in before (its device cookie) skips the per-account bounds.
+   * are bounded, so neither a parallel burst nor guessing from many addresses gets past the limits. Nobody locks the
+   * owner out: a browser that completed a login before (its device cookie) skips the per-account bounds, and while the
+   * account is slowed down the right credentials still get in from anywhere (see throttle/slowedLogin.ts). A current
+   * code given with the password completes both factors at once.
    */
   async login(
     email: string,
     password: string,
     ip: string,
-    client: { deviceToken?: string | undefined; userAgent?: string | undefined } = {},
-  ): Promise<{ token: string; twoFactorRequired: boolean; deviceToken: string }> {
+    client: {
+      deviceToken?: string | undefined;
+      userAgent?: string | undefined;
+      code?: string | undefined;
+    } = {},
+  ): Promise<{ token: string; twoFactorRequired: boolean; deviceToken: string | undefined }> {
     const normalized = email.trim().toLowerCase();
     const account = accountKey(normalized);
     const trusted = isDeviceTokenFor(this.options.pepper, normalized, client.deviceToken);
@@ -318,7 +330,7 @@ export class KeysService {
     const addressKey = `ip:${ip}`;
     const accountSlowKey = `account:${account}`;
     // A block already known costs no database write and no audit entry (see RefusalMemo).
-    for (const key of trusted ? [pairKey, addressKey] : [pairKey, addressKey, accountSlowKey]) {
+    for (const key of [pairKey, addressKey]) {
       const left = this.refusals.remaining(key, this.clock());
       if (left > 0) throw throttled(left);
     }
@@ -345,32 +357,60 @@ export class KeysService {
             scope,
           );
       }
+      // How long the account is slowed down for this attempt (0: it took an ordinary slot).
+      let slowedMs = 0;
       if (trusted) await reserveAttempt(this.db, accountSlowKey, now, this.failureWindowMs);
       else {
-        const accountSlot = await takeAccountSlot(this.db, accountSlowKey, now, this.slowDown);
-        if (!accountSlot.ok)
-          return await this.refuseLogin(
-            normalized,
-            ip,
-            accountSlowKey,
-            now + accountSlot.retryAfterMs,
-            "account slowed down",
-          );
+        const known = this.refusals.remaining(accountSlowKey, now);
+        const accountSlot =
+          known > 0
+            ? { ok: false as const, retryAfterMs: known }
+            : await takeAccountSlot(this.db, accountSlowKey, now, this.slowDown);
+        if (!accountSlot.ok) {
+          slowedMs = accountSlot.retryAfterMs;
+          if (this.refusals.remember(accountSlowKey, now + slowedMs, now))
+            await this.audit(
+              normalized.slice(0, 254),
+              "login-throttled",
+              `ip ${ip}, account slowed down until ${new Date(now + slowedMs).toISOString()}`,
+            );
+        }
       }
       const user = await this.db
         .selectFrom("users")
         .selectAll()
         .where("email", "=", normalized)
         .executeTakeFirst();
+      const twoFactorOn = user !== undefined && user.totp_secret !== null;
+      if (slowedMs > 0) {
+        const addressChecks = twoFactorOn
+          ? 0
+          : (await reserveAttempt(this.db, `slowed:${account}|${ip}`, now, this.failureWindowMs)).count;
+        const path = slowedLoginPath({
+          twoFactor: twoFactorOn,
+          codeGiven: client.code !== undefined,
+          addressChecks,
+          maxAddressChecks: SLOWED_CHECKS_PER_ADDRESS,
+        });
+        if (path === "refuse") throw slowedDown(slowedMs);
+      }
       const ok = await verifyPassword(password, user?.password_hash ?? (await dummyPasswordHash()));
       if (!user || !ok || user.disabled === 1) {
-        await this.audit(normalized.slice(0, 254), "login-failed", `ip ${ip}`);
-        throw new KeysError("invalid-credentials", "the email or password is not correct");
+        await this.audit(
+          normalized.slice(0, 254),
+          "login-failed",
+          `ip ${ip}${slowedMs > 0 ? ", account slowed down" : ""}`,
+        );
+        if (slowedMs === 0)
+          throw new KeysError("invalid-credentials", "the email or password is not correct");
+        // Checked while slowed down: a failure like any other, answered as a refusal is, so it tells nothing.
+        await reserveAttempt(this.db, accountSlowKey, now, this.failureWindowMs);
+        throw slowedDown(slowedMs);
       }
       // A success is no failure: the attempts it reserved are taken back.
       await clearAttempts(this.db, pairKey);
       await refundAttempt(this.db, addressKey);
-      await refundAttempt(this.db, accountSlowKey);
+      if (slowedMs === 0) await refundAttempt(this.db, accountSlowKey);
       // The password is at hand only now: a hash from weaker parameters is replaced by one at today's.
       if (needsRehash(user.password_hash))
         await this.db
@@ -378,10 +418,26 @@ export class KeysService {
           .set({ password_hash: await hashPassword(password) })
           .where("id", "=", user.id)
           .execute();
-      const twoFactorRequired = user.totp_secret !== null;
+      let twoFactorRequired = twoFactorOn;
+      if (twoFactorOn && client.code !== undefined) {
+        try {
+          await this.useLoginCode(user, client.code, ip, trusted);
+        } catch (error) {
+          // While slowed down every failure looks the same, so a right password is not told apart from a wrong one.
+          if (slowedMs > 0) throw slowedDown(slowedMs);
+          throw error;
+        }
+        twoFactorRequired = false;
+      }
       const token = await this.openSession(user.id, twoFactorRequired, ip, client.userAgent);
-      await this.audit(user.email, "login", `ip ${ip}${twoFactorRequired ? ", second factor owed" : ""}`);
-      return { token, twoFactorRequired, deviceToken: newDeviceToken(this.options.pepper, user.email) };
+      const how = twoFactorRequired ? ", second factor owed" : twoFactorOn ? ", both factors" : "";
+      await this.audit(user.email, "login", `ip ${ip}${how}${slowedMs > 0 ? ", account slowed down" : ""}`);
+      return {
+        token,
+        twoFactorRequired,
+        // Only a complete login marks the browser: a password alone earns no way past the slow-down.
+        deviceToken: twoFactorRequired ? undefined : newDeviceToken(this.options.pepper, user.email),
+      };
     } finally {
       slot.release();
     }
@@ -406,19 +462,46 @@ export class KeysService {
   }
 
   /** Completes the second factor: a valid code not used before; the session id is rotated. */
-  async completeTwoFactor(token: string, code: string, ip: string, userAgent?: string): Promise<string> {
+  async completeTwoFactor(
+    token: string,
+    code: string,
+    ip: string,
+    userAgent?: string,
+    deviceToken?: string,
+  ): Promise<{ token: string; deviceToken: string | undefined }> {
     const session = await this.session(token);
     if (!session) throw new KeysError("session-required", "log in first");
     const user = await this.userById(session.userId);
-    if (!session.twoFactorPending || !user.totp_secret) return token;
+    if (!session.twoFactorPending || !user.totp_secret) return { token, deviceToken: undefined };
+    const trusted = isDeviceTokenFor(this.options.pepper, user.email, deviceToken);
+    await this.useLoginCode(user, code, ip, trusted);
+    await this.audit(user.email, "two-factor", `ip ${ip}`);
+    await this.db.deleteFrom("sessions").where("token_hash", "=", tokenHash(token)).execute();
+    return {
+      token: await this.openSession(user.id, false, ip, userAgent),
+      deviceToken: newDeviceToken(this.options.pepper, user.email),
+    };
+  }
+
+  /**
+   * A code at login: checked against the account's budget, or, from a browser that completed a login before, against
+   * a budget of its own (someone who has only the password cannot spend it), and its step recorded conditionally, so
+   * two concurrent uses of one code cannot both pass.
+   */
+  private async useLoginCode(
+    user: { id: number; email: string; totp_secret: string | null; totp_last_step: number | null },
+    code: string,
+    ip: string,
+    trusted: boolean,
+  ): Promise<void> {
     const step = await this.acceptCode(
       user.id,
-      user.totp_secret,
+      user.totp_secret!,
       user.totp_last_step,
       code,
       loginCodeFailure(this, user.email, ip),
+      trusted ? `totp:${user.id}:trusted` : `totp:${user.id}`,
     );
-    // Record the step conditionally, so two concurrent uses of one code cannot both pass.
     const updated = await this.db
       .updateTable("users")
       .set({ totp_last_step: step })
@@ -426,29 +509,29 @@ export class KeysService {
       .where((eb) => eb.or([eb("totp_last_step", "is", null), eb("totp_last_step", "<", step)]))
       .executeTakeFirst();
     if (Number(updated.numUpdatedRows) !== 1) {
+      // Lost a race with another use of the same code: a replay, not a guess.
+      await refundAttempt(this.db, trusted ? `totp:${user.id}:trusted` : `totp:${user.id}`);
       await this.audit(user.email, "two-factor-failed", `ip ${ip}, code already used`);
       throw new KeysError("invalid-two-factor-token", "the code is not valid, or was used already");
     }
-    await this.audit(user.email, "two-factor", `ip ${ip}`);
-    await this.db.deleteFrom("sessions").where("token_hash", "=", tokenHash(token)).execute();
-    return this.openSession(user.id, false, ip, userAgent);
   }
 
   /**
-   * Checks a TOTP code against a sealed seed, the attempt counted first (5 per account in the window, shared by every
-   * replica and by every use of a code: login, set-up, turning it off), and returns its time step. `failed` records a
-   * refusal in the audit trail as the caller names it.
+   * Checks a TOTP code against a sealed seed, the attempt counted first (5 in the window under `budget`, shared by every
+   * replica and by every use of a code: login, set-up, turning it off), and returns its time step. A valid code used
+   * already is refused but takes its attempt back: it is no guess, and replaying the code that opened a session must
+   * not use up the owner's budget. `failed` records a refusal in the audit trail as the caller names it.
    */
   private async acceptCode(
     userId: number,
     sealed: string,
     lastStep: number | null,
     code: string,
-    failed: (why: "throttled" | "wrong code") => Promise<void>,
+    failed: (why: "throttled" | "wrong code" | "code already used") => Promise<void>,
+    budget = `totp:${userId}`,
   ): Promise<number> {
     const now = this.clock();
-    const key = `totp:${userId}`;
-    const reserved = await reserveAttempt(this.db, key, now, this.failureWindowMs);
+    const reserved = await reserveAttempt(this.db, budget, now, this.failureWindowMs);
     if (reserved.count > this.maxFailures) {
       await failed("throttled");
       throw new KeysError("throttled", "too many attempts; try again later", {
@@ -457,20 +540,19 @@ export class KeysService {
     }
     const seed = this.seeds.open(sealed, userId);
     const result = seed
-      ? verifySync({
-          secret: seed,
-          token: code,
-          epoch: Math.floor(now / 1000),
-          epochTolerance: 30,
-          ...(lastStep !== null ? { afterTimeStep: Number(lastStep) } : {}),
-        })
+      ? verifySync({ secret: seed, token: code, epoch: Math.floor(now / 1000), epochTolerance: 30 })
       : { valid: false };
     const step = result.valid && "timeStep" in result ? Number(result.timeStep) : undefined;
+    if (step !== undefined && lastStep !== null && step <= Number(lastStep)) {
+      await refundAttempt(this.db, budget);
+      await failed("code already used");
+      throw new KeysError("invalid-two-factor-token", "the code is not valid, or was used already");
+    }
     if (step === undefined) {
       await failed("wrong code");
       throw new KeysError("invalid-two-factor-token", "the code is not valid, or was used already");
     }
-    await clearAttempts(this.db, key);
+    await clearAttempts(this.db, budget);
     return step;
   }
 
@@ -969,11 +1051,17 @@ const twoFactorNotOn = () =>
 /** How a refused code at login or set-up is recorded (as it always was). */
 const loginCodeFailure =
   (service: KeysService, email: string, ip: string) =>
-  (why: "throttled" | "wrong code"): Promise<void> =>
-    service.record("two-factor-failed", why === "throttled" ? `ip ${ip}, throttled` : `ip ${ip}`, email);
+  (why: "throttled" | "wrong code" | "code already used"): Promise<void> =>
+    service.record("two-factor-failed", why === "wrong code" ? `ip ${ip}` : `ip ${ip}, ${why}`, email);
 
 const throttled = (retryAfterMs: number, message = "too many attempts; try again later") =>
   new KeysError("throttled", message, { retryAfterSeconds: Math.max(1, Math.ceil(retryAfterMs / 1000)) });
+
+const slowedDown = (retryAfterMs: number) =>
+  throttled(
+    retryAfterMs,
+    "this account is slowed down after many failed logins; log in from a browser that logged in before, or give the password with a current two-factor code",
+  );
 
 const withActor = (detail: string, actor: Actor | undefined) =>
   actor ? `${detail}, ip ${actor.ip}` : detail;

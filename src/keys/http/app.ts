@@ -27,8 +27,14 @@ export interface KeysAppOptions {
 }
 
 const keyName = z.string().trim().min(1).max(64);
-const loginBody = z.strictObject({ email: z.email().max(254), password: z.string().min(1).max(1024) });
-const twoFactorBody = z.strictObject({ token: z.string().regex(/^\d{6}$/, "must be 6 digits") });
+const totpCode = z.string().regex(/^\d{6}$/, "must be 6 digits");
+/** A current code may come with the password: both factors at once (the way in while the account is slowed down). */
+const loginBody = z.strictObject({
+  email: z.email().max(254),
+  password: z.string().min(1).max(1024),
+  token: totpCode.optional(),
+});
+const twoFactorBody = z.strictObject({ token: totpCode });
 const createBody = z.strictObject({ name: keyName.optional() });
 const updateBody = z
   .strictObject({ name: keyName.nullable().optional(), status: z.enum(["Active", "Inactive"]).optional() })
@@ -137,6 +143,10 @@ export function createKeysApp(options: KeysAppOptions): express.Express {
     path: "/",
   } as const;
   const setSession = (res: Response, token: string) => res.cookie(SESSION_COOKIE, token, cookieOptions);
+  /** Set after a complete login only (both factors when the account has two). */
+  const setDevice = (res: Response, deviceToken: string | undefined) => {
+    if (deviceToken) res.cookie(DEVICE_COOKIE, deviceToken, { ...cookieOptions, maxAge: 365 * 86_400_000 });
+  };
   const unauthorized = (res: Response, error: KeysError, scheme: "session" | "access-key") => {
     res.setHeader(
       "www-authenticate",
@@ -210,10 +220,11 @@ export function createKeysApp(options: KeysAppOptions): express.Express {
       {
         deviceToken: cookie(req, DEVICE_COOKIE),
         userAgent: req.header("user-agent"),
+        code: input.token,
       },
     );
     setSession(res, token);
-    res.cookie(DEVICE_COOKIE, deviceToken, { ...cookieOptions, maxAge: 365 * 86_400_000 });
+    setDevice(res, deviceToken);
     res.json({ twoFactorRequired });
   });
 
@@ -222,7 +233,15 @@ export function createKeysApp(options: KeysAppOptions): express.Express {
     if (!input) return;
     const token = cookie(req, SESSION_COOKIE);
     if (!token) throw new KeysError("session-required", "log in first");
-    setSession(res, await service.completeTwoFactor(token, input.token, ip(req), req.header("user-agent")));
+    const done = await service.completeTwoFactor(
+      token,
+      input.token,
+      ip(req),
+      req.header("user-agent"),
+      cookie(req, DEVICE_COOKIE),
+    );
+    setSession(res, done.token);
+    setDevice(res, done.deviceToken);
     res.json({ twoFactorRequired: false });
   });
 

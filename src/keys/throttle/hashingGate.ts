@@ -1,6 +1,6 @@
 /**
- * Bounds the password hashing a process does at once: per account and per address (a burst from one source is
- * refused at once rather than queued) and in all (FIFO queues, themselves bounded). scrypt takes a core for about
+ * Bounds the password hashing a process does at once: checks in flight (running or queued) per account and per
+ * address (a burst from one source is refused at once rather than queued) and in all (FIFO queues, themselves bounded). scrypt takes a core for about
  * half a second; without these bounds a burst of wrong passwords makes everyone's login wait behind it. A browser the
  * account logged in from before (its device cookie) waits in a queue of its own that goes first, so a burst from
  * many addresses delays the accounts' owners by the checks already running, not by the whole queue.
