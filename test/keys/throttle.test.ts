@@ -108,7 +108,7 @@ describe("two-factor throttle across two replicas on PostgreSQL", () => {
 
 describe("lockout by others (OWASP: per account and address, plus a per-account slow-down)", () => {
   let started: Started;
-  let now = Date.UTC(2026, 10, 24, 9, 0, 0);
+  const now = Date.UTC(2026, 10, 24, 9, 0, 0);
   beforeAll(async () => {
     started = await startTestKeysApi({ trustProxy: 1, clock: () => now });
     await started.api.service.addUser("victim@example.org", PASSWORD);
