@@ -655,6 +655,8 @@ export class KeysService {
   }
 
   async revokeSession(userId: number, id: string, actor: Actor): Promise<void> {
+    // Not a session id (11 base64url characters) cannot be one: no query with whatever it holds.
+    if (!SESSION_ID.test(id)) throw new KeysError("session-not-found", "no such session on this account");
     const result = await this.db
       .deleteFrom("sessions")
       .where("user_id", "=", userId)
@@ -871,6 +873,7 @@ export class KeysService {
     change: { name?: string | null | undefined; status?: KeyStatus | undefined },
     actor: Actor,
   ): Promise<OwnKeyPairView> {
+    if (!ACCESS_KEY_ID.test(accessKeyId)) throw notFound(accessKeyId);
     const found = await this.db.transaction().execute(async (tx) => {
       await this.holdAccount(tx, userId);
       const row = await tx
@@ -957,12 +960,19 @@ export class KeysService {
 
   /** Deletes one of the caller's pairs; someone else's is as unknown as a missing one. */
   async deleteKey(userId: number, accessKeyId: string, actor?: Actor): Promise<void> {
-    const result = await this.db
-      .deleteFrom("key_pairs")
-      .where("access_key_id", "=", accessKeyId)
-      .where("user_id", "=", userId)
-      .executeTakeFirst();
-    if (Number(result.numDeletedRows) !== 1) {
+    // Something that is no key id (a NUL byte, say) is not looked up: it cannot exist, and not every store takes it.
+    const deleted = ACCESS_KEY_ID.test(accessKeyId)
+      ? Number(
+          (
+            await this.db
+              .deleteFrom("key_pairs")
+              .where("access_key_id", "=", accessKeyId)
+              .where("user_id", "=", userId)
+              .executeTakeFirst()
+          ).numDeletedRows,
+        )
+      : 0;
+    if (deleted !== 1) {
       await this.audit(
         await this.emailOf(userId),
         "key-delete-failed",
@@ -1041,6 +1051,9 @@ export class KeysService {
     };
   }
 }
+
+/** Public session ids: 8 random bytes in base64url. */
+const SESSION_ID = /^[A-Za-z0-9_-]{11}$/;
 
 /** The throttle key of re-authentication (password change, two-factor off): one budget per account. */
 const reauthKey = (userId: number) => `password:${userId}`;

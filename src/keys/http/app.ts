@@ -26,7 +26,14 @@ export interface KeysAppOptions {
   tls?: boolean;
 }
 
-const keyName = z.string().trim().min(1).max(64);
+/** Names are text: no control characters (PostgreSQL cannot store a NUL, and none belongs in a label). */
+const keyName = z
+  .string()
+  .trim()
+  .min(1)
+  .max(64)
+  // eslint-disable-next-line no-control-regex -- control characters are exactly what is refused
+  .regex(/^[^\u0000-\u001f\u007f]*$/, "must not contain control characters");
 const totpCode = z.string().regex(/^\d{6}$/, "must be 6 digits");
 /** A current code may come with the password: both factors at once (the way in while the account is slowed down). */
 const loginBody = z.strictObject({
@@ -419,6 +426,15 @@ export function createKeysApp(options: KeysAppOptions): express.Express {
         "invalid-json",
         "Request body is not valid JSON",
         "the body could not be parsed as JSON",
+      );
+    // Last resort for input the database refuses (a NUL byte, an invalid encoding): the client's fault, not ours.
+    if ((error as { code?: unknown }).code === "22021" || (error as { code?: unknown }).code === "22P05")
+      return sendProblem(
+        res,
+        400,
+        "bad-request",
+        "Bad request",
+        "the request holds characters that cannot be stored",
       );
     if (e.status && e.status >= 400 && e.status < 500)
       return sendProblem(res, e.status, "bad-request", "Bad request", "the request could not be understood");
