@@ -6,6 +6,7 @@ import type { Transaction } from "kysely";
 import type { AuditEvent, KeysDatabase } from "./store/schema.js";
 import { isDeviceTokenFor, newDeviceToken } from "./crypto/deviceCookie.js";
 import { dummyPasswordHash, hashPassword, needsRehash, verifyPassword } from "./crypto/passwords.js";
+import { newRecoveryCodes, recoveryCodeHash } from "./crypto/recoveryCodes.js";
 import { SeedCipher } from "./crypto/seedCipher.js";
 import { clearAttempts, refundAttempt, reserveAttempt } from "./throttle/attemptCounter.js";
 import { HashingGate } from "./throttle/hashingGate.js";
@@ -235,6 +236,7 @@ export class KeysService {
         .set({ totp_secret: null, totp_pending: null, totp_last_step: null })
         .where("id", "=", user.id)
         .execute();
+      await this.replaceRecoveryCodes(tx, user.id, []);
       const deleted = await tx.deleteFrom("sessions").where("user_id", "=", user.id).executeTakeFirst();
       return Number(deleted.numDeletedRows);
     });
@@ -464,7 +466,7 @@ export class KeysService {
   /** Completes the second factor: a valid code not used before; the session id is rotated. */
   async completeTwoFactor(
     token: string,
-    code: string,
+    proof: { code: string } | { recoveryCode: string },
     ip: string,
     userAgent?: string,
     deviceToken?: string,
@@ -474,8 +476,13 @@ export class KeysService {
     const user = await this.userById(session.userId);
     if (!session.twoFactorPending || !user.totp_secret) return { token, deviceToken: undefined };
     const trusted = isDeviceTokenFor(this.options.pepper, user.email, deviceToken);
-    await this.useLoginCode(user, code, ip, trusted);
-    await this.audit(user.email, "two-factor", `ip ${ip}`);
+    if ("code" in proof) {
+      await this.useLoginCode(user, proof.code, ip, trusted);
+      await this.audit(user.email, "two-factor", `ip ${ip}`);
+    } else {
+      const left = await this.useRecoveryCode(user, proof.recoveryCode, ip);
+      await this.audit(user.email, "two-factor", `ip ${ip}, recovery code, ${left} left`);
+    }
     await this.db.deleteFrom("sessions").where("token_hash", "=", tokenHash(token)).execute();
     return {
       token: await this.openSession(user.id, false, ip, userAgent),
@@ -732,11 +739,23 @@ export class KeysService {
     });
   }
 
-  /** Starts two-factor set-up from the page: a new seed, kept sealed until a code from it confirms it. */
-  async startTwoFactorSetup(userId: number): Promise<{ secret: string; uri: string }> {
+  /**
+   * Starts two-factor set-up from the page: a new seed, kept sealed until a code from it confirms it. It asks for the
+   * password first (the re-authentication budget of the password change and of turning it off), so a session taken
+   * over cannot enrol its taker's authenticator and then hold the account with it.
+   */
+  async startTwoFactorSetup(
+    userId: number,
+    password: string,
+    actor: Actor,
+  ): Promise<{ secret: string; uri: string }> {
     const user = await this.userById(userId);
     if (user.totp_secret !== null)
       throw new KeysError("two-factor-already-enabled", "two-factor authentication is on already");
+    await this.checkCurrentPassword(user, password, actor.ip, (why) =>
+      this.audit(user.email, "two-factor-enable-failed", `ip ${actor.ip}, ${why}`),
+    );
+    await clearAttempts(this.db, reauthKey(userId));
     const secret = generateSecret();
     await this.db
       .updateTable("users")
@@ -746,7 +765,17 @@ export class KeysService {
     return { secret, uri: generateURI({ issuer: "lightfleet", label: user.email, secret }) };
   }
 
-  async confirmTwoFactorSetup(userId: number, code: string, actor: Actor): Promise<void> {
+  /**
+   * Confirms the set-up with a code from the new seed: two-factor authentication is on, every other session of the
+   * account ends (it raises what a login needs; sessions opened under the old rule should not outlive it), and ten
+   * recovery codes are returned, shown this once and kept only as HMACs.
+   */
+  async confirmTwoFactorSetup(
+    userId: number,
+    code: string,
+    keepSession: string,
+    actor: Actor,
+  ): Promise<{ recoveryCodes: string[] }> {
     const user = await this.userById(userId);
     if (user.totp_secret !== null)
       throw new KeysError("two-factor-already-enabled", "two-factor authentication is on already");
@@ -759,13 +788,84 @@ export class KeysService {
       code,
       loginCodeFailure(this, user.email, actor.ip),
     );
-    await this.db
-      .updateTable("users")
-      .set({ totp_secret: user.totp_pending, totp_pending: null, totp_last_step: step })
-      .where("id", "=", userId)
-      .where("totp_pending", "=", user.totp_pending)
-      .execute();
-    await this.audit(user.email, "two-factor-enabled", `ip ${actor.ip}`);
+    const recoveryCodes = newRecoveryCodes();
+    const ended = await this.db.transaction().execute(async (tx) => {
+      const on = await tx
+        .updateTable("users")
+        .set({ totp_secret: user.totp_pending, totp_pending: null, totp_last_step: step })
+        .where("id", "=", userId)
+        .where("totp_pending", "=", user.totp_pending)
+        .executeTakeFirst();
+      if (Number(on.numUpdatedRows) !== 1) return undefined;
+      await this.replaceRecoveryCodes(tx, userId, recoveryCodes);
+      const others = await tx
+        .deleteFrom("sessions")
+        .where("user_id", "=", userId)
+        .where("token_hash", "!=", tokenHash(keepSession))
+        .executeTakeFirst();
+      return Number(others.numDeletedRows);
+    });
+    if (ended === undefined)
+      throw new KeysError("two-factor-setup-required", "start the two-factor set-up first");
+    await this.audit(
+      user.email,
+      "two-factor-enabled",
+      `ip ${actor.ip}, ${ended} other session${ended === 1 ? "" : "s"} ended`,
+    );
+    return { recoveryCodes };
+  }
+
+  private async replaceRecoveryCodes(tx: Transaction<KeysDatabase>, userId: number, codes: string[]) {
+    await tx.deleteFrom("recovery_codes").where("user_id", "=", userId).execute();
+    if (codes.length > 0)
+      await tx
+        .insertInto("recovery_codes")
+        .values(
+          codes.map((c) => ({
+            code_hash: recoveryCodeHash(this.options.pepper, c),
+            user_id: userId,
+            used_at: null,
+          })),
+        )
+        .execute();
+  }
+
+  /**
+   * A recovery code in place of the authenticator's: throttled on a budget of its own (5 in the window; the codes are
+   * far too long to guess online), and marked used with a conditional update, so it works once even when two requests
+   * race. Returns how many are left.
+   */
+  private async useRecoveryCode(
+    user: { id: number; email: string },
+    code: string,
+    ip: string,
+  ): Promise<number> {
+    const now = this.clock();
+    const budget = `recovery:${user.id}`;
+    const reserved = await reserveAttempt(this.db, budget, now, this.failureWindowMs);
+    if (reserved.count > this.maxFailures) {
+      await this.audit(user.email, "two-factor-failed", `ip ${ip}, recovery code, throttled`);
+      throw throttled(reserved.windowStart + this.failureWindowMs - now);
+    }
+    const used = await this.db
+      .updateTable("recovery_codes")
+      .set({ used_at: now })
+      .where("code_hash", "=", recoveryCodeHash(this.options.pepper, code))
+      .where("user_id", "=", user.id)
+      .where("used_at", "is", null)
+      .executeTakeFirst();
+    if (Number(used.numUpdatedRows) !== 1) {
+      await this.audit(user.email, "two-factor-failed", `ip ${ip}, wrong or used recovery code`);
+      throw new KeysError("invalid-two-factor-token", "the recovery code is not valid, or was used already");
+    }
+    await clearAttempts(this.db, budget);
+    const { n } = await this.db
+      .selectFrom("recovery_codes")
+      .select((eb) => eb.fn.countAll<number>().as("n"))
+      .where("user_id", "=", user.id)
+      .where("used_at", "is", null)
+      .executeTakeFirstOrThrow();
+    return Number(n);
   }
 
   /**
@@ -798,6 +898,7 @@ export class KeysService {
         .where("totp_secret", "=", seed)
         .executeTakeFirst();
       if (Number(off.numUpdatedRows) !== 1) return undefined;
+      await this.replaceRecoveryCodes(tx, userId, []);
       const others = await tx
         .deleteFrom("sessions")
         .where("user_id", "=", userId)

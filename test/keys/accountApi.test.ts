@@ -111,17 +111,18 @@ describe("key API account calls", () => {
     expect((await client.request("POST", "/v1/user/twofactor/confirm", { token: "123456" })).body.code).toBe(
       "two-factor-setup-required",
     );
-    const setup = (await client.request("POST", "/v1/user/twofactor/setup", {})).body;
+    const setup = (await client.request("POST", "/v1/user/twofactor/setup", { currentPassword: PASSWORD }))
+      .body;
     expect(setup.uri).toMatch(/^otpauth:\/\/totp\/lightfleet:tfa%40example\.org\?secret=/);
     expect(setup.qrSvg).toMatch(/^<svg/);
     expect((await client.request("POST", "/v1/user/twofactor/confirm", { token: "000000" })).status).toBe(
       401,
     );
     const code = generateSync({ secret: setup.secret, epoch: Math.floor(now / 1000) });
-    expect((await client.request("POST", "/v1/user/twofactor/confirm", { token: code })).status).toBe(204);
-    expect((await client.request("POST", "/v1/user/twofactor/setup", {})).body.code).toBe(
-      "two-factor-already-enabled",
-    );
+    expect((await client.request("POST", "/v1/user/twofactor/confirm", { token: code })).status).toBe(200);
+    expect(
+      (await client.request("POST", "/v1/user/twofactor/setup", { currentPassword: PASSWORD })).body.code,
+    ).toBe("two-factor-already-enabled");
     // The next login owes the second factor, and the confirming code cannot be replayed.
     const next = new Client(started.api.url);
     expect(

@@ -118,6 +118,18 @@ describe("key API web page in headless Chromium", () => {
     await page.click("#login-form button");
     await page.waitForSelector("#twofactor:not([hidden])");
     expect(await focused(page)).toBe("twofactor-title");
+    // The prompt offers a way back and help for a lost authenticator: a recovery code in place of the code.
+    expect(await page.textContent("#twofactor")).toMatch(/lost your authenticator/i);
+    await page.click("#twofactor-use-recovery");
+    expect(await page.isVisible("#recovery-code")).toBe(true);
+    expect(await page.isHidden("#token")).toBe(true);
+    await page.click("#twofactor-use-code");
+    await page.click("#twofactor-back");
+    await page.waitForSelector("#login:not([hidden])");
+    expect(await page.isHidden("#twofactor")).toBe(true);
+    await page.fill("#password", PASSWORD);
+    await page.click("#login-form button");
+    await page.waitForSelector("#twofactor:not([hidden])");
     await page.fill("#token", generateSync({ secret: totpSecret }));
     await page.click("#twofactor-form button");
     await page.waitForSelector("#app:not([hidden])");
@@ -273,8 +285,19 @@ describe("key API web page in headless Chromium", () => {
     expect(layout.buttons.length).toBeGreaterThan(3);
     expectPhoneLayout(layout);
 
-    // Two-factor set-up from the page, the QR code drawn by the server itself.
+    // Two-factor set-up from the page asks for the password first, and can be cancelled at each step.
     await page.click("#tf-start");
+    await page.waitForSelector("#tf-auth:not([hidden])");
+    expect(await focused(page)).toBe("tf-auth-password");
+    await page.click("#tf-auth-cancel");
+    await page.waitForSelector("#tf-auth", { state: "hidden" });
+    expect(await focused(page)).toBe("tf-start");
+    await page.click("#tf-start");
+    await page.fill("#tf-auth-password", "not the password");
+    await page.click("#tf-auth-go");
+    await poll(() => page.textContent("#error")).toContain("not correct");
+    await page.fill("#tf-auth-password", PASSWORD);
+    await page.click("#tf-auth-go");
     await page.waitForSelector("#tf-setup:not([hidden])");
     expect(await focused(page)).toBe("tf-setup-title");
     expect(await page.getAttribute("#tf-qr", "src")).toMatch(/^data:image\/svg\+xml;base64,/);
@@ -288,6 +311,14 @@ describe("key API web page in headless Chromium", () => {
     await page.fill("#tf-code", generateSync({ secret: seed }));
     await page.click("#tf-confirm-form button");
     await poll(() => page.textContent("#tf-state")).toMatch(/^On/);
+    // Recovery codes, shown this once, until the owner says they are saved.
+    await page.waitForSelector("#tf-recovery:not([hidden])");
+    expect(await focused(page)).toBe("tf-recovery-title");
+    expect(await page.locator("#tf-recovery-codes li").count()).toBe(10);
+    await page.screenshot({ path: shot("keys-page-phone-recovery-codes.png"), fullPage: true });
+    await page.click("#tf-recovery-done");
+    await page.waitForSelector("#tf-recovery", { state: "hidden" });
+    expect(await page.locator("#tf-recovery-codes li").count()).toBe(0);
     expect(
       (await started.api.service.listUsers()).find((u) => u.email === "phone@example.org")!.twoFactor,
     ).toBe(true);

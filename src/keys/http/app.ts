@@ -42,6 +42,13 @@ const loginBody = z.strictObject({
   token: totpCode.optional(),
 });
 const twoFactorBody = z.strictObject({ token: totpCode });
+/** The second step of a login: a code from the authenticator, or one of the recovery codes when it is lost. */
+const secondFactorBody = z.union([
+  twoFactorBody,
+  z.strictObject({ recoveryCode: z.string().regex(/^[a-zA-Z2-7\s-]{10,20}$/, "must be a recovery code") }),
+]);
+/** Set-up starts with the password again (a session alone does not change the account's security). */
+const setupBody = z.strictObject({ currentPassword: z.string().min(1).max(1024) });
 const createBody = z.strictObject({ name: keyName.optional() });
 const updateBody = z
   .strictObject({ name: keyName.nullable().optional(), status: z.enum(["Active", "Inactive"]).optional() })
@@ -53,7 +60,6 @@ const passwordBody = z.strictObject({
     .min(MIN_PASSWORD_LENGTH, `must be at least ${MIN_PASSWORD_LENGTH} characters`)
     .max(1024),
 });
-const emptyBody = z.strictObject({});
 /** Turning the second factor off asks for both factors again. */
 const twoFactorOffBody = z.strictObject({
   currentPassword: z.string().min(1).max(1024),
@@ -236,13 +242,13 @@ export function createKeysApp(options: KeysAppOptions): express.Express {
   });
 
   app.post("/v1/user/login/twofactor", async (req, res) => {
-    const input = body(twoFactorBody, req, res);
+    const input = body(secondFactorBody, req, res);
     if (!input) return;
     const token = cookie(req, SESSION_COOKIE);
     if (!token) throw new KeysError("session-required", "log in first");
     const done = await service.completeTwoFactor(
       token,
-      input.token,
+      "token" in input ? { code: input.token } : { recoveryCode: input.recoveryCode },
       ip(req),
       req.header("user-agent"),
       cookie(req, DEVICE_COOKIE),
@@ -306,8 +312,9 @@ export function createKeysApp(options: KeysAppOptions): express.Express {
   });
   app.post("/v1/user/twofactor/setup", async (req, res) => {
     const userId = await account(req);
-    if (!body(emptyBody, req, res)) return;
-    const { secret, uri } = await service.startTwoFactorSetup(userId);
+    const input = body(setupBody, req, res);
+    if (!input) return;
+    const { secret, uri } = await service.startTwoFactorSetup(userId, input.currentPassword, { ip: ip(req) });
     // The QR code is drawn here: the seed never goes to a third-party image service.
     const qrSvg = await QRCode.toString(uri, { type: "svg", margin: 2, errorCorrectionLevel: "M" });
     res.json({ secret, uri, qrSvg });
@@ -316,8 +323,9 @@ export function createKeysApp(options: KeysAppOptions): express.Express {
     const userId = await account(req);
     const input = body(twoFactorBody, req, res);
     if (!input) return;
-    await service.confirmTwoFactorSetup(userId, input.token, { ip: ip(req) });
-    res.status(204).end();
+    res.json(
+      await service.confirmTwoFactorSetup(userId, input.token, cookie(req, SESSION_COOKIE)!, { ip: ip(req) }),
+    );
   });
 
   app.post("/v1/user/twofactor/disable", async (req, res) => {

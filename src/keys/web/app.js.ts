@@ -220,9 +220,24 @@ async function loadSecurity() {
   if (state.me.twoFactor) $("tf-setup").hidden = true;
   else closeTwoFactorOff();
 }
-$("tf-start").addEventListener("click", async () => {
+// Set-up asks for the password first (as the server does), then shows the QR code; each step has a Cancel.
+function closeTwoFactorSetup(focusId) {
+  $("tf-auth").hidden = true; $("tf-setup").hidden = true; $("tf-start").setAttribute("aria-expanded", "false");
+  $("tf-auth-password").value = ""; $("tf-code").value = ""; $("tf-secret").textContent = ""; $("tf-qr").removeAttribute("src");
+  if (focusId) focusOn(focusId);
+}
+$("tf-start").addEventListener("click", () => {
+  $("tf-auth").hidden = false; $("tf-start").setAttribute("aria-expanded", "true");
+  focusOn("tf-auth-password");
+});
+$("tf-auth-cancel").addEventListener("click", () => closeTwoFactorSetup("tf-start"));
+$("tf-setup-cancel").addEventListener("click", () => closeTwoFactorSetup("tf-start"));
+$("tf-auth").addEventListener("keydown", (e) => { if (e.key === "Escape") closeTwoFactorSetup("tf-start"); });
+$("tf-auth-form").addEventListener("submit", async (e) => {
+  e.preventDefault();
   try {
-    const setup = await api("POST", "/v1/user/twofactor/setup", {});
+    const setup = await api("POST", "/v1/user/twofactor/setup", { currentPassword: $("tf-auth-password").value });
+    $("tf-auth-password").value = ""; $("tf-auth").hidden = true;
     $("tf-qr").src = "data:image/svg+xml;base64," + btoa(setup.qrSvg);
     $("tf-secret").textContent = setup.secret;
     $("tf-setup").hidden = false;
@@ -232,13 +247,21 @@ $("tf-start").addEventListener("click", async () => {
 $("tf-confirm-form").addEventListener("submit", async (e) => {
   e.preventDefault();
   try {
-    await api("POST", "/v1/user/twofactor/confirm", { token: $("tf-code").value });
-    $("tf-code").value = ""; $("tf-secret").textContent = ""; $("tf-qr").removeAttribute("src");
+    const { recoveryCodes } = await api("POST", "/v1/user/twofactor/confirm", { token: $("tf-code").value });
+    closeTwoFactorSetup();
     state.me = await api("GET", "/v1/user/me");
     await loadSecurity(); await loadAudit();
-    say("two-factor authentication is on");
-    focusOn("security-title");
+    const list = $("tf-recovery-codes");
+    list.textContent = "";
+    for (const code of recoveryCodes) { const li = document.createElement("li"); li.textContent = code; list.append(li); }
+    $("tf-recovery").hidden = false;
+    say("two-factor authentication is on; save the recovery codes");
+    focusOn("tf-recovery-title");
   } catch (error) { handle(error); }
+});
+$("tf-recovery-done").addEventListener("click", () => {
+  $("tf-recovery-codes").textContent = ""; $("tf-recovery").hidden = true;
+  focusOn("security-title");
 });
 // Turning two-factor off: a confirmation step that asks for the password and a code, as the server does.
 function closeTwoFactorOff(focusId) {
@@ -324,10 +347,26 @@ $("login-form").addEventListener("submit", async (e) => {
     await enter();
   } catch (error) { handle(error); }
 });
+// The second step: a code from the app, or a recovery code when the authenticator is lost.
+function useRecovery(on) {
+  $("token-field").hidden = on; $("token").disabled = on;
+  $("recovery-field").hidden = !on; $("recovery-code").disabled = !on;
+  $("twofactor-help").hidden = on; $("twofactor-code-help").hidden = !on;
+  focusOn(on ? "recovery-code" : "token");
+}
+$("twofactor-use-recovery").addEventListener("click", () => useRecovery(true));
+$("twofactor-use-code").addEventListener("click", () => useRecovery(false));
 $("twofactor-form").addEventListener("submit", async (e) => {
   e.preventDefault();
-  try { await api("POST", "/v1/user/login/twofactor", { token: $("token").value }); $("token").value = ""; await enter(); }
+  const body = $("recovery-code").disabled ? { token: $("token").value } : { recoveryCode: $("recovery-code").value };
+  try { await api("POST", "/v1/user/login/twofactor", body); $("token").value = ""; $("recovery-code").value = ""; await enter(); }
   catch (error) { handle(error); }
+});
+// Back to the login form: the half-open session ends.
+$("twofactor-back").addEventListener("click", async () => {
+  await api("POST", "/v1/user/logout").catch(() => {});
+  $("token").value = ""; $("recovery-code").value = ""; useRecovery(false);
+  show("login");
 });
 $("logout").addEventListener("click", async () => {
   await api("POST", "/v1/user/logout").catch(() => {});
