@@ -28,7 +28,7 @@ import {
 /** How stale lastUsedAt may be; it is rewritten at most once per this interval. */
 export const LAST_USED_RESOLUTION_MS = 60_000;
 
-/** At most this many active key pairs per account (as AWS's AccessKeysPerUser quota). */
+/** At most this many key pairs per account, Active and Inactive alike (as AWS's AccessKeysPerUser quota). */
 export const MAX_ACTIVE_KEYS = 2;
 
 /** Password checks made at once per account and address while the account is slowed down (see slowedLogin.ts). */
@@ -928,7 +928,7 @@ export class KeysService {
     const now = this.clock();
     await this.db.transaction().execute(async (tx) => {
       await this.holdAccount(tx, userId);
-      await this.checkActiveLimit(tx, userId);
+      await this.checkActiveLimit(tx, userId, "any");
       await tx
         .insertInto("key_pairs")
         .values({
@@ -952,13 +952,21 @@ export class KeysService {
     await lock.executeTakeFirstOrThrow();
   }
 
-  private async checkActiveLimit(tx: Transaction<KeysDatabase>, userId: number) {
-    const { n } = await tx
+  /**
+   * The quota: at most two pairs per account, Inactive ones counted (as AWS's AccessKeysPerUser), so deactivating is
+   * no way to pile up pairs; activating is checked against the active ones.
+   */
+  private async checkActiveLimit(
+    tx: Transaction<KeysDatabase>,
+    userId: number,
+    counting: "any" | "Active" = "Active",
+  ) {
+    let count = tx
       .selectFrom("key_pairs")
       .select((eb) => eb.fn.countAll<number>().as("n"))
-      .where("user_id", "=", userId)
-      .where("status", "=", "Active")
-      .executeTakeFirstOrThrow();
+      .where("user_id", "=", userId);
+    if (counting === "Active") count = count.where("status", "=", "Active");
+    const { n } = await count.executeTakeFirstOrThrow();
     if (Number(n) >= MAX_ACTIVE_KEYS)
       throw new KeysError(
         "key-limit-exceeded",
@@ -1021,22 +1029,40 @@ export class KeysService {
     }));
   }
 
-  /** Authenticates a key pair (unknown id and wrong secret alike fail) and lists its account's pairs. */
-  async listKeys(accessKeyId: string, secretKey: string): Promise<KeyPairView[]> {
-    const valid = ACCESS_KEY_ID.test(accessKeyId);
-    const row = valid
-      ? await this.db
-          .selectFrom("key_pairs")
-          .selectAll()
-          .where("access_key_id", "=", accessKeyId)
-          .executeTakeFirst()
-      : undefined;
+  /**
+   * Authenticates a key pair (unknown id and wrong secret alike fail) and lists its account's pairs. Failures are
+   * counted per address (as failed logins are: 100 in the window, then 429) and each is audited, under the pair's owner
+   * when the id is real; an unknown id does the same work (a lookup, an HMAC, a comparison, two writes), so timing does
+   * not tell which ids exist.
+   */
+  async listKeys(accessKeyId: string, secretKey: string, ip = "unknown"): Promise<KeyPairView[]> {
+    const throttleKey = `keyauth:${ip}`;
+    const left = this.refusals.remaining(throttleKey, this.clock());
+    if (left > 0) throw throttled(left);
+    const row = await this.db
+      .selectFrom("key_pairs")
+      .selectAll()
+      .where("access_key_id", "=", ACCESS_KEY_ID.test(accessKeyId) ? accessKeyId : NO_KEY_ID)
+      .executeTakeFirst();
     const presented = secretHash(this.options.pepper, secretKey);
-    // Compare even when the id is unknown, so timing does not tell which ids exist.
     const matches =
-      sameHash(presented, row?.secret_hash ?? "0".repeat(64)) && row !== undefined && row.status === "Active";
-    if (!matches)
+      sameHash(presented, row?.secret_hash ?? DUMMY_SECRET_HASH) &&
+      row !== undefined &&
+      row.status === "Active";
+    if (!matches) {
+      const now = this.clock();
+      const owner = row ? await this.emailOf(row.user_id) : null;
+      const id = row ? row.access_key_id : "unknown key id";
+      const failures = await reserveAttempt(this.db, throttleKey, now, this.failureWindowMs);
+      if (failures.count > this.maxAddressFailures) {
+        const until = failures.windowStart + this.failureWindowMs;
+        if (this.refusals.remember(throttleKey, until, now))
+          await this.audit(owner, "key-auth-throttled", `${id}, ip ${ip}, refused until ${iso(until)}`);
+        throw throttled(until - now);
+      }
+      await this.audit(owner, "key-auth-failed", `${id}, ip ${ip}`);
       throw new KeysError("invalid-credentials", "the access key id or secret key is not correct");
+    }
     const user = await this.db
       .selectFrom("users")
       .select("disabled")
@@ -1141,7 +1167,13 @@ export class KeysService {
     const strangers = await this.db
       .deleteFrom("audit")
       .where("at", "<", now - (this.options.strangerAuditRetentionMs ?? 7 * 86_400_000))
-      .where("event", "in", ["login-failed", "login-throttled", "cross-site-refused"])
+      .where("event", "in", [
+        "login-failed",
+        "login-throttled",
+        "cross-site-refused",
+        "key-auth-failed",
+        "key-auth-throttled",
+      ])
       .where((eb) =>
         eb.or([eb("email", "is", null), eb("email", "not in", eb.selectFrom("users").select("email"))]),
       )
@@ -1152,6 +1184,10 @@ export class KeysService {
     };
   }
 }
+
+/** Looked up in place of a malformed id, so both take one query; no real id has this form (base32 has no 0 or 1). */
+const NO_KEY_ID = "LFAK0000000000000000";
+const DUMMY_SECRET_HASH = "0".repeat(64);
 
 /** Public session ids: 8 random bytes in base64url. */
 const SESSION_ID = /^[A-Za-z0-9_-]{11}$/;

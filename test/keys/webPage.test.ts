@@ -182,7 +182,7 @@ describe("key API web page in headless Chromium", () => {
     await page.check("#saved");
     await page.click("#done");
     await poll(() => page.isDisabled("#create")).toBe(true);
-    expect(await page.textContent("#quota")).toContain("2 of 2 active");
+    expect(await page.textContent("#quota")).toContain("2 of 2 keys");
 
     // Deactivate, then delete with the id typed.
     await row.getByRole("button", { name: /^Deactivate/ }).click();

@@ -355,7 +355,7 @@ export function createKeysApp(options: KeysAppOptions): express.Express {
         scheme: "access-key",
       });
     try {
-      res.json({ keys: await service.listKeys(id, secret) });
+      res.json({ keys: await service.listKeys(id, secret, ip(req)) });
     } catch (error) {
       if (error instanceof KeysError) Object.assign(error, { scheme: "access-key" });
       throw error;
@@ -443,6 +443,15 @@ export function createKeysApp(options: KeysAppOptions): express.Express {
         "bad-request",
         "Bad request",
         "the request holds characters that cannot be stored",
+      );
+    // The body parser's refusals of a charset or content-encoding it cannot read.
+    if (e.status === 415)
+      return sendProblem(
+        res,
+        415,
+        "unsupported-media-type",
+        "Unsupported media type",
+        "request bodies must be application/json in UTF-8, without a content-encoding other than gzip, deflate or br",
       );
     if (e.status && e.status >= 400 && e.status < 500)
       return sendProblem(res, e.status, "bad-request", "Bad request", "the request could not be understood");

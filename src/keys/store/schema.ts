@@ -89,6 +89,8 @@ export const AUDIT_EVENTS = [
   "two-factor-disabled",
   "two-factor-disable-failed",
   "two-factor-enable-failed",
+  "key-auth-failed",
+  "key-auth-throttled",
   "user-added",
   "user-disabled",
   "user-enabled",

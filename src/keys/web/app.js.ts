@@ -81,10 +81,11 @@ function button(text, label, onClick, kind) {
 async function loadKeys() {
   const { keys } = await api("GET", "/v1/user/keys");
   state.keys = keys;
-  const active = keys.filter((k) => k.status === "Active").length;
+  // The quota counts Inactive pairs too (as AWS's), so the button follows the total.
   const limit = state.me ? state.me.keyLimit : 2;
-  $("quota").textContent = active + " of " + limit + " active keys. Deactivate a key before deleting it.";
-  $("create").disabled = active >= limit || state.created !== null;
+  $("quota").textContent = keys.length + " of " + limit + " keys (Inactive ones count too)." +
+    (keys.length >= limit ? " To create another, deactivate a key and delete it." : "");
+  $("create").disabled = keys.length >= limit || state.created !== null;
   const rows = $("key-rows"); rows.textContent = "";
   $("no-keys").hidden = keys.length > 0;
   $("key-table").hidden = keys.length === 0;
@@ -184,7 +185,7 @@ $("create-form").addEventListener("submit", async (e) => {
     await loadKeys(); await loadAudit();
     focusOn("created-title");
   } catch (error) {
-    if (error.code === "key-limit-exceeded") fail("You have " + (state.me ? state.me.keyLimit : 2) + " active keys, the most allowed: deactivate one (and delete it if it is no longer needed) to create another.");
+    if (error.code === "key-limit-exceeded") fail("You have " + (state.me ? state.me.keyLimit : 2) + " keys, the most allowed (Inactive ones count too): deactivate one and delete it to create another.");
     else handle(error);
   }
 });
