@@ -183,6 +183,22 @@ describe("key API web page in headless Chromium", () => {
     await page.click("#done");
     await poll(() => page.isDisabled("#create")).toBe(true);
     expect(await page.textContent("#quota")).toContain("2 of 2 keys");
+    // At 1280 px with every button showing, no key id wraps.
+    expect(
+      await page.evaluate<number[]>(
+        `[...document.querySelectorAll("#key-rows code")].map((c) => c.getClientRects().length)`,
+      ),
+    ).toEqual([1, 1]);
+
+    // As the API, an Active pair can be deleted too: the step opens below its row and warns that it is in use.
+    await row.getByRole("button", { name: /^Delete/ }).click();
+    await page.waitForSelector("#delete-dialog:not([hidden])");
+    expect(await page.locator(`tr[data-id="${id}"] + tr.dialog-row #delete-dialog`).count()).toBe(1);
+    expect(await page.isVisible("#delete-active")).toBe(true);
+    expect(await page.textContent("#delete-dialog")).not.toContain("signed");
+    await page.screenshot({ path: shot("keys-page-desktop-delete.png"), fullPage: true });
+    await page.click("#delete-cancel");
+    await page.waitForSelector("#delete-dialog", { state: "hidden" });
 
     // Deactivate, then delete with the id typed.
     await row.getByRole("button", { name: /^Deactivate/ }).click();
@@ -205,6 +221,9 @@ describe("key API web page in headless Chromium", () => {
     await page.reload();
     await page.waitForSelector("#app:not([hidden])");
     await poll(() => page.locator("#session-list li").count()).toBeGreaterThanOrEqual(2);
+    // Browsers by name, not raw user-agent strings.
+    expect(await page.textContent("#session-list")).toMatch(/This session: Chrome on Linux/);
+    expect(await page.textContent("#session-list")).not.toContain("Mozilla/5.0");
     await page
       .locator("#session-list li")
       .filter({ hasNotText: "This session" })
@@ -227,8 +246,10 @@ describe("key API web page in headless Chromium", () => {
       ).status,
     ).toBe(401);
 
-    await poll(() => page.textContent("#audit-list")).toContain("key-deleted");
-    expect(await page.textContent("#audit-list")).toContain("password-changed");
+    // Activity in words, not event codes.
+    await poll(() => page.textContent("#audit-list")).toContain("Key deleted");
+    expect(await page.textContent("#audit-list")).toContain("Password changed");
+    expect(await page.textContent("#audit-list")).not.toMatch(/key-deleted|password-changed/);
     expect(await axeViolations(page)).toEqual([]);
     await page.screenshot({ path: shot("keys-page-desktop.png"), fullPage: true });
 
@@ -423,10 +444,10 @@ describe("key API web page in headless Chromium", () => {
       expect(await page.isHidden("#tf-off")).toBe(true);
       expect(await page.isVisible("#tf-start")).toBe(true);
       expect(await page.isHidden("#tf-off-start")).toBe(true);
-      expect(await focused(page)).toBe("security-title");
+      await poll(() => focused(page)).toBe("security-title");
       expect(await page.textContent("#status")).toContain("two-factor authentication is off");
       expect(await page.inputValue("#tf-off-password")).toBe("");
-      await poll(() => page.textContent("#audit-list")).toContain("two-factor-disabled");
+      await poll(() => page.textContent("#audit-list")).toContain("Two-factor authentication turned off");
       await poll(() => page.locator("#session-list li").count()).toBe(1);
       expect((await other.request("GET", "/v1/user/me")).status).toBe(401);
       expect(

@@ -84,7 +84,8 @@ export const INDEX_HTML = `<!doctype html>
 
       <div id="delete-dialog" class="danger-zone" role="group" aria-labelledby="delete-title" hidden>
         <h2 id="delete-title" tabindex="-1">Delete access key</h2>
-        <p>Deleting <code id="delete-id"></code> is permanent: requests signed with it fail from then on. Type the access key id to confirm.</p>
+        <p>Deleting <code id="delete-id"></code> is permanent: calls that authenticate with it fail from then on. Type the access key id to confirm.</p>
+        <p id="delete-active" class="error" hidden>This key is Active: anything still using it stops working at once.</p>
         <label for="delete-confirm">Access key id</label>
         <input id="delete-confirm" autocomplete="off" spellcheck="false">
         <div class="buttons">
