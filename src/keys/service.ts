@@ -1051,7 +1051,8 @@ export class KeysService {
       row.status === "Active";
     if (!matches) {
       const now = this.clock();
-      const owner = row ? await this.emailOf(row.user_id) : null;
+      // The owner's email for the audit; an unknown id asks too (for no account), so both take the same queries.
+      const owner = await this.emailOf(row?.user_id ?? -1);
       const id = row ? row.access_key_id : "unknown key id";
       const failures = await reserveAttempt(this.db, throttleKey, now, this.failureWindowMs);
       if (failures.count > this.maxAddressFailures) {
