@@ -526,8 +526,8 @@ export class KeysService {
   /**
    * Checks a TOTP code against a sealed seed, the attempt counted first (5 in the window under `budget`, shared by every
    * replica and by every use of a code: login, set-up, turning it off), and returns its time step. A valid code used
-   * already is refused but takes its attempt back: it is no guess, and replaying the code that opened a session must
-   * not use up the owner's budget. `failed` records a refusal in the audit trail as the caller names it.
+   * already is refused without counting: it is no guess, and replaying the code that opened a session must not use up
+   * the owner's budget. `failed` records a refusal in the audit trail as the caller names it.
    */
   private async acceptCode(
     userId: number,
@@ -538,22 +538,23 @@ export class KeysService {
     budget = `totp:${userId}`,
   ): Promise<number> {
     const now = this.clock();
+    const seed = this.seeds.open(sealed, userId);
+    const result = seed
+      ? verifySync({ secret: seed, token: code, epoch: Math.floor(now / 1000), epochTolerance: 30 })
+      : { valid: false };
+    const step = result.valid && "timeStep" in result ? Number(result.timeStep) : undefined;
+    // A valid code used already is known to whoever sends it: refused before the budget is touched, so no number of
+    // replays, however parallel, spends it. Only a code that could open something is counted.
+    if (step !== undefined && lastStep !== null && step <= Number(lastStep)) {
+      await failed("code already used");
+      throw new KeysError("invalid-two-factor-token", "the code is not valid, or was used already");
+    }
     const reserved = await reserveAttempt(this.db, budget, now, this.failureWindowMs);
     if (reserved.count > this.maxFailures) {
       await failed("throttled");
       throw new KeysError("throttled", "too many attempts; try again later", {
         retryAfterSeconds: Math.max(1, Math.ceil((reserved.windowStart + this.failureWindowMs - now) / 1000)),
       });
-    }
-    const seed = this.seeds.open(sealed, userId);
-    const result = seed
-      ? verifySync({ secret: seed, token: code, epoch: Math.floor(now / 1000), epochTolerance: 30 })
-      : { valid: false };
-    const step = result.valid && "timeStep" in result ? Number(result.timeStep) : undefined;
-    if (step !== undefined && lastStep !== null && step <= Number(lastStep)) {
-      await refundAttempt(this.db, budget);
-      await failed("code already used");
-      throw new KeysError("invalid-two-factor-token", "the code is not valid, or was used already");
     }
     if (step === undefined) {
       await failed("wrong code");
@@ -1039,20 +1040,27 @@ export class KeysService {
     const throttleKey = `keyauth:${ip}`;
     const left = this.refusals.remaining(throttleKey, this.clock());
     if (left > 0) throw throttled(left);
-    const row = await this.db
+    // The pair with this id or, when there is none, the next one in the index: an unknown id reads a row too (the
+    // same index walk and the same row to decode), so it takes as long as a real id with a wrong secret.
+    const lookup = ACCESS_KEY_ID.test(accessKeyId) ? accessKeyId : NO_KEY_ID;
+    const near = await this.db
       .selectFrom("key_pairs")
       .selectAll()
-      .where("access_key_id", "=", ACCESS_KEY_ID.test(accessKeyId) ? accessKeyId : NO_KEY_ID)
+      .where("access_key_id", ">=", lookup)
+      .orderBy("access_key_id")
+      .limit(1)
       .executeTakeFirst();
+    const row = near?.access_key_id === lookup ? near : undefined;
     const presented = secretHash(this.options.pepper, secretKey);
     const matches =
-      sameHash(presented, row?.secret_hash ?? DUMMY_SECRET_HASH) &&
+      sameHash(presented, near?.secret_hash ?? DUMMY_SECRET_HASH) &&
       row !== undefined &&
       row.status === "Active";
     if (!matches) {
       const now = this.clock();
-      // The owner's email for the audit; an unknown id asks too (for no account), so both take the same queries.
-      const owner = await this.emailOf(row?.user_id ?? -1);
+      // The owner's email for the audit; an unknown id asks for the neighbour's, so both take the same query.
+      const email = await this.emailOf(near?.user_id ?? -1);
+      const owner = row ? email : null;
       const id = row ? row.access_key_id : "unknown key id";
       const failures = await reserveAttempt(this.db, throttleKey, now, this.failureWindowMs);
       if (failures.count > this.maxAddressFailures) {
