@@ -145,11 +145,12 @@ export class KeysService {
       ...options.slowDown,
       windowMs: this.failureWindowMs,
     };
-    // scrypt runs on libuv's thread pool (4 threads by default): more at once only queue there, unfairly. An account's
-    // share of the queue is large enough that guessers need many addresses at once to fill it (2 each), so the owner's
-    // attempt waits its turn rather than being refused.
+    // scrypt runs on libuv's thread pool (4 threads by default): more at once only queue there, unfairly. Past 8 in
+    // flight, attempts on one account wait in its own line: the owner's waits its turn rather than being refused, and
+    // one account's guessers hold no more than 8 places of the shared queue.
     this.gate = new HashingGate({
-      perAccount: 32,
+      perAccount: 8,
+      accountQueue: 256,
       perAddress: 2,
       total: Math.min(4, Math.max(2, availableParallelism())),
       queue: 64,
