@@ -6,11 +6,13 @@ import type { Transaction } from "kysely";
 import type { AuditEvent, KeysDatabase } from "./store/schema.js";
 import { isDeviceTokenFor, newDeviceToken } from "./crypto/deviceCookie.js";
 import { dummyPasswordHash, hashPassword, needsRehash, verifyPassword } from "./crypto/passwords.js";
+import { newRecoveryCodes, recoveryCodeHash } from "./crypto/recoveryCodes.js";
 import { SeedCipher } from "./crypto/seedCipher.js";
 import { clearAttempts, refundAttempt, reserveAttempt } from "./throttle/attemptCounter.js";
 import { HashingGate } from "./throttle/hashingGate.js";
 import { RefusalMemo } from "./throttle/refusalMemo.js";
 import type { HashingGateLimits } from "./throttle/hashingGate.js";
+import { slowedLoginPath } from "./throttle/slowedLogin.js";
 import { takeAccountSlot } from "./throttle/slowDown.js";
 import type { SlowDownPolicy } from "./throttle/slowDown.js";
 import {
@@ -26,8 +28,11 @@ import {
 /** How stale lastUsedAt may be; it is rewritten at most once per this interval. */
 export const LAST_USED_RESOLUTION_MS = 60_000;
 
-/** At most this many active key pairs per account (as AWS's AccessKeysPerUser quota). */
+/** At most this many key pairs per account, Active and Inactive alike (as AWS's AccessKeysPerUser quota). */
 export const MAX_ACTIVE_KEYS = 2;
+
+/** Password checks made at once per account and address while the account is slowed down (see slowedLogin.ts). */
+export const SLOWED_CHECKS_PER_ADDRESS = 2;
 
 /** Passwords shorter than this are refused (CLI and page alike). */
 export const MIN_PASSWORD_LENGTH = 12;
@@ -140,9 +145,12 @@ export class KeysService {
       ...options.slowDown,
       windowMs: this.failureWindowMs,
     };
-    // scrypt runs on libuv's thread pool (4 threads by default): more at once only queue there, unfairly.
+    // scrypt runs on libuv's thread pool (4 threads by default): more at once only queue there, unfairly. Past 8 in
+    // flight, attempts on one account wait in its own line: the owner's waits its turn rather than being refused, and
+    // one account's guessers hold no more than 8 places of the shared queue.
     this.gate = new HashingGate({
-      perAccount: 4,
+      perAccount: 8,
+      accountQueue: 256,
       perAddress: 2,
       total: Math.min(4, Math.max(2, availableParallelism())),
       queue: 64,
@@ -229,6 +237,7 @@ export class KeysService {
         .set({ totp_secret: null, totp_pending: null, totp_last_step: null })
         .where("id", "=", user.id)
         .execute();
+      await this.replaceRecoveryCodes(tx, user.id, []);
       const deleted = await tx.deleteFrom("sessions").where("user_id", "=", user.id).executeTakeFirst();
       return Number(deleted.numDeletedRows);
     });
@@ -302,15 +311,21 @@ export class KeysService {
    * Checks the password (same work and answer for an unknown email) and opens a new session: a fresh id at every
    * login, so a session id planted before login is worthless. Every attempt is counted before the password is
    * checked (per account and address pair, per address, and the per-account slow-down), and the checks running at once
-   * are bounded, so neither a parallel burst nor guessing from many addresses gets past the limits or locks the owner
-   * out. A browser that logged in before (its device cookie) skips the per-account bounds.
+   * are bounded, so neither a parallel burst nor guessing from many addresses gets past the limits. Nobody locks the
+   * owner out: a browser that completed a login before (its device cookie) skips the per-account bounds, and while the
+   * account is slowed down the right credentials still get in from anywhere (see throttle/slowedLogin.ts). A current
+   * code given with the password completes both factors at once.
    */
   async login(
     email: string,
     password: string,
     ip: string,
-    client: { deviceToken?: string | undefined; userAgent?: string | undefined } = {},
-  ): Promise<{ token: string; twoFactorRequired: boolean; deviceToken: string }> {
+    client: {
+      deviceToken?: string | undefined;
+      userAgent?: string | undefined;
+      code?: string | undefined;
+    } = {},
+  ): Promise<{ token: string; twoFactorRequired: boolean; deviceToken: string | undefined }> {
     const normalized = email.trim().toLowerCase();
     const account = accountKey(normalized);
     const trusted = isDeviceTokenFor(this.options.pepper, normalized, client.deviceToken);
@@ -318,7 +333,7 @@ export class KeysService {
     const addressKey = `ip:${ip}`;
     const accountSlowKey = `account:${account}`;
     // A block already known costs no database write and no audit entry (see RefusalMemo).
-    for (const key of trusted ? [pairKey, addressKey] : [pairKey, addressKey, accountSlowKey]) {
+    for (const key of [pairKey, addressKey]) {
       const left = this.refusals.remaining(key, this.clock());
       if (left > 0) throw throttled(left);
     }
@@ -345,32 +360,60 @@ export class KeysService {
             scope,
           );
       }
+      // How long the account is slowed down for this attempt (0: it took an ordinary slot).
+      let slowedMs = 0;
       if (trusted) await reserveAttempt(this.db, accountSlowKey, now, this.failureWindowMs);
       else {
-        const accountSlot = await takeAccountSlot(this.db, accountSlowKey, now, this.slowDown);
-        if (!accountSlot.ok)
-          return await this.refuseLogin(
-            normalized,
-            ip,
-            accountSlowKey,
-            now + accountSlot.retryAfterMs,
-            "account slowed down",
-          );
+        const known = this.refusals.remaining(accountSlowKey, now);
+        const accountSlot =
+          known > 0
+            ? { ok: false as const, retryAfterMs: known }
+            : await takeAccountSlot(this.db, accountSlowKey, now, this.slowDown);
+        if (!accountSlot.ok) {
+          slowedMs = accountSlot.retryAfterMs;
+          if (this.refusals.remember(accountSlowKey, now + slowedMs, now))
+            await this.audit(
+              normalized.slice(0, 254),
+              "login-throttled",
+              `ip ${ip}, account slowed down until ${new Date(now + slowedMs).toISOString()}`,
+            );
+        }
       }
       const user = await this.db
         .selectFrom("users")
         .selectAll()
         .where("email", "=", normalized)
         .executeTakeFirst();
+      const twoFactorOn = user !== undefined && user.totp_secret !== null;
+      if (slowedMs > 0) {
+        const addressChecks = twoFactorOn
+          ? 0
+          : (await reserveAttempt(this.db, `slowed:${account}|${ip}`, now, this.failureWindowMs)).count;
+        const path = slowedLoginPath({
+          twoFactor: twoFactorOn,
+          codeGiven: client.code !== undefined,
+          addressChecks,
+          maxAddressChecks: SLOWED_CHECKS_PER_ADDRESS,
+        });
+        if (path === "refuse") throw slowedDown(slowedMs);
+      }
       const ok = await verifyPassword(password, user?.password_hash ?? (await dummyPasswordHash()));
       if (!user || !ok || user.disabled === 1) {
-        await this.audit(normalized.slice(0, 254), "login-failed", `ip ${ip}`);
-        throw new KeysError("invalid-credentials", "the email or password is not correct");
+        await this.audit(
+          normalized.slice(0, 254),
+          "login-failed",
+          `ip ${ip}${slowedMs > 0 ? ", account slowed down" : ""}`,
+        );
+        if (slowedMs === 0)
+          throw new KeysError("invalid-credentials", "the email or password is not correct");
+        // Checked while slowed down: a failure like any other, answered as a refusal is, so it tells nothing.
+        await reserveAttempt(this.db, accountSlowKey, now, this.failureWindowMs);
+        throw slowedDown(slowedMs);
       }
       // A success is no failure: the attempts it reserved are taken back.
       await clearAttempts(this.db, pairKey);
       await refundAttempt(this.db, addressKey);
-      await refundAttempt(this.db, accountSlowKey);
+      if (slowedMs === 0) await refundAttempt(this.db, accountSlowKey);
       // The password is at hand only now: a hash from weaker parameters is replaced by one at today's.
       if (needsRehash(user.password_hash))
         await this.db
@@ -378,10 +421,26 @@ export class KeysService {
           .set({ password_hash: await hashPassword(password) })
           .where("id", "=", user.id)
           .execute();
-      const twoFactorRequired = user.totp_secret !== null;
+      let twoFactorRequired = twoFactorOn;
+      if (twoFactorOn && client.code !== undefined) {
+        try {
+          await this.useLoginCode(user, client.code, ip, trusted);
+        } catch (error) {
+          // While slowed down every failure looks the same, so a right password is not told apart from a wrong one.
+          if (slowedMs > 0) throw slowedDown(slowedMs);
+          throw error;
+        }
+        twoFactorRequired = false;
+      }
       const token = await this.openSession(user.id, twoFactorRequired, ip, client.userAgent);
-      await this.audit(user.email, "login", `ip ${ip}${twoFactorRequired ? ", second factor owed" : ""}`);
-      return { token, twoFactorRequired, deviceToken: newDeviceToken(this.options.pepper, user.email) };
+      const how = twoFactorRequired ? ", second factor owed" : twoFactorOn ? ", both factors" : "";
+      await this.audit(user.email, "login", `ip ${ip}${how}${slowedMs > 0 ? ", account slowed down" : ""}`);
+      return {
+        token,
+        twoFactorRequired,
+        // Only a complete login marks the browser: a password alone earns no way past the slow-down.
+        deviceToken: twoFactorRequired ? undefined : newDeviceToken(this.options.pepper, user.email),
+      };
     } finally {
       slot.release();
     }
@@ -406,19 +465,51 @@ export class KeysService {
   }
 
   /** Completes the second factor: a valid code not used before; the session id is rotated. */
-  async completeTwoFactor(token: string, code: string, ip: string, userAgent?: string): Promise<string> {
+  async completeTwoFactor(
+    token: string,
+    proof: { code: string } | { recoveryCode: string },
+    ip: string,
+    userAgent?: string,
+    deviceToken?: string,
+  ): Promise<{ token: string; deviceToken: string | undefined }> {
     const session = await this.session(token);
     if (!session) throw new KeysError("session-required", "log in first");
     const user = await this.userById(session.userId);
-    if (!session.twoFactorPending || !user.totp_secret) return token;
+    if (!session.twoFactorPending || !user.totp_secret) return { token, deviceToken: undefined };
+    const trusted = isDeviceTokenFor(this.options.pepper, user.email, deviceToken);
+    if ("code" in proof) {
+      await this.useLoginCode(user, proof.code, ip, trusted);
+      await this.audit(user.email, "two-factor", `ip ${ip}`);
+    } else {
+      const left = await this.useRecoveryCode(user, proof.recoveryCode, ip);
+      await this.audit(user.email, "two-factor", `ip ${ip}, recovery code, ${left} left`);
+    }
+    await this.db.deleteFrom("sessions").where("token_hash", "=", tokenHash(token)).execute();
+    return {
+      token: await this.openSession(user.id, false, ip, userAgent),
+      deviceToken: newDeviceToken(this.options.pepper, user.email),
+    };
+  }
+
+  /**
+   * A code at login: checked against the account's budget, or, from a browser that completed a login before, against
+   * a budget of its own (someone who has only the password cannot spend it), and its step recorded conditionally, so
+   * two concurrent uses of one code cannot both pass.
+   */
+  private async useLoginCode(
+    user: { id: number; email: string; totp_secret: string | null; totp_last_step: number | null },
+    code: string,
+    ip: string,
+    trusted: boolean,
+  ): Promise<void> {
     const step = await this.acceptCode(
       user.id,
-      user.totp_secret,
+      user.totp_secret!,
       user.totp_last_step,
       code,
       loginCodeFailure(this, user.email, ip),
+      trusted ? `totp:${user.id}:trusted` : `totp:${user.id}`,
     );
-    // Record the step conditionally, so two concurrent uses of one code cannot both pass.
     const updated = await this.db
       .updateTable("users")
       .set({ totp_last_step: step })
@@ -426,51 +517,51 @@ export class KeysService {
       .where((eb) => eb.or([eb("totp_last_step", "is", null), eb("totp_last_step", "<", step)]))
       .executeTakeFirst();
     if (Number(updated.numUpdatedRows) !== 1) {
+      // Lost a race with another use of the same code: a replay, not a guess.
+      await refundAttempt(this.db, trusted ? `totp:${user.id}:trusted` : `totp:${user.id}`);
       await this.audit(user.email, "two-factor-failed", `ip ${ip}, code already used`);
       throw new KeysError("invalid-two-factor-token", "the code is not valid, or was used already");
     }
-    await this.audit(user.email, "two-factor", `ip ${ip}`);
-    await this.db.deleteFrom("sessions").where("token_hash", "=", tokenHash(token)).execute();
-    return this.openSession(user.id, false, ip, userAgent);
   }
 
   /**
-   * Checks a TOTP code against a sealed seed, the attempt counted first (5 per account in the window, shared by every
-   * replica and by every use of a code: login, set-up, turning it off), and returns its time step. `failed` records a
-   * refusal in the audit trail as the caller names it.
+   * Checks a TOTP code against a sealed seed, the attempt counted first (5 in the window under `budget`, shared by every
+   * replica and by every use of a code: login, set-up, turning it off), and returns its time step. A valid code used
+   * already is refused without counting: it is no guess, and replaying the code that opened a session must not use up
+   * the owner's budget. `failed` records a refusal in the audit trail as the caller names it.
    */
   private async acceptCode(
     userId: number,
     sealed: string,
     lastStep: number | null,
     code: string,
-    failed: (why: "throttled" | "wrong code") => Promise<void>,
+    failed: (why: "throttled" | "wrong code" | "code already used") => Promise<void>,
+    budget = `totp:${userId}`,
   ): Promise<number> {
     const now = this.clock();
-    const key = `totp:${userId}`;
-    const reserved = await reserveAttempt(this.db, key, now, this.failureWindowMs);
+    const seed = this.seeds.open(sealed, userId);
+    const result = seed
+      ? verifySync({ secret: seed, token: code, epoch: Math.floor(now / 1000), epochTolerance: 30 })
+      : { valid: false };
+    const step = result.valid && "timeStep" in result ? Number(result.timeStep) : undefined;
+    // A valid code used already is known to whoever sends it: refused before the budget is touched, so no number of
+    // replays, however parallel, spends it. Only a code that could open something is counted.
+    if (step !== undefined && lastStep !== null && step <= Number(lastStep)) {
+      await failed("code already used");
+      throw new KeysError("invalid-two-factor-token", "the code is not valid, or was used already");
+    }
+    const reserved = await reserveAttempt(this.db, budget, now, this.failureWindowMs);
     if (reserved.count > this.maxFailures) {
       await failed("throttled");
       throw new KeysError("throttled", "too many attempts; try again later", {
         retryAfterSeconds: Math.max(1, Math.ceil((reserved.windowStart + this.failureWindowMs - now) / 1000)),
       });
     }
-    const seed = this.seeds.open(sealed, userId);
-    const result = seed
-      ? verifySync({
-          secret: seed,
-          token: code,
-          epoch: Math.floor(now / 1000),
-          epochTolerance: 30,
-          ...(lastStep !== null ? { afterTimeStep: Number(lastStep) } : {}),
-        })
-      : { valid: false };
-    const step = result.valid && "timeStep" in result ? Number(result.timeStep) : undefined;
     if (step === undefined) {
       await failed("wrong code");
       throw new KeysError("invalid-two-factor-token", "the code is not valid, or was used already");
     }
-    await clearAttempts(this.db, key);
+    await clearAttempts(this.db, budget);
     return step;
   }
 
@@ -573,6 +664,8 @@ export class KeysService {
   }
 
   async revokeSession(userId: number, id: string, actor: Actor): Promise<void> {
+    // Not a session id (11 base64url characters) cannot be one: no query with whatever it holds.
+    if (!SESSION_ID.test(id)) throw new KeysError("session-not-found", "no such session on this account");
     const result = await this.db
       .deleteFrom("sessions")
       .where("user_id", "=", userId)
@@ -648,11 +741,23 @@ export class KeysService {
     });
   }
 
-  /** Starts two-factor set-up from the page: a new seed, kept sealed until a code from it confirms it. */
-  async startTwoFactorSetup(userId: number): Promise<{ secret: string; uri: string }> {
+  /**
+   * Starts two-factor set-up from the page: a new seed, kept sealed until a code from it confirms it. It asks for the
+   * password first (the re-authentication budget of the password change and of turning it off), so a session taken
+   * over cannot enrol its taker's authenticator and then hold the account with it.
+   */
+  async startTwoFactorSetup(
+    userId: number,
+    password: string,
+    actor: Actor,
+  ): Promise<{ secret: string; uri: string }> {
     const user = await this.userById(userId);
     if (user.totp_secret !== null)
       throw new KeysError("two-factor-already-enabled", "two-factor authentication is on already");
+    await this.checkCurrentPassword(user, password, actor.ip, (why) =>
+      this.audit(user.email, "two-factor-enable-failed", `ip ${actor.ip}, ${why}`),
+    );
+    await clearAttempts(this.db, reauthKey(userId));
     const secret = generateSecret();
     await this.db
       .updateTable("users")
@@ -662,7 +767,17 @@ export class KeysService {
     return { secret, uri: generateURI({ issuer: "lightfleet", label: user.email, secret }) };
   }
 
-  async confirmTwoFactorSetup(userId: number, code: string, actor: Actor): Promise<void> {
+  /**
+   * Confirms the set-up with a code from the new seed: two-factor authentication is on, every other session of the
+   * account ends (it raises what a login needs; sessions opened under the old rule should not outlive it), and ten
+   * recovery codes are returned, shown this once and kept only as HMACs.
+   */
+  async confirmTwoFactorSetup(
+    userId: number,
+    code: string,
+    keepSession: string,
+    actor: Actor,
+  ): Promise<{ recoveryCodes: string[] }> {
     const user = await this.userById(userId);
     if (user.totp_secret !== null)
       throw new KeysError("two-factor-already-enabled", "two-factor authentication is on already");
@@ -675,13 +790,84 @@ export class KeysService {
       code,
       loginCodeFailure(this, user.email, actor.ip),
     );
-    await this.db
-      .updateTable("users")
-      .set({ totp_secret: user.totp_pending, totp_pending: null, totp_last_step: step })
-      .where("id", "=", userId)
-      .where("totp_pending", "=", user.totp_pending)
-      .execute();
-    await this.audit(user.email, "two-factor-enabled", `ip ${actor.ip}`);
+    const recoveryCodes = newRecoveryCodes();
+    const ended = await this.db.transaction().execute(async (tx) => {
+      const on = await tx
+        .updateTable("users")
+        .set({ totp_secret: user.totp_pending, totp_pending: null, totp_last_step: step })
+        .where("id", "=", userId)
+        .where("totp_pending", "=", user.totp_pending)
+        .executeTakeFirst();
+      if (Number(on.numUpdatedRows) !== 1) return undefined;
+      await this.replaceRecoveryCodes(tx, userId, recoveryCodes);
+      const others = await tx
+        .deleteFrom("sessions")
+        .where("user_id", "=", userId)
+        .where("token_hash", "!=", tokenHash(keepSession))
+        .executeTakeFirst();
+      return Number(others.numDeletedRows);
+    });
+    if (ended === undefined)
+      throw new KeysError("two-factor-setup-required", "start the two-factor set-up first");
+    await this.audit(
+      user.email,
+      "two-factor-enabled",
+      `ip ${actor.ip}, ${ended} other session${ended === 1 ? "" : "s"} ended`,
+    );
+    return { recoveryCodes };
+  }
+
+  private async replaceRecoveryCodes(tx: Transaction<KeysDatabase>, userId: number, codes: string[]) {
+    await tx.deleteFrom("recovery_codes").where("user_id", "=", userId).execute();
+    if (codes.length > 0)
+      await tx
+        .insertInto("recovery_codes")
+        .values(
+          codes.map((c) => ({
+            code_hash: recoveryCodeHash(this.options.pepper, c),
+            user_id: userId,
+            used_at: null,
+          })),
+        )
+        .execute();
+  }
+
+  /**
+   * A recovery code in place of the authenticator's: throttled on a budget of its own (5 in the window; the codes are
+   * far too long to guess online), and marked used with a conditional update, so it works once even when two requests
+   * race. Returns how many are left.
+   */
+  private async useRecoveryCode(
+    user: { id: number; email: string },
+    code: string,
+    ip: string,
+  ): Promise<number> {
+    const now = this.clock();
+    const budget = `recovery:${user.id}`;
+    const reserved = await reserveAttempt(this.db, budget, now, this.failureWindowMs);
+    if (reserved.count > this.maxFailures) {
+      await this.audit(user.email, "two-factor-failed", `ip ${ip}, recovery code, throttled`);
+      throw throttled(reserved.windowStart + this.failureWindowMs - now);
+    }
+    const used = await this.db
+      .updateTable("recovery_codes")
+      .set({ used_at: now })
+      .where("code_hash", "=", recoveryCodeHash(this.options.pepper, code))
+      .where("user_id", "=", user.id)
+      .where("used_at", "is", null)
+      .executeTakeFirst();
+    if (Number(used.numUpdatedRows) !== 1) {
+      await this.audit(user.email, "two-factor-failed", `ip ${ip}, wrong or used recovery code`);
+      throw new KeysError("invalid-two-factor-token", "the recovery code is not valid, or was used already");
+    }
+    await clearAttempts(this.db, budget);
+    const { n } = await this.db
+      .selectFrom("recovery_codes")
+      .select((eb) => eb.fn.countAll<number>().as("n"))
+      .where("user_id", "=", user.id)
+      .where("used_at", "is", null)
+      .executeTakeFirstOrThrow();
+    return Number(n);
   }
 
   /**
@@ -714,6 +900,7 @@ export class KeysService {
         .where("totp_secret", "=", seed)
         .executeTakeFirst();
       if (Number(off.numUpdatedRows) !== 1) return undefined;
+      await this.replaceRecoveryCodes(tx, userId, []);
       const others = await tx
         .deleteFrom("sessions")
         .where("user_id", "=", userId)
@@ -743,7 +930,7 @@ export class KeysService {
     const now = this.clock();
     await this.db.transaction().execute(async (tx) => {
       await this.holdAccount(tx, userId);
-      await this.checkActiveLimit(tx, userId);
+      await this.checkActiveLimit(tx, userId, "any");
       await tx
         .insertInto("key_pairs")
         .values({
@@ -767,13 +954,21 @@ export class KeysService {
     await lock.executeTakeFirstOrThrow();
   }
 
-  private async checkActiveLimit(tx: Transaction<KeysDatabase>, userId: number) {
-    const { n } = await tx
+  /**
+   * The quota: at most two pairs per account, Inactive ones counted (as AWS's AccessKeysPerUser), so deactivating is
+   * no way to pile up pairs; activating is checked against the active ones.
+   */
+  private async checkActiveLimit(
+    tx: Transaction<KeysDatabase>,
+    userId: number,
+    counting: "any" | "Active" = "Active",
+  ) {
+    let count = tx
       .selectFrom("key_pairs")
       .select((eb) => eb.fn.countAll<number>().as("n"))
-      .where("user_id", "=", userId)
-      .where("status", "=", "Active")
-      .executeTakeFirstOrThrow();
+      .where("user_id", "=", userId);
+    if (counting === "Active") count = count.where("status", "=", "Active");
+    const { n } = await count.executeTakeFirstOrThrow();
     if (Number(n) >= MAX_ACTIVE_KEYS)
       throw new KeysError(
         "key-limit-exceeded",
@@ -789,6 +984,7 @@ export class KeysService {
     change: { name?: string | null | undefined; status?: KeyStatus | undefined },
     actor: Actor,
   ): Promise<OwnKeyPairView> {
+    if (!ACCESS_KEY_ID.test(accessKeyId)) throw notFound(accessKeyId);
     const found = await this.db.transaction().execute(async (tx) => {
       await this.holdAccount(tx, userId);
       const row = await tx
@@ -835,22 +1031,48 @@ export class KeysService {
     }));
   }
 
-  /** Authenticates a key pair (unknown id and wrong secret alike fail) and lists its account's pairs. */
-  async listKeys(accessKeyId: string, secretKey: string): Promise<KeyPairView[]> {
-    const valid = ACCESS_KEY_ID.test(accessKeyId);
-    const row = valid
-      ? await this.db
-          .selectFrom("key_pairs")
-          .selectAll()
-          .where("access_key_id", "=", accessKeyId)
-          .executeTakeFirst()
-      : undefined;
+  /**
+   * Authenticates a key pair (unknown id and wrong secret alike fail) and lists its account's pairs. Failures are
+   * counted per address (as failed logins are: 100 in the window, then 429) and each is audited, under the pair's owner
+   * when the id is real; an unknown id does the same work (a lookup, an HMAC, a comparison, two writes), so timing does
+   * not tell which ids exist.
+   */
+  async listKeys(accessKeyId: string, secretKey: string, ip = "unknown"): Promise<KeyPairView[]> {
+    const throttleKey = `keyauth:${ip}`;
+    const left = this.refusals.remaining(throttleKey, this.clock());
+    if (left > 0) throw throttled(left);
+    // The pair with this id or, when there is none, the next one in the index: an unknown id reads a row too (the
+    // same index walk and the same row to decode), so it takes as long as a real id with a wrong secret.
+    const lookup = ACCESS_KEY_ID.test(accessKeyId) ? accessKeyId : NO_KEY_ID;
+    const near = await this.db
+      .selectFrom("key_pairs")
+      .selectAll()
+      .where("access_key_id", ">=", lookup)
+      .orderBy("access_key_id")
+      .limit(1)
+      .executeTakeFirst();
+    const row = near?.access_key_id === lookup ? near : undefined;
     const presented = secretHash(this.options.pepper, secretKey);
-    // Compare even when the id is unknown, so timing does not tell which ids exist.
     const matches =
-      sameHash(presented, row?.secret_hash ?? "0".repeat(64)) && row !== undefined && row.status === "Active";
-    if (!matches)
+      sameHash(presented, near?.secret_hash ?? DUMMY_SECRET_HASH) &&
+      row !== undefined &&
+      row.status === "Active";
+    if (!matches) {
+      const now = this.clock();
+      // The owner's email for the audit; an unknown id asks for the neighbour's, so both take the same query.
+      const email = await this.emailOf(near?.user_id ?? -1);
+      const owner = row ? email : null;
+      const id = row ? row.access_key_id : "unknown key id";
+      const failures = await reserveAttempt(this.db, throttleKey, now, this.failureWindowMs);
+      if (failures.count > this.maxAddressFailures) {
+        const until = failures.windowStart + this.failureWindowMs;
+        if (this.refusals.remember(throttleKey, until, now))
+          await this.audit(owner, "key-auth-throttled", `${id}, ip ${ip}, refused until ${iso(until)}`);
+        throw throttled(until - now);
+      }
+      await this.audit(owner, "key-auth-failed", `${id}, ip ${ip}`);
       throw new KeysError("invalid-credentials", "the access key id or secret key is not correct");
+    }
     const user = await this.db
       .selectFrom("users")
       .select("disabled")
@@ -875,12 +1097,19 @@ export class KeysService {
 
   /** Deletes one of the caller's pairs; someone else's is as unknown as a missing one. */
   async deleteKey(userId: number, accessKeyId: string, actor?: Actor): Promise<void> {
-    const result = await this.db
-      .deleteFrom("key_pairs")
-      .where("access_key_id", "=", accessKeyId)
-      .where("user_id", "=", userId)
-      .executeTakeFirst();
-    if (Number(result.numDeletedRows) !== 1) {
+    // Something that is no key id (a NUL byte, say) is not looked up: it cannot exist, and not every store takes it.
+    const deleted = ACCESS_KEY_ID.test(accessKeyId)
+      ? Number(
+          (
+            await this.db
+              .deleteFrom("key_pairs")
+              .where("access_key_id", "=", accessKeyId)
+              .where("user_id", "=", userId)
+              .executeTakeFirst()
+          ).numDeletedRows,
+        )
+      : 0;
+    if (deleted !== 1) {
       await this.audit(
         await this.emailOf(userId),
         "key-delete-failed",
@@ -948,7 +1177,13 @@ export class KeysService {
     const strangers = await this.db
       .deleteFrom("audit")
       .where("at", "<", now - (this.options.strangerAuditRetentionMs ?? 7 * 86_400_000))
-      .where("event", "in", ["login-failed", "login-throttled", "cross-site-refused"])
+      .where("event", "in", [
+        "login-failed",
+        "login-throttled",
+        "cross-site-refused",
+        "key-auth-failed",
+        "key-auth-throttled",
+      ])
       .where((eb) =>
         eb.or([eb("email", "is", null), eb("email", "not in", eb.selectFrom("users").select("email"))]),
       )
@@ -960,6 +1195,13 @@ export class KeysService {
   }
 }
 
+/** Looked up in place of a malformed id, so both take one query; no real id has this form (base32 has no 0 or 1). */
+const NO_KEY_ID = "LFAK0000000000000000";
+const DUMMY_SECRET_HASH = "0".repeat(64);
+
+/** Public session ids: 8 random bytes in base64url. */
+const SESSION_ID = /^[A-Za-z0-9_-]{11}$/;
+
 /** The throttle key of re-authentication (password change, two-factor off): one budget per account. */
 const reauthKey = (userId: number) => `password:${userId}`;
 
@@ -969,11 +1211,17 @@ const twoFactorNotOn = () =>
 /** How a refused code at login or set-up is recorded (as it always was). */
 const loginCodeFailure =
   (service: KeysService, email: string, ip: string) =>
-  (why: "throttled" | "wrong code"): Promise<void> =>
-    service.record("two-factor-failed", why === "throttled" ? `ip ${ip}, throttled` : `ip ${ip}`, email);
+  (why: "throttled" | "wrong code" | "code already used"): Promise<void> =>
+    service.record("two-factor-failed", why === "wrong code" ? `ip ${ip}` : `ip ${ip}, ${why}`, email);
 
 const throttled = (retryAfterMs: number, message = "too many attempts; try again later") =>
   new KeysError("throttled", message, { retryAfterSeconds: Math.max(1, Math.ceil(retryAfterMs / 1000)) });
+
+const slowedDown = (retryAfterMs: number) =>
+  throttled(
+    retryAfterMs,
+    "this account is slowed down after many failed logins; log in from a browser that logged in before, or give the password with a current two-factor code",
+  );
 
 const withActor = (detail: string, actor: Actor | undefined) =>
   actor ? `${detail}, ip ${actor.ip}` : detail;

@@ -46,9 +46,11 @@ describe("key store at rest", () => {
     expect(JSON.stringify(rows)).not.toContain(secret);
 
     const { token } = await service.login("seed@example.org", PASSWORD, "10.0.0.1");
-    await expect(service.completeTwoFactor(token, generateSync({ secret }), "10.0.0.1")).resolves.toEqual(
-      expect.any(String),
-    );
+    await expect(
+      service.completeTwoFactor(token, { code: generateSync({ secret }) }, "10.0.0.1"),
+    ).resolves.toMatchObject({
+      token: expect.any(String),
+    });
     // The sealed seed copied onto another account does not open there.
     await store.db
       .updateTable("users")
@@ -57,7 +59,7 @@ describe("key store at rest", () => {
       .execute();
     const other = await service.login("other@example.org", PASSWORD, "10.0.0.2");
     await expect(
-      service.completeTwoFactor(other.token, generateSync({ secret }), "10.0.0.2"),
+      service.completeTwoFactor(other.token, { code: generateSync({ secret }) }, "10.0.0.2"),
     ).rejects.toMatchObject({ code: "invalid-two-factor-token" });
   });
 
@@ -77,10 +79,12 @@ describe("key store at rest", () => {
       pepper: Buffer.from(PEPPER),
       seedKey: Buffer.from("another-seed-key-0123456789abcdef0123"),
     });
-    await expect(wrongKey.completeTwoFactor(token, code, "10.0.0.1")).rejects.toMatchObject({
+    await expect(wrongKey.completeTwoFactor(token, { code }, "10.0.0.1")).rejects.toMatchObject({
       code: "invalid-two-factor-token",
     });
-    await expect(service.completeTwoFactor(token, code, "10.0.0.1")).resolves.toEqual(expect.any(String));
+    await expect(service.completeTwoFactor(token, { code }, "10.0.0.1")).resolves.toMatchObject({
+      token: expect.any(String),
+    });
   });
 
   it("drops ended throttle windows, and audit entries past their retention (strangers' sooner)", async () => {

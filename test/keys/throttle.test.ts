@@ -108,7 +108,7 @@ describe("two-factor throttle across two replicas on PostgreSQL", () => {
 
 describe("lockout by others (OWASP: per account and address, plus a per-account slow-down)", () => {
   let started: Started;
-  let now = Date.UTC(2026, 10, 24, 9, 0, 0);
+  const now = Date.UTC(2026, 10, 24, 9, 0, 0);
   beforeAll(async () => {
     started = await startTestKeysApi({ trustProxy: 1, clock: () => now });
     await started.api.service.addUser("victim@example.org", PASSWORD);
@@ -133,25 +133,19 @@ describe("lockout by others (OWASP: per account and address, plus a per-account 
     expect(device).toBeTruthy();
 
     let refused = 0;
-    for (let i = 0; i < 40; i++) {
+    for (let i = 0; i < 16; i++) {
       const r = await login(started.api.url, "known@example.org", "guess", `198.51.100.${i}`);
       if (r.status === 429) refused++;
       else expect(r.status).toBe(401);
     }
-    // Past the slow-down threshold, attempts from new addresses are spaced out: most of a quick run is refused.
-    expect(refused).toBeGreaterThan(20);
-    // The owner's browser is not slowed; from a fresh browser the owner waits seconds, not the 15-minute window.
+    // Past the slow-down threshold (10 failures) no guess is answered 401 any more: each is refused, or checked and
+    // answered as a refusal is.
+    expect(refused).toBe(6);
+    // The owner's browser is not slowed; from a fresh browser and address the right password gets in at once too.
     expect((await login(started.api.url, "known@example.org", PASSWORD, "192.0.2.21", device)).status).toBe(
       200,
     );
-    const fresh = await login(started.api.url, "known@example.org", PASSWORD, "192.0.2.22");
-    if (fresh.status === 429) {
-      const wait = Number(fresh.headers.get("retry-after"));
-      expect(wait).toBeGreaterThan(0);
-      expect(wait).toBeLessThanOrEqual(30);
-      now += wait * 1000;
-      expect((await login(started.api.url, "known@example.org", PASSWORD, "192.0.2.22")).status).toBe(200);
-    } else expect(fresh.status).toBe(200);
+    expect((await login(started.api.url, "known@example.org", PASSWORD, "192.0.2.22")).status).toBe(200);
   });
 
   it("takes the address the proxy appended, never the client's own X-Forwarded-For entries", async () => {

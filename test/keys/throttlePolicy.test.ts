@@ -13,9 +13,9 @@ describe("slowDownDelayMs", () => {
 });
 
 describe("HashingGate", () => {
-  const limits = { perAccount: 2, perAddress: 1, total: 1, queue: 1 };
+  const limits = { perAccount: 2, perAddress: 1, total: 1, queue: 1, accountQueue: 0 };
 
-  it("refuses a second check from one address and a third on one account at once, not queued", async () => {
+  it("refuses a second check from one address, and a third on one account when its line is full", async () => {
     const gate = new HashingGate({ ...limits, total: 10 });
     const first = await gate.enter("acct", "1.1.1.1", false);
     expect("release" in first).toBe(true);
@@ -32,7 +32,7 @@ describe("HashingGate", () => {
   });
 
   it("queues beyond the total, refuses beyond the queue, and lets trusted browsers go first", async () => {
-    const gate = new HashingGate({ perAccount: 10, perAddress: 10, total: 1, queue: 1 });
+    const gate = new HashingGate({ perAccount: 10, perAddress: 10, total: 1, queue: 1, accountQueue: 0 });
     const running = await gate.enter("a", "1", false);
     const order: string[] = [];
     const untrusted = gate.enter("b", "2", false).then((slot) => {
@@ -56,6 +56,41 @@ describe("HashingGate", () => {
     expect(order).toEqual(["trusted", "untrusted"]);
     expect("release" in second).toBe(true);
     if ("release" in second) second.release();
+  });
+});
+
+describe("HashingGate account line", () => {
+  it("holds an attempt past the per-account bound until a check of that account ends, instead of refusing it", async () => {
+    const gate = new HashingGate({ perAccount: 1, perAddress: 5, total: 5, queue: 5, accountQueue: 1 });
+    const guesser = await gate.enter("acct", "1.1.1.1", false);
+    let ownerIn = false;
+    const owner = gate.enter("acct", "2.2.2.2", false).then((slot) => {
+      ownerIn = true;
+      return slot;
+    });
+    // A third waits for no line place: refused, while the owner's attempt waits.
+    expect(await gate.enter("acct", "3.3.3.3", false)).toEqual({ refused: "account" });
+    // Another account is not held up.
+    const other = await gate.enter("other", "4.4.4.4", false);
+    expect("release" in other).toBe(true);
+    await Promise.resolve();
+    expect(ownerIn).toBe(false);
+    if ("release" in guesser) guesser.release();
+    const slot = await owner;
+    expect("release" in slot).toBe(true);
+    // The slot was handed over: the account is at its bound again, so the next waits until the owner's check ends.
+    let nextIn = false;
+    const next = gate.enter("acct", "5.5.5.5", false).then((s) => {
+      nextIn = true;
+      return s;
+    });
+    await Promise.resolve();
+    expect(nextIn).toBe(false);
+    if ("release" in slot) slot.release();
+    const after = await next;
+    expect("release" in after).toBe(true);
+    if ("release" in after) after.release();
+    if ("release" in other) other.release();
   });
 });
 

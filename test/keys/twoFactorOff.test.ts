@@ -147,7 +147,7 @@ describe("POST /v1/user/twofactor/disable", () => {
     expect((await client.request("GET", "/v1/user/me")).body).toMatchObject({ twoFactor: true });
     const failed = (await events(client)).filter((e) => e.event === "two-factor-disable-failed");
     expect(failed.map((e) => e.detail)).toEqual([
-      "ip 127.0.0.1, wrong code",
+      "ip 127.0.0.1, code already used",
       "ip 127.0.0.1, wrong code",
       "ip 127.0.0.1, wrong password",
     ]);

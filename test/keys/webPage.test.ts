@@ -118,6 +118,18 @@ describe("key API web page in headless Chromium", () => {
     await page.click("#login-form button");
     await page.waitForSelector("#twofactor:not([hidden])");
     expect(await focused(page)).toBe("twofactor-title");
+    // The prompt offers a way back and help for a lost authenticator: a recovery code in place of the code.
+    expect(await page.textContent("#twofactor")).toMatch(/lost your authenticator/i);
+    await page.click("#twofactor-use-recovery");
+    expect(await page.isVisible("#recovery-code")).toBe(true);
+    expect(await page.isHidden("#token")).toBe(true);
+    await page.click("#twofactor-use-code");
+    await page.click("#twofactor-back");
+    await page.waitForSelector("#login:not([hidden])");
+    expect(await page.isHidden("#twofactor")).toBe(true);
+    await page.fill("#password", PASSWORD);
+    await page.click("#login-form button");
+    await page.waitForSelector("#twofactor:not([hidden])");
     await page.fill("#token", generateSync({ secret: totpSecret }));
     await page.click("#twofactor-form button");
     await page.waitForSelector("#app:not([hidden])");
@@ -170,7 +182,23 @@ describe("key API web page in headless Chromium", () => {
     await page.check("#saved");
     await page.click("#done");
     await poll(() => page.isDisabled("#create")).toBe(true);
-    expect(await page.textContent("#quota")).toContain("2 of 2 active");
+    expect(await page.textContent("#quota")).toContain("2 of 2 keys");
+    // At 1280 px with every button showing, no key id wraps.
+    expect(
+      await page.evaluate<number[]>(
+        `[...document.querySelectorAll("#key-rows code")].map((c) => c.getClientRects().length)`,
+      ),
+    ).toEqual([1, 1]);
+
+    // As the API, an Active pair can be deleted too: the step opens below its row and warns that it is in use.
+    await row.getByRole("button", { name: /^Delete/ }).click();
+    await page.waitForSelector("#delete-dialog:not([hidden])");
+    expect(await page.locator(`tr[data-id="${id}"] + tr.dialog-row #delete-dialog`).count()).toBe(1);
+    expect(await page.isVisible("#delete-active")).toBe(true);
+    expect(await page.textContent("#delete-dialog")).not.toContain("signed");
+    await page.screenshot({ path: shot("keys-page-desktop-delete.png"), fullPage: true });
+    await page.click("#delete-cancel");
+    await page.waitForSelector("#delete-dialog", { state: "hidden" });
 
     // Deactivate, then delete with the id typed.
     await row.getByRole("button", { name: /^Deactivate/ }).click();
@@ -193,6 +221,9 @@ describe("key API web page in headless Chromium", () => {
     await page.reload();
     await page.waitForSelector("#app:not([hidden])");
     await poll(() => page.locator("#session-list li").count()).toBeGreaterThanOrEqual(2);
+    // Browsers by name, not raw user-agent strings.
+    expect(await page.textContent("#session-list")).toMatch(/This session: Chrome on Linux/);
+    expect(await page.textContent("#session-list")).not.toContain("Mozilla/5.0");
     await page
       .locator("#session-list li")
       .filter({ hasNotText: "This session" })
@@ -215,8 +246,10 @@ describe("key API web page in headless Chromium", () => {
       ).status,
     ).toBe(401);
 
-    await poll(() => page.textContent("#audit-list")).toContain("key-deleted");
-    expect(await page.textContent("#audit-list")).toContain("password-changed");
+    // Activity in words, not event codes.
+    await poll(() => page.textContent("#audit-list")).toContain("Key deleted");
+    expect(await page.textContent("#audit-list")).toContain("Password changed");
+    expect(await page.textContent("#audit-list")).not.toMatch(/key-deleted|password-changed/);
     expect(await axeViolations(page)).toEqual([]);
     await page.screenshot({ path: shot("keys-page-desktop.png"), fullPage: true });
 
@@ -273,8 +306,19 @@ describe("key API web page in headless Chromium", () => {
     expect(layout.buttons.length).toBeGreaterThan(3);
     expectPhoneLayout(layout);
 
-    // Two-factor set-up from the page, the QR code drawn by the server itself.
+    // Two-factor set-up from the page asks for the password first, and can be cancelled at each step.
     await page.click("#tf-start");
+    await page.waitForSelector("#tf-auth:not([hidden])");
+    expect(await focused(page)).toBe("tf-auth-password");
+    await page.click("#tf-auth-cancel");
+    await page.waitForSelector("#tf-auth", { state: "hidden" });
+    expect(await focused(page)).toBe("tf-start");
+    await page.click("#tf-start");
+    await page.fill("#tf-auth-password", "not the password");
+    await page.click("#tf-auth-go");
+    await poll(() => page.textContent("#error")).toContain("not correct");
+    await page.fill("#tf-auth-password", PASSWORD);
+    await page.click("#tf-auth-go");
     await page.waitForSelector("#tf-setup:not([hidden])");
     expect(await focused(page)).toBe("tf-setup-title");
     expect(await page.getAttribute("#tf-qr", "src")).toMatch(/^data:image\/svg\+xml;base64,/);
@@ -288,6 +332,14 @@ describe("key API web page in headless Chromium", () => {
     await page.fill("#tf-code", generateSync({ secret: seed }));
     await page.click("#tf-confirm-form button");
     await poll(() => page.textContent("#tf-state")).toMatch(/^On/);
+    // Recovery codes, shown this once, until the owner says they are saved.
+    await page.waitForSelector("#tf-recovery:not([hidden])");
+    expect(await focused(page)).toBe("tf-recovery-title");
+    expect(await page.locator("#tf-recovery-codes li").count()).toBe(10);
+    await page.screenshot({ path: shot("keys-page-phone-recovery-codes.png"), fullPage: true });
+    await page.click("#tf-recovery-done");
+    await page.waitForSelector("#tf-recovery", { state: "hidden" });
+    expect(await page.locator("#tf-recovery-codes li").count()).toBe(0);
     expect(
       (await started.api.service.listUsers()).find((u) => u.email === "phone@example.org")!.twoFactor,
     ).toBe(true);
@@ -392,10 +444,10 @@ describe("key API web page in headless Chromium", () => {
       expect(await page.isHidden("#tf-off")).toBe(true);
       expect(await page.isVisible("#tf-start")).toBe(true);
       expect(await page.isHidden("#tf-off-start")).toBe(true);
-      expect(await focused(page)).toBe("security-title");
+      await poll(() => focused(page)).toBe("security-title");
       expect(await page.textContent("#status")).toContain("two-factor authentication is off");
       expect(await page.inputValue("#tf-off-password")).toBe("");
-      await poll(() => page.textContent("#audit-list")).toContain("two-factor-disabled");
+      await poll(() => page.textContent("#audit-list")).toContain("Two-factor authentication turned off");
       await poll(() => page.locator("#session-list li").count()).toBe(1);
       expect((await other.request("GET", "/v1/user/me")).status).toBe(401);
       expect(

@@ -26,9 +26,29 @@ export interface KeysAppOptions {
   tls?: boolean;
 }
 
-const keyName = z.string().trim().min(1).max(64);
-const loginBody = z.strictObject({ email: z.email().max(254), password: z.string().min(1).max(1024) });
-const twoFactorBody = z.strictObject({ token: z.string().regex(/^\d{6}$/, "must be 6 digits") });
+/** Names are text: no control characters (PostgreSQL cannot store a NUL, and none belongs in a label). */
+const keyName = z
+  .string()
+  .trim()
+  .min(1)
+  .max(64)
+  // eslint-disable-next-line no-control-regex -- control characters are exactly what is refused
+  .regex(/^[^\u0000-\u001f\u007f]*$/, "must not contain control characters");
+const totpCode = z.string().regex(/^\d{6}$/, "must be 6 digits");
+/** A current code may come with the password: both factors at once (the way in while the account is slowed down). */
+const loginBody = z.strictObject({
+  email: z.email().max(254),
+  password: z.string().min(1).max(1024),
+  token: totpCode.optional(),
+});
+const twoFactorBody = z.strictObject({ token: totpCode });
+/** The second step of a login: a code from the authenticator, or one of the recovery codes when it is lost. */
+const secondFactorBody = z.union([
+  twoFactorBody,
+  z.strictObject({ recoveryCode: z.string().regex(/^[a-zA-Z2-7\s-]{10,20}$/, "must be a recovery code") }),
+]);
+/** Set-up starts with the password again (a session alone does not change the account's security). */
+const setupBody = z.strictObject({ currentPassword: z.string().min(1).max(1024) });
 const createBody = z.strictObject({ name: keyName.optional() });
 const updateBody = z
   .strictObject({ name: keyName.nullable().optional(), status: z.enum(["Active", "Inactive"]).optional() })
@@ -40,7 +60,6 @@ const passwordBody = z.strictObject({
     .min(MIN_PASSWORD_LENGTH, `must be at least ${MIN_PASSWORD_LENGTH} characters`)
     .max(1024),
 });
-const emptyBody = z.strictObject({});
 /** Turning the second factor off asks for both factors again. */
 const twoFactorOffBody = z.strictObject({
   currentPassword: z.string().min(1).max(1024),
@@ -137,6 +156,10 @@ export function createKeysApp(options: KeysAppOptions): express.Express {
     path: "/",
   } as const;
   const setSession = (res: Response, token: string) => res.cookie(SESSION_COOKIE, token, cookieOptions);
+  /** Set after a complete login only (both factors when the account has two). */
+  const setDevice = (res: Response, deviceToken: string | undefined) => {
+    if (deviceToken) res.cookie(DEVICE_COOKIE, deviceToken, { ...cookieOptions, maxAge: 365 * 86_400_000 });
+  };
   const unauthorized = (res: Response, error: KeysError, scheme: "session" | "access-key") => {
     res.setHeader(
       "www-authenticate",
@@ -210,19 +233,28 @@ export function createKeysApp(options: KeysAppOptions): express.Express {
       {
         deviceToken: cookie(req, DEVICE_COOKIE),
         userAgent: req.header("user-agent"),
+        code: input.token,
       },
     );
     setSession(res, token);
-    res.cookie(DEVICE_COOKIE, deviceToken, { ...cookieOptions, maxAge: 365 * 86_400_000 });
+    setDevice(res, deviceToken);
     res.json({ twoFactorRequired });
   });
 
   app.post("/v1/user/login/twofactor", async (req, res) => {
-    const input = body(twoFactorBody, req, res);
+    const input = body(secondFactorBody, req, res);
     if (!input) return;
     const token = cookie(req, SESSION_COOKIE);
     if (!token) throw new KeysError("session-required", "log in first");
-    setSession(res, await service.completeTwoFactor(token, input.token, ip(req), req.header("user-agent")));
+    const done = await service.completeTwoFactor(
+      token,
+      "token" in input ? { code: input.token } : { recoveryCode: input.recoveryCode },
+      ip(req),
+      req.header("user-agent"),
+      cookie(req, DEVICE_COOKIE),
+    );
+    setSession(res, done.token);
+    setDevice(res, done.deviceToken);
     res.json({ twoFactorRequired: false });
   });
 
@@ -280,8 +312,9 @@ export function createKeysApp(options: KeysAppOptions): express.Express {
   });
   app.post("/v1/user/twofactor/setup", async (req, res) => {
     const userId = await account(req);
-    if (!body(emptyBody, req, res)) return;
-    const { secret, uri } = await service.startTwoFactorSetup(userId);
+    const input = body(setupBody, req, res);
+    if (!input) return;
+    const { secret, uri } = await service.startTwoFactorSetup(userId, input.currentPassword, { ip: ip(req) });
     // The QR code is drawn here: the seed never goes to a third-party image service.
     const qrSvg = await QRCode.toString(uri, { type: "svg", margin: 2, errorCorrectionLevel: "M" });
     res.json({ secret, uri, qrSvg });
@@ -290,8 +323,9 @@ export function createKeysApp(options: KeysAppOptions): express.Express {
     const userId = await account(req);
     const input = body(twoFactorBody, req, res);
     if (!input) return;
-    await service.confirmTwoFactorSetup(userId, input.token, { ip: ip(req) });
-    res.status(204).end();
+    res.json(
+      await service.confirmTwoFactorSetup(userId, input.token, cookie(req, SESSION_COOKIE)!, { ip: ip(req) }),
+    );
   });
 
   app.post("/v1/user/twofactor/disable", async (req, res) => {
@@ -321,7 +355,7 @@ export function createKeysApp(options: KeysAppOptions): express.Express {
         scheme: "access-key",
       });
     try {
-      res.json({ keys: await service.listKeys(id, secret) });
+      res.json({ keys: await service.listKeys(id, secret, ip(req)) });
     } catch (error) {
       if (error instanceof KeysError) Object.assign(error, { scheme: "access-key" });
       throw error;
@@ -400,6 +434,24 @@ export function createKeysApp(options: KeysAppOptions): express.Express {
         "invalid-json",
         "Request body is not valid JSON",
         "the body could not be parsed as JSON",
+      );
+    // Last resort for input the database refuses (a NUL byte, an invalid encoding): the client's fault, not ours.
+    if ((error as { code?: unknown }).code === "22021" || (error as { code?: unknown }).code === "22P05")
+      return sendProblem(
+        res,
+        400,
+        "bad-request",
+        "Bad request",
+        "the request holds characters that cannot be stored",
+      );
+    // The body parser's refusals of a charset or content-encoding it cannot read.
+    if (e.status === 415)
+      return sendProblem(
+        res,
+        415,
+        "unsupported-media-type",
+        "Unsupported media type",
+        "request bodies must be application/json in UTF-8, without a content-encoding other than gzip, deflate or br",
       );
     if (e.status && e.status >= 400 && e.status < 500)
       return sendProblem(res, e.status, "bad-request", "Bad request", "the request could not be understood");

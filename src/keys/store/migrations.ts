@@ -78,6 +78,18 @@ const migrations: Record<string, Migration> = {
       await db.schema.createIndex("audit_email").on("audit").columns(["email", "at"]).execute();
     },
   },
+  "0004_recovery_codes": {
+    async up(db: Kysely<unknown>) {
+      // One row per recovery code: its HMAC, and when it was used (a code works once).
+      await db.schema
+        .createTable("recovery_codes")
+        .addColumn("code_hash", "varchar(64)", (c) => c.primaryKey())
+        .addColumn("user_id", "integer", (c) => c.notNull().references("users.id").onDelete("cascade"))
+        .addColumn("used_at", "bigint")
+        .execute();
+      await db.schema.createIndex("recovery_codes_user").on("recovery_codes").column("user_id").execute();
+    },
+  },
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -54,6 +54,13 @@ export interface ThrottleTable {
   last_at: number | null;
 }
 
+/** Recovery codes of accounts with two-factor authentication on, as HMACs; each works once. */
+export interface RecoveryCodesTable {
+  code_hash: string;
+  user_id: number;
+  used_at: number | null;
+}
+
 /** Who did what: logins, second factors, key creation and deletion. Never a password, secret or session id. */
 export interface AuditTable {
   id: Generated<number>;
@@ -81,6 +88,9 @@ export const AUDIT_EVENTS = [
   "two-factor-enabled",
   "two-factor-disabled",
   "two-factor-disable-failed",
+  "two-factor-enable-failed",
+  "key-auth-failed",
+  "key-auth-throttled",
   "user-added",
   "user-disabled",
   "user-enabled",
@@ -93,4 +103,5 @@ export interface KeysDatabase {
   sessions: SessionsTable;
   key_pairs: KeyPairsTable;
   throttle: ThrottleTable;
+  recovery_codes: RecoveryCodesTable;
 }

@@ -1,6 +1,6 @@
 /**
- * Bounds the password hashing a process does at once: per account and per address (a burst from one source is
- * refused at once rather than queued) and in all (FIFO queues, themselves bounded). scrypt takes a core for about
+ * Bounds the password hashing a process does at once: checks in flight (running or queued) per account and per
+ * address (a burst from one source is refused at once rather than queued) and in all (FIFO queues, themselves bounded). scrypt takes a core for about
  * half a second; without these bounds a burst of wrong passwords makes everyone's login wait behind it. A browser the
  * account logged in from before (its device cookie) waits in a queue of its own that goes first, so a burst from
  * many addresses delays the accounts' owners by the checks already running, not by the whole queue.
@@ -11,6 +11,8 @@ export interface HashingGateLimits {
   total: number;
   /** Logins waiting for a free slot; more are refused. */
   queue: number;
+  /** Attempts on one account waiting past `perAccount`; more are refused. */
+  accountQueue: number;
 }
 
 export type GateRefusal = "account" | "address" | "busy";
@@ -21,25 +23,41 @@ export class HashingGate {
   private running = 0;
   private readonly waiting: Array<() => void> = [];
   private readonly trustedWaiting: Array<() => void> = [];
+  private readonly accountWaiting = new Map<string, Array<() => void>>();
 
   constructor(private readonly limits: HashingGateLimits) {}
 
   /**
-   * A slot for one password check, or why there is none. `trusted` (a browser the account logged in from before)
-   * skips the per-account bound, so attempts from others do not crowd the owner out.
+   * A slot for one password check, or why there is none. Past the per-account bound an attempt waits in the
+   * account's own line (bounded by `accountQueue`) rather than being refused, so guessers keeping an account's checks
+   * busy delay the owner's attempt but do not turn it away, and do not take more of the shared queue. `trusted` (a
+   * browser the account logged in from before) skips the per-account bound.
    */
   async enter(
     account: string,
     address: string,
     trusted: boolean,
   ): Promise<{ release: () => void } | { refused: GateRefusal }> {
-    if (!trusted && (this.byAccount.get(account) ?? 0) >= this.limits.perAccount)
-      return { refused: "account" };
     if ((this.byAddress.get(address) ?? 0) >= this.limits.perAddress) return { refused: "address" };
     const queue = trusted ? this.trustedWaiting : this.waiting;
-    if (this.running >= this.limits.total && queue.length >= this.limits.queue) return { refused: "busy" };
-    bump(this.byAccount, account, 1);
+    const full = () => this.running >= this.limits.total && queue.length >= this.limits.queue;
+    if (full()) return { refused: "busy" };
     bump(this.byAddress, address, 1);
+    if (!trusted && (this.byAccount.get(account) ?? 0) >= this.limits.perAccount) {
+      const line = this.accountWaiting.get(account) ?? [];
+      if (line.length >= this.limits.accountQueue) {
+        bump(this.byAddress, address, -1);
+        return { refused: "account" };
+      }
+      this.accountWaiting.set(account, line);
+      // Woken by a release that hands its account slot over (the count stays).
+      await new Promise<void>((resolve) => line.push(resolve));
+      if (full()) {
+        this.releaseAccount(account);
+        bump(this.byAddress, address, -1);
+        return { refused: "busy" };
+      }
+    } else bump(this.byAccount, account, 1);
     if (this.running >= this.limits.total) await new Promise<void>((resolve) => queue.push(resolve));
     else this.running++;
     let released = false;
@@ -47,7 +65,7 @@ export class HashingGate {
       release: () => {
         if (released) return;
         released = true;
-        bump(this.byAccount, account, -1);
+        this.releaseAccount(account);
         bump(this.byAddress, address, -1);
         const next = this.trustedWaiting.shift() ?? this.waiting.shift();
         // The slot passes straight to the next in line; `running` stays the same.
@@ -55,6 +73,15 @@ export class HashingGate {
         else this.running--;
       },
     };
+  }
+
+  /** Hands an account slot to the next attempt waiting for it, or gives it up. */
+  private releaseAccount(account: string): void {
+    const line = this.accountWaiting.get(account);
+    const next = line?.shift();
+    if (line && line.length === 0) this.accountWaiting.delete(account);
+    if (next) next();
+    else bump(this.byAccount, account, -1);
   }
 }
 

@@ -44,6 +44,11 @@ dl { margin: .5rem 0; } dt { font-weight: 600; } dd { margin: 0 0 .5rem 0; }
 .plain { list-style: none; padding: 0; }
 .plain li { padding: .5rem 0; border-bottom: 1px solid #e3e7ec; overflow-wrap: anywhere; }
 #tf-qr { display: block; background: #fff; }
+td code { white-space: nowrap; }
+tr.dialog-row td { padding: 0; }
+button.link { border: 0; background: none; color: #0b5cad; text-decoration: underline; padding: .45rem .25rem; margin: 0; }
+.codes { font-family: ui-monospace, monospace; columns: 2; max-width: 24rem; padding-left: 2rem; }
+.actions { display: flex; flex-wrap: wrap; }
 @media (max-width: 640px) {
   main { padding: .75rem; }
   table, thead, tbody, tr, th, td { display: block; }

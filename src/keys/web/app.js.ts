@@ -81,10 +81,12 @@ function button(text, label, onClick, kind) {
 async function loadKeys() {
   const { keys } = await api("GET", "/v1/user/keys");
   state.keys = keys;
-  const active = keys.filter((k) => k.status === "Active").length;
+  // The quota counts Inactive pairs too (as AWS's), so the button follows the total.
   const limit = state.me ? state.me.keyLimit : 2;
-  $("quota").textContent = active + " of " + limit + " active keys. Deactivate a key before deleting it.";
-  $("create").disabled = active >= limit || state.created !== null;
+  $("quota").textContent = keys.length === 0 ? "" : keys.length + " of " + limit + " keys (Inactive ones count too)." +
+    (keys.length >= limit ? " To create another, delete one (deactivate it first to check nothing still uses it)." : "");
+  $("create").disabled = keys.length >= limit || state.created !== null;
+  closeDelete();
   const rows = $("key-rows"); rows.textContent = "";
   $("no-keys").hidden = keys.length > 0;
   $("key-table").hidden = keys.length === 0;
@@ -102,10 +104,9 @@ async function loadKeys() {
     const who = (k.name ? k.name + " " : "") + k.accessKeyId;
     actions.append(button("Rename", "Rename " + who, () => rename(k)));
     if (k.status === "Active") actions.append(button("Deactivate", "Deactivate " + who, () => setStatus(k, "Inactive")));
-    else {
-      actions.append(button("Activate", "Activate " + who, () => setStatus(k, "Active")));
-      actions.append(button("Delete", "Delete " + who, () => askDelete(k), "danger"));
-    }
+    else actions.append(button("Activate", "Activate " + who, () => setStatus(k, "Active")));
+    // As the API: any pair can be deleted; the step warns when it is still Active.
+    actions.append(button("Delete", "Delete " + who, () => askDelete(k), "danger"));
     tr.append(actions);
     rows.append(tr);
   }
@@ -144,9 +145,25 @@ function rename(k) {
   input.focus();
 }
 
+// The delete step opens right below its row (a row of its own), not away from it at the top of the table.
+function closeDelete() {
+  const dialog = $("delete-dialog");
+  dialog.hidden = true; state.deleting = null;
+  const holder = dialog.closest("tr.dialog-row");
+  $("key-table").before(dialog);
+  if (holder) holder.remove();
+}
 function askDelete(k) {
+  closeDelete();
   state.deleting = k;
+  const row = document.querySelector('tr[data-id="' + k.accessKeyId + '"]');
+  if (row) {
+    const holder = document.createElement("tr"); holder.className = "dialog-row";
+    const td = document.createElement("td"); td.colSpan = row.children.length;
+    td.append($("delete-dialog")); holder.append(td); row.after(holder);
+  }
   $("delete-id").textContent = k.accessKeyId;
+  $("delete-active").hidden = k.status !== "Active";
   $("delete-confirm").value = "";
   $("delete-go").disabled = true;
   $("delete-dialog").hidden = false;
@@ -155,15 +172,13 @@ function askDelete(k) {
 $("delete-confirm").addEventListener("input", () => {
   $("delete-go").disabled = !state.deleting || $("delete-confirm").value.trim() !== state.deleting.accessKeyId;
 });
-$("delete-cancel").addEventListener("click", () => {
-  $("delete-dialog").hidden = true; state.deleting = null; focusOn("keys-title");
-});
+$("delete-cancel").addEventListener("click", () => { closeDelete(); focusOn("keys-title"); });
 $("delete-go").addEventListener("click", async () => {
   const k = state.deleting;
   if (!k || $("delete-confirm").value.trim() !== k.accessKeyId) return;
   try {
     await api("DELETE", "/v1/keys/" + encodeURIComponent(k.accessKeyId));
-    $("delete-dialog").hidden = true; state.deleting = null;
+    closeDelete();
     await loadKeys(); await loadAudit();
     say("deleted " + k.accessKeyId);
     focusOn("keys-title");
@@ -184,7 +199,7 @@ $("create-form").addEventListener("submit", async (e) => {
     await loadKeys(); await loadAudit();
     focusOn("created-title");
   } catch (error) {
-    if (error.code === "key-limit-exceeded") fail("You have " + (state.me ? state.me.keyLimit : 2) + " active keys, the most allowed: deactivate one (and delete it if it is no longer needed) to create another.");
+    if (error.code === "key-limit-exceeded") fail("You have " + (state.me ? state.me.keyLimit : 2) + " keys, the most allowed (Inactive ones count too): deactivate one and delete it to create another.");
     else handle(error);
   }
 });
@@ -220,9 +235,24 @@ async function loadSecurity() {
   if (state.me.twoFactor) $("tf-setup").hidden = true;
   else closeTwoFactorOff();
 }
-$("tf-start").addEventListener("click", async () => {
+// Set-up asks for the password first (as the server does), then shows the QR code; each step has a Cancel.
+function closeTwoFactorSetup(focusId) {
+  $("tf-auth").hidden = true; $("tf-setup").hidden = true; $("tf-start").setAttribute("aria-expanded", "false");
+  $("tf-auth-password").value = ""; $("tf-code").value = ""; $("tf-secret").textContent = ""; $("tf-qr").removeAttribute("src");
+  if (focusId) focusOn(focusId);
+}
+$("tf-start").addEventListener("click", () => {
+  $("tf-auth").hidden = false; $("tf-start").setAttribute("aria-expanded", "true");
+  focusOn("tf-auth-password");
+});
+$("tf-auth-cancel").addEventListener("click", () => closeTwoFactorSetup("tf-start"));
+$("tf-setup-cancel").addEventListener("click", () => closeTwoFactorSetup("tf-start"));
+$("tf-auth").addEventListener("keydown", (e) => { if (e.key === "Escape") closeTwoFactorSetup("tf-start"); });
+$("tf-auth-form").addEventListener("submit", async (e) => {
+  e.preventDefault();
   try {
-    const setup = await api("POST", "/v1/user/twofactor/setup", {});
+    const setup = await api("POST", "/v1/user/twofactor/setup", { currentPassword: $("tf-auth-password").value });
+    $("tf-auth-password").value = ""; $("tf-auth").hidden = true;
     $("tf-qr").src = "data:image/svg+xml;base64," + btoa(setup.qrSvg);
     $("tf-secret").textContent = setup.secret;
     $("tf-setup").hidden = false;
@@ -232,13 +262,21 @@ $("tf-start").addEventListener("click", async () => {
 $("tf-confirm-form").addEventListener("submit", async (e) => {
   e.preventDefault();
   try {
-    await api("POST", "/v1/user/twofactor/confirm", { token: $("tf-code").value });
-    $("tf-code").value = ""; $("tf-secret").textContent = ""; $("tf-qr").removeAttribute("src");
+    const { recoveryCodes } = await api("POST", "/v1/user/twofactor/confirm", { token: $("tf-code").value });
+    closeTwoFactorSetup();
     state.me = await api("GET", "/v1/user/me");
     await loadSecurity(); await loadAudit();
-    say("two-factor authentication is on");
-    focusOn("security-title");
+    const list = $("tf-recovery-codes");
+    list.textContent = "";
+    for (const code of recoveryCodes) { const li = document.createElement("li"); li.textContent = code; list.append(li); }
+    $("tf-recovery").hidden = false;
+    say("two-factor authentication is on; save the recovery codes");
+    focusOn("tf-recovery-title");
   } catch (error) { handle(error); }
+});
+$("tf-recovery-done").addEventListener("click", () => {
+  $("tf-recovery-codes").textContent = ""; $("tf-recovery").hidden = true;
+  focusOn("security-title");
 });
 // Turning two-factor off: a confirmation step that asks for the password and a code, as the server does.
 function closeTwoFactorOff(focusId) {
@@ -286,8 +324,9 @@ async function loadSessions() {
   for (const s of sessions) {
     const li = document.createElement("li");
     const text = document.createElement("span");
-    text.textContent = (s.current ? "This session" : "Session") + " from " + (s.ip || "an unknown address") +
-      (s.userAgent ? ", " + s.userAgent.slice(0, 80) : "") + ", last active " + relative(s.lastSeenAt);
+    text.textContent = (s.current ? "This session" : "Session") + ": " + browserName(s.userAgent) + " from " + (s.ip || "an unknown address") +
+      ", last active " + relative(s.lastSeenAt);
+    if (s.userAgent) text.title = s.userAgent;
     li.append(text);
     if (!s.current) li.append(document.createTextNode(" "), button("End", "End session from " + (s.ip || "unknown"), async () => {
       try { await api("DELETE", "/v1/user/sessions/" + encodeURIComponent(s.id)); await loadSessions(); await loadAudit(); say("session ended"); focusOn("sessions-title"); }
@@ -296,6 +335,29 @@ async function loadSessions() {
     list.append(li);
   }
 }
+/** The audit trail's event codes in words. */
+const EVENTS = {
+  "login": "Logged in", "login-failed": "Failed login", "login-throttled": "Logins slowed down",
+  "two-factor": "Second factor passed", "two-factor-failed": "Wrong two-factor code", "logout": "Logged out",
+  "cross-site-refused": "Cross-site request refused", "key-created": "Key created", "key-deleted": "Key deleted",
+  "key-delete-failed": "Key not deleted", "key-updated": "Key changed", "session-revoked": "Session ended",
+  "password-changed": "Password changed", "two-factor-enabled": "Two-factor authentication turned on",
+  "two-factor-disabled": "Two-factor authentication turned off", "two-factor-disable-failed": "Two-factor not turned off",
+  "two-factor-enable-failed": "Two-factor set-up refused", "key-auth-failed": "Key used with a wrong secret",
+  "key-auth-throttled": "Key checks slowed down", "user-added": "Account created", "user-disabled": "Account disabled",
+  "user-enabled": "Account enabled",
+};
+/** "Firefox on Linux" from a user-agent string; the whole string is on hover. */
+function browserName(ua) {
+  if (!ua) return "unknown browser";
+  const has = (part) => ua.includes(part);
+  const browser = has("Edg/") ? "Edge" : has("Firefox/") ? "Firefox" : has("Chrome/") || has("Chromium/") ? "Chrome" :
+    has("Safari/") ? "Safari" : ua.startsWith("curl/") ? "curl" : "a browser";
+  const os = has("Android") ? "Android" : has("iPhone") || has("iPad") ? "iOS" : has("Windows") ? "Windows" :
+    has("Mac OS X") ? "macOS" : has("Linux") ? "Linux" : "";
+  return os ? browser + " on " + os : browser;
+}
+
 async function loadAudit() {
   const { entries } = await api("GET", "/v1/user/audit");
   const list = $("audit-list"); list.textContent = "";
@@ -303,7 +365,7 @@ async function loadAudit() {
     const li = document.createElement("li");
     const time = document.createElement("time");
     time.dateTime = entry.at; time.title = new Date(entry.at).toLocaleString(); time.textContent = relative(entry.at);
-    li.append(time, document.createTextNode(": " + entry.event + (entry.detail ? " (" + entry.detail + ")" : "")));
+    li.append(time, document.createTextNode(": " + (EVENTS[entry.event] || entry.event) + (entry.detail ? " (" + entry.detail + ")" : "")));
     list.append(li);
   }
 }
@@ -324,10 +386,26 @@ $("login-form").addEventListener("submit", async (e) => {
     await enter();
   } catch (error) { handle(error); }
 });
+// The second step: a code from the app, or a recovery code when the authenticator is lost.
+function useRecovery(on) {
+  $("token-field").hidden = on; $("token").disabled = on;
+  $("recovery-field").hidden = !on; $("recovery-code").disabled = !on;
+  $("twofactor-help").hidden = on; $("twofactor-code-help").hidden = !on;
+  focusOn(on ? "recovery-code" : "token");
+}
+$("twofactor-use-recovery").addEventListener("click", () => useRecovery(true));
+$("twofactor-use-code").addEventListener("click", () => useRecovery(false));
 $("twofactor-form").addEventListener("submit", async (e) => {
   e.preventDefault();
-  try { await api("POST", "/v1/user/login/twofactor", { token: $("token").value }); $("token").value = ""; await enter(); }
+  const body = $("recovery-code").disabled ? { token: $("token").value } : { recoveryCode: $("recovery-code").value };
+  try { await api("POST", "/v1/user/login/twofactor", body); $("token").value = ""; $("recovery-code").value = ""; await enter(); }
   catch (error) { handle(error); }
+});
+// Back to the login form: the half-open session ends.
+$("twofactor-back").addEventListener("click", async () => {
+  await api("POST", "/v1/user/logout").catch(() => {});
+  $("token").value = ""; $("recovery-code").value = ""; useRecovery(false);
+  show("login");
 });
 $("logout").addEventListener("click", async () => {
   await api("POST", "/v1/user/logout").catch(() => {});

@@ -36,10 +36,22 @@ export const INDEX_HTML = `<!doctype html>
   <section id="twofactor" aria-labelledby="twofactor-title" hidden>
     <h1 id="twofactor-title" tabindex="-1">Two-factor code</h1>
     <form id="twofactor-form">
-      <label for="token">Code from your authenticator app</label>
-      <input id="token" name="token" inputmode="numeric" autocomplete="one-time-code" pattern="[0-9]{6}" maxlength="6" required>
-      <button type="submit" class="primary">Verify</button>
+      <div id="token-field">
+        <label for="token">Code from your authenticator app</label>
+        <input id="token" name="token" inputmode="numeric" autocomplete="one-time-code" pattern="[0-9]{6}" maxlength="6" required>
+      </div>
+      <div id="recovery-field" hidden>
+        <label for="recovery-code">One of your recovery codes</label>
+        <input id="recovery-code" name="recovery-code" autocomplete="off" spellcheck="false" maxlength="20" disabled required>
+      </div>
+      <div class="actions">
+        <button type="submit" class="primary">Verify</button>
+        <button type="button" id="twofactor-back">Back</button>
+      </div>
     </form>
+    <p id="twofactor-help" class="muted">Lost your authenticator? <button type="button" id="twofactor-use-recovery" class="link">Use a recovery code</button>
+      (you were given ten when you turned two-factor authentication on). Without one, an operator can turn it off for you.</p>
+    <p id="twofactor-code-help" class="muted" hidden><button type="button" id="twofactor-use-code" class="link">Use a code from the app instead</button></p>
   </section>
 
   <div id="app" hidden>
@@ -72,7 +84,8 @@ export const INDEX_HTML = `<!doctype html>
 
       <div id="delete-dialog" class="danger-zone" role="group" aria-labelledby="delete-title" hidden>
         <h2 id="delete-title" tabindex="-1">Delete access key</h2>
-        <p>Deleting <code id="delete-id"></code> is permanent: requests signed with it fail from then on. Type the access key id to confirm.</p>
+        <p>Deleting <code id="delete-id"></code> is permanent: calls that authenticate with it fail from then on. Type the access key id to confirm.</p>
+        <p id="delete-active" class="error" hidden>This key is Active: anything still using it stops working at once.</p>
         <label for="delete-confirm">Access key id</label>
         <input id="delete-confirm" autocomplete="off" spellcheck="false">
         <div class="buttons">
@@ -93,7 +106,25 @@ export const INDEX_HTML = `<!doctype html>
       <h2 id="security-title" tabindex="-1">Security</h2>
       <h3>Two-factor authentication</h3>
       <p id="tf-state"></p>
-      <button type="button" id="tf-start" hidden>Set up two-factor authentication</button>
+      <button type="button" id="tf-start" aria-expanded="false" aria-controls="tf-auth" hidden>Set up two-factor authentication</button>
+      <div id="tf-auth" role="group" aria-labelledby="tf-auth-title" hidden>
+        <h4 id="tf-auth-title">Confirm it is you</h4>
+        <p>Turning two-factor authentication on ends your other sessions.</p>
+        <form id="tf-auth-form">
+          <label for="tf-auth-password">Current password</label>
+          <input id="tf-auth-password" type="password" autocomplete="current-password" required>
+          <div class="actions">
+            <button type="submit" id="tf-auth-go" class="primary">Continue</button>
+            <button type="button" id="tf-auth-cancel">Cancel</button>
+          </div>
+        </form>
+      </div>
+      <div id="tf-recovery" role="group" aria-labelledby="tf-recovery-title" hidden>
+        <h4 id="tf-recovery-title" tabindex="-1">Save your recovery codes</h4>
+        <p>Each code logs you in once if you lose your authenticator. They are shown only now.</p>
+        <ul id="tf-recovery-codes" class="codes"></ul>
+        <button type="button" id="tf-recovery-done" class="primary">I have saved the recovery codes</button>
+      </div>
       <div id="tf-setup" hidden>
         <h4 id="tf-setup-title" tabindex="-1">Scan the QR code with your authenticator app</h4>
         <img id="tf-qr" alt="QR code with the two-factor secret" width="200" height="200">
@@ -101,7 +132,10 @@ export const INDEX_HTML = `<!doctype html>
         <form id="tf-confirm-form">
           <label for="tf-code">Code the app shows</label>
           <input id="tf-code" inputmode="numeric" autocomplete="one-time-code" pattern="[0-9]{6}" maxlength="6" required>
-          <button type="submit" class="primary">Turn on two-factor authentication</button>
+          <div class="actions">
+            <button type="submit" class="primary">Turn on two-factor authentication</button>
+            <button type="button" id="tf-setup-cancel">Cancel</button>
+          </div>
         </form>
       </div>
       <button type="button" id="tf-off-start" aria-expanded="false" aria-controls="tf-off" hidden>Turn off two-factor</button>
