@@ -62,8 +62,17 @@ const SYSTEM = [
   "test/keys/contract.test.ts",
   "test/keys/storage.test.ts",
   "test/keys/throttle.test.ts",
+  "test/keys/hostileInput.test.ts",
+  "test/keys/keyAuth.test.ts",
+  "test/keys/ownerLockout.test.ts",
+  "test/keys/twoFactorBudget.test.ts",
+  "test/keys/twoFactorOn.test.ts",
   // Chromium
   "test/keys/webPage.test.ts",
+  // Redis and nginx (gateway replicas)
+  "test/gateway/gatewayReplicas.test.ts",
+  "test/gateway/redisFilters.test.ts",
+  "test/gateway/redisState.test.ts",
   // Prometheus and promtool
   "test/chart/alerts.test.ts",
   "test/metrics/controllerMetrics.test.ts",
