@@ -26,12 +26,14 @@ export class MirroredChain {
     return node;
   }
 
-  /** Mines the next block, with the shared timestamp, on each of `nodes` (all of them, even if one fails). */
+  /**
+   * Mines the next block, with the shared timestamp, on each of `nodes` (all of them, even if one fails). A node that
+   * missed blocks (left out before, or new) gets them first, so it never takes a block at another block's height.
+   */
   mine(nodes: ReadonlyArray<AnvilNode>): Promise<void> {
     return this.exclusive(async () => {
       this.height++;
-      const timestamp = this.timestampOf(this.height);
-      const results = await Promise.allSettled(nodes.map((n) => rpc(n).call("evm_mine", [timestamp])));
+      const results = await Promise.allSettled(nodes.map((n) => this.mineUpTo(n, this.height)));
       const failed = results.find((r) => r.status === "rejected");
       if (failed) throw failed.reason;
     });
@@ -39,11 +41,7 @@ export class MirroredChain {
 
   /** Mines the blocks `node` is missing up to the chain's head, with their shared timestamps. */
   catchUp(node: AnvilNode): Promise<void> {
-    return this.exclusive(async () => {
-      const client = rpc(node);
-      const have = Number(await client.call<string>("eth_blockNumber"));
-      for (let n = have + 1; n <= this.height; n++) await client.call("evm_mine", [this.timestampOf(n)]);
-    });
+    return this.exclusive(() => this.mineUpTo(node, this.height));
   }
 
   /** Mines a block only `node` has, with another timestamp: it leaves the shared chain (a fork). */
@@ -57,6 +55,12 @@ export class MirroredChain {
 
   async stopAll(): Promise<void> {
     await Promise.all(this.started.splice(0).map((n) => n.stop()));
+  }
+
+  private async mineUpTo(node: AnvilNode, height: number): Promise<void> {
+    const client = rpc(node);
+    const have = Number(await client.call<string>("eth_blockNumber"));
+    for (let n = have + 1; n <= height; n++) await client.call("evm_mine", [this.timestampOf(n)]);
   }
 
   private exclusive(task: () => Promise<void>): Promise<void> {
