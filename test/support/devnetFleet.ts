@@ -116,7 +116,7 @@ export async function startDevnetFleet(options: DevnetFleetOptions): Promise<Dev
 
 /**
  * For a test file whose tests each need a devnet fleet of three light nodes, all routed: returns `healthyFleet(health)`,
- * which starts one (HEALTH merged with the test's own) and waits until every node is routed. Each fleet is stopped
+ * which starts one (HEALTH merged with the test's own) and waits until every node is routed and past genesis. Each fleet is stopped
  * after its test, and the file fails if an anvil outlives it.
  */
 export function routedFleets(base: { blockTimeMs: number; health: Record<string, unknown> }) {
@@ -135,10 +135,16 @@ export function routedFleets(base: { blockTimeMs: number; health: Record<string,
       health: { ...base.health, ...health },
     });
     const fleet = current;
-    await waitFor(() => fleet.routed().length === 3, {
-      what: "all three light nodes routed",
-      timeoutMs: 20_000,
-    });
+    // Past genesis too: nodes at block 0 with the peers are in sync and routed before the first block, but a fault
+    // applied there leaves a node at height 0, which the engine judges as never synced (height-zero, restart reason
+    // lag) rather than as the lag or stall the tests put on a node that was following the chain.
+    await waitFor(
+      () => {
+        const nodes = fleet.controller.lastOutput("devnet")?.nodes ?? [];
+        return fleet.routed().length === 3 && nodes.length === 3 && nodes.every((n) => (n.head ?? 0) >= 1);
+      },
+      { what: "all three light nodes routed and past genesis", timeoutMs: 20_000 },
+    );
     return fleet;
   };
 }
