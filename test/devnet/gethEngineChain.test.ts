@@ -4,7 +4,7 @@ import { HttpRpcClient } from "../../src/rpc/httpRpcClient.js";
 import { gethForTests } from "../support/geth/gethBinary.js";
 import type { EngineGeth } from "../support/geth/engineDriver.js";
 import { gethGenesis, produceBlock, startEngineGeth } from "../support/geth/engineDriver.js";
-import { waitFor } from "../support/waitFor.js";
+import { waitFor, waitForProgress } from "../support/waitFor.js";
 
 const head = async (node: EngineGeth) =>
   (await new HttpRpcClient(node.httpUrl, 10_000).call("eth_getBlockByNumber", ["latest", false])) as {
@@ -33,11 +33,26 @@ describe("several geth nodes on one chain, driven through the engine API", () =>
     expect(await head(a)).toMatchObject({ number: "0x3", hash: last });
     expect(await head(b)).toMatchObject({ number: "0x3", hash: last });
 
-    // Joins at block 3: told of block 4 and 5 only, it fetches 1..3 from its peer over devp2p.
+    // Joins at block 3: told of block 4 and 5 only, it fetches 1..3 from its peers over devp2p.
     const c = await start();
-    await new HttpRpcClient(c.httpUrl, 10_000).call("admin_addPeer", [a.enode]);
+    const late = new HttpRpcClient(c.httpUrl, 10_000);
+    for (const peer of [a, b]) await late.call("admin_addPeer", [peer.enode]);
+    // Connected first: geth dials a static peer again only some 35 s after a dial that failed (a handshake that a
+    // loaded machine let time out), so the bound covers one retry.
+    await waitFor(async () => Number(await late.call<string>("net_peerCount", [])) > 0, {
+      timeoutMs: 60_000,
+      what: "the late node's peers",
+    });
     for (let i = 0; i < 2; i++) last = await produceBlock(a, [a, b, c], secret);
-    await waitFor(async () => (await head(c)).hash === last, { what: "the late node at block 5" });
+    // Waited for while its sync moves (its head, or the block its sync reached), however slow a loaded machine is.
+    await waitForProgress(
+      async () => (await head(c)).hash === last,
+      async () => {
+        const syncing = await late.call<false | { currentBlock: string }>("eth_syncing", []);
+        return Number((await head(c)).number) + (syncing ? Number(syncing.currentBlock) : 0);
+      },
+      { what: "the late node at block 5" },
+    );
     expect(await head(c)).toMatchObject({ number: "0x5", hash: last });
   }, 120_000);
 });

@@ -135,13 +135,20 @@ describe("chooseNode", () => {
     outstanding,
     ...extra,
   });
-  const choose = (candidates: Candidate[], tried: string[], avoid: string[], holders?: string[]) =>
+  /** By default the call has an attempt in flight exactly when it tried a node (a hedge or a move off a hung node). */
+  const choose = (
+    candidates: Candidate[],
+    tried: string[],
+    avoid: string[],
+    holders?: string[],
+    nothingInFlight = tried.length === 0,
+  ) =>
     chooseNode({
       candidates,
       minBlock: 5,
       tried: new Set(tried),
       avoid: new Set(avoid),
-      first: tried.length === 0,
+      nothingInFlight,
       holders: holders ? new Set(holders) : undefined,
       turn: 0,
     })?.name;
@@ -157,6 +164,15 @@ describe("chooseNode", () => {
     // A first attempt with only such nodes left: better one of them than no answer.
     expect(choose(nodes, [], ["a", "b", "c"])).toBe("a");
     expect(choose(nodes, ["a", "b", "c"], [])).toBeUndefined();
+  });
+
+  it("retries a read whose only attempt failed on a node passed over when no other is left, rather than failing it", () => {
+    const nodes = [node("a"), node("b", 3), node("c", 5)];
+    // a refused the connection; b and c are hung (busy on a loaded machine) or just failed another call.
+    expect(choose(nodes, ["a"], ["b", "c"], undefined, true)).toBe("b");
+    // Still never a node tried, and one not passed over first.
+    expect(choose(nodes, ["a"], ["b"], undefined, true)).toBe("c");
+    expect(choose(nodes, ["a", "b", "c"], [], undefined, true)).toBeUndefined();
   });
 
   it("keeps to routed nodes and to the holders of a block asked by hash", () => {

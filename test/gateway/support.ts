@@ -11,7 +11,7 @@ import { StaticUpstreamSource } from "../../src/gateway/upstreams/staticSource.j
 import type { Upstream } from "../../src/gateway/upstreams/upstreamSource.js";
 import { silentLogger } from "../../src/log/logger.js";
 import { HttpRpcClient } from "../../src/rpc/httpRpcClient.js";
-import { waitFor } from "../support/waitFor.js";
+import { waitFor, waitForProgress } from "../support/waitFor.js";
 
 /** A JSON answer, inspected field by field by the assertions. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any JSON shape, checked by expect()
@@ -55,10 +55,20 @@ export async function startTestGateway(
   return { gateway: started, source, registry, wsUrl: `${started.url.replace("http", "ws")}/ws` };
 }
 
-/** Waits until the gateway serves the devnet's head. */
+/**
+ * Waits until the gateway serves the devnet's head. That head is the devnet's log, which its nodes mine after it: on
+ * a loaded machine they run some blocks behind it, so the wait goes on while the nodes (up to the head) or the served
+ * head still move, and gives up when neither has for 15 s.
+ */
 export async function waitForServedHead(gateway: Gateway, devnet: Devnet): Promise<number> {
   const head = devnet.head(NETWORK).number;
-  await waitFor(() => (gateway.servedHead(NETWORK) ?? -1) >= head, { what: `served head ${head}` });
+  const lowestNode = () =>
+    Math.min(...devnet.status().nodes.map((n) => (n.network === NETWORK ? (n.head?.number ?? -1) : head)));
+  await waitForProgress(
+    () => (gateway.servedHead(NETWORK) ?? -1) >= head,
+    () => (gateway.servedHead(NETWORK) ?? -1) + Math.min(lowestNode(), head),
+    { what: `served head ${head}` },
+  );
   return gateway.servedHead(NETWORK)!;
 }
 

@@ -477,7 +477,8 @@ export class CallHandler {
         }, ms);
         timers.add(timer);
       };
-      const retry = () => retries > 0 && launch("retry", this.choose(prepared, tried)) && retries-- > 0;
+      const retry = () =>
+        retries > 0 && launch("retry", this.choose(prepared, tried, pending === 0)) && retries-- > 0;
       const launch = (kind: "first" | "retry" | "hedge", choice: Candidate | undefined): boolean => {
         const answer = choice && upstreams.call(choice.name, request, this.options.upstreamTimeoutMs, raw);
         if (!choice || !answer) return false;
@@ -537,7 +538,7 @@ export class CallHandler {
           after(hedgeAfter, () => {
             after(hungAfter - hedgeAfter, onHung);
             if (settled || pending > 1 || retries <= 0) return;
-            const second = this.choose(prepared, tried);
+            const second = this.choose(prepared, tried, false);
             if (!second) return;
             if (!this.budget.take()) {
               metrics.hedges.inc({ network, outcome: "budget_refused" });
@@ -547,20 +548,23 @@ export class CallHandler {
           });
         return true;
       };
-      if (!launch("first", this.choose(prepared, tried))) finish(this.failure(request, undefined));
+      if (!launch("first", this.choose(prepared, tried, true))) finish(this.failure(request, undefined));
     });
   }
 
   /** The node for the next attempt of a call (see chooseNode). */
-  private choose({ minBlock, blockHash }: Prepared, tried: ReadonlySet<string>): Candidate | undefined {
-    const first = tried.size === 0;
+  private choose(
+    { minBlock, blockHash }: Prepared,
+    tried: ReadonlySet<string>,
+    nothingInFlight: boolean,
+  ): Candidate | undefined {
     const { upstreams } = this.options;
     return chooseNode({
       candidates: upstreams.candidates(),
       minBlock,
       tried,
       avoid: this.tracker.avoided(),
-      first,
+      nothingInFlight,
       holders: blockHash ? upstreams.blockOfHash(blockHash)?.holders : undefined,
       turn: this.turn++,
     });

@@ -7,10 +7,16 @@ export interface ChooseNodeInput {
   minBlock: number | undefined;
   /** Nodes this call was sent to already (never again). */
   tried: ReadonlySet<string>;
-  /** Nodes hung or just failed: never for a retry or hedge; for a call's first attempt, only when no other is left. */
+  /**
+   * Nodes hung or just failed: never for a hedge or a move off a hung node; for an attempt with nothing else in
+   * flight, only when no other is left.
+   */
   avoid: ReadonlySet<string>;
-  /** The call's first attempt (rather than a retry or hedge). */
-  first: boolean;
+  /**
+   * The call has no attempt in flight: its first, or a retry after its only attempt failed. Without this one it gets
+   * no answer, so a node passed over is better than none.
+   */
+  nothingInFlight: boolean;
   /** For a call by block hash: the nodes whose chain holds the block, preferred when any is left. */
   holders?: ReadonlySet<string> | undefined;
   /** Rotates among equally good nodes. */
@@ -19,14 +25,16 @@ export interface ChooseNodeInput {
 
 /**
  * The node for the next attempt of one call: the best routed node (see rankCandidates) that the call has not tried,
- * and for a retry or hedge none that is hung or just failed (a first attempt takes one only when nothing else is
- * left), and, for a call by block hash, those holding the block.
+ * none that is hung or just failed (an attempt with nothing else in flight takes one when no other is left: a node
+ * that dies while the others are busy must not turn its reads into errors), and, for a call by block hash, those
+ * holding the block.
  */
 export function chooseNode(input: ChooseNodeInput): Candidate | undefined {
   const { candidates, minBlock, tried, avoid } = input;
   let ranked = rankCandidates(candidates, minBlock, avoid.size > 0 ? new Set([...tried, ...avoid]) : tried);
-  // A first attempt is better sent to a node passed over than not at all; a retry or hedge is not.
-  if (ranked.length === 0 && avoid.size > 0 && input.first)
+  // An attempt the call depends on is better sent to a node passed over than not at all; a second one in flight is
+  // not (the first may still answer).
+  if (ranked.length === 0 && avoid.size > 0 && input.nothingInFlight)
     ranked = rankCandidates(candidates, minBlock, tried);
   if (input.holders) {
     const holding = ranked.filter((c) => input.holders!.has(c.name));
