@@ -166,4 +166,22 @@ describe("a reference that lagged behind for reasons of the controller's own", (
     expect(outputs.map((o) => o.reference!.number)).toEqual(outputs.map((_, i) => 536 + i + 1));
     expect(statusOf(outputs.at(-1)!, "n1").lagBlocks).toBe(0);
   });
+
+  it("a peer that jumped far ahead is still refused when it is left alone: its own climb is no anchor for the jump", () => {
+    const sc = new Scenario(network);
+    sc.round({ peers: [fullPeer("a", 500), fullPeer("b", 500)], nodes: [lightNode("n1", 500)] });
+    // b leaps a thousand blocks onto a chain of its own while a goes on; then a goes down and b is alone.
+    sc.after(BLOCK_MS, {
+      peers: [fullPeer("a", 501), fullPeer("b", 1_500, { chain: "fake" })],
+      nodes: [lightNode("n1", 501)],
+    });
+    const outputs = sc.run(3, BLOCK_MS, (i) => ({
+      peers: [fullPeer("a", 502 + i, { reachable: false }), fullPeer("b", 1_501 + i, { chain: "fake" })],
+      nodes: [lightNode("n1", 502 + i)],
+    }));
+    for (const out of outputs) {
+      expect(out.reference!.number).toBe(500);
+      expect(out.ignoredReference).toMatchObject({ peers: ["b"], reason: "implausible-jump" });
+    }
+  });
 });
