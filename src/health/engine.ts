@@ -380,6 +380,7 @@ function assembleOutput(
     referenceAdvancedAt: ref.referenceAdvancedAt,
     quorumAt: ref.quorumAt,
     referenceChain: ref.referenceChain,
+    peerTrails: ref.peerTrails,
     priorReference: prior,
     failStaticSince: failStatic.since,
     names: report.names,

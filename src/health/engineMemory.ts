@@ -1,3 +1,4 @@
+import type { PeerTrail } from "./referenceTracker.js";
 import type { NetworkHealthState, NodeState, ReferenceHead } from "./types.js";
 
 /**
@@ -14,6 +15,8 @@ export interface EngineMemory {
   readonly quorumAt?: number;
   /** Hashes of the reference's chain at its recent heights (replay or reorg). */
   readonly referenceChain?: ReadonlyMap<number, string>;
+  /** Each reserved peer's last plausible head and when it was seen (the velocity gate's anchor per peer). */
+  readonly peerTrails?: ReadonlyMap<string, PeerTrail>;
   /** The reference's number before it last rose (which blocks of it may still be on their way to the nodes). */
   readonly priorReference?: number;
   /** When the current systemic episode began (bounds the fail-static hold). */

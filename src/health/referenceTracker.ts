@@ -1,6 +1,6 @@
 import { agreedHeads, eligiblePeers, type AgreedHead } from "./referenceHead.js";
 import type { NetworkParams, PeerObservation, ReferenceHead, SystemicCause } from "./types.js";
-import { isPlausibleAdvance } from "./velocityGate.js";
+import { isPlausibleAdvance, type VelocityGateParams } from "./velocityGate.js";
 
 export interface ReferenceHistory {
   reference?: ReferenceHead;
@@ -8,6 +8,17 @@ export interface ReferenceHistory {
   quorumAt?: number;
   /** Hashes of the reference's chain at its recent heights (REFERENCE_CHAIN_DEPTH), to tell a replay from a reorg. */
   referenceChain?: ReadonlyMap<number, string>;
+  /**
+   * Each reserved peer's last head that passed the velocity gate, and when it was first seen: a peer seen climbing
+   * steadily is judged against its own climb, not only against a reference that held for reasons of ours.
+   */
+  peerTrails?: ReadonlyMap<string, PeerTrail>;
+}
+
+/** A peer's last plausible head: the velocity gate's anchor for that peer. */
+export interface PeerTrail {
+  number: number;
+  seenAt: number;
 }
 
 /** Heights of the reference's chain kept to tell a peer replaying that chain from one on a shorter fork. */
@@ -64,20 +75,29 @@ export function trackReference(
   }
 
   const { voters, catchingUp } = peersInStep(eligible, previous, health.peerQuorum);
+  const gate = { blockTimeMs: network.blockTimeMs, slackBlocks: health.referenceJumpSlack };
+  const peerTrails = followTrails(voters, previous, now, gate);
   if (voters.length === 0) {
     // Every peer is below the reference, replaying its chain: the reference holds, and their climb is progress.
     const climbing = catchingUp.map((p) => p.headSeenAt ?? Number.NEGATIVE_INFINITY);
-    const round: ReferenceRound = { ...previous, quorumAt: now, catchingUp: catchingUpOf(catchingUp) };
+    const round: ReferenceRound = {
+      ...previous,
+      quorumAt: now,
+      peerTrails,
+      catchingUp: catchingUpOf(catchingUp),
+    };
     return withHalt(round, health.peerHaltAfter, now, Math.max(...climbing));
   }
   const agreed = agreedHeads(voters, health.peerQuorum);
   if (agreed.length === 0) {
     const withinGrace =
       previous.quorumAt !== undefined && now - previous.quorumAt <= disagreementGraceMs(network);
-    if (withinGrace) return withHalt({ ...previous, ...caughtUpPart(catchingUp) }, health.peerHaltAfter, now);
+    if (withinGrace)
+      return withHalt({ ...previous, peerTrails, ...caughtUpPart(catchingUp) }, health.peerHaltAfter, now);
     const heads = voters.map((p) => `${p.name}@${p.head!.number}`).join(", ");
     return {
       ...previous,
+      peerTrails,
       problem: {
         cause: "peers-disagree",
         message: `no ${Math.min(health.peerQuorum, voters.length)} reserved peers agree on a head by hash (${heads})`,
@@ -85,18 +105,23 @@ export function trackReference(
     };
   }
 
-  const gate = { blockTimeMs: network.blockTimeMs, slackBlocks: health.referenceJumpSlack };
   // The gate is for a peer racing ahead alone: a head every voting peer (two at least) agrees on by hash is real,
-  // however far it is (the controller lost sight of the peers for a while, or they caught up together).
+  // however far it is (the controller lost sight of the peers for a while, or they caught up together). A head is
+  // also plausible against the climb its peers were seen making: the reference may have held while they climbed
+  // (they agreed on nothing by hash, one was down), and that lag is ours, not a jump of theirs.
   const chosen = agreed.find(
     (a) =>
       (a.peers.length >= 2 && a.peers.length === voters.length) ||
-      isPlausibleAdvance(previous.reference, a.head.number, now, gate),
+      isPlausibleAdvance(previous.reference, a.head.number, now, gate) ||
+      a.peers.some((name) => {
+        const trail = previous.peerTrails?.get(name);
+        return trail !== undefined && isPlausibleAdvance(trail, a.head.number, now, gate);
+      }),
   );
   const ignored = chosen === agreed[0] ? undefined : agreed[0];
   if (!chosen)
     return withHalt(
-      { ...previous, quorumAt: now, ignored, ...caughtUpPart(catchingUp) },
+      { ...previous, quorumAt: now, peerTrails, ignored, ...caughtUpPart(catchingUp) },
       health.peerHaltAfter,
       now,
     );
@@ -122,10 +147,44 @@ export function trackReference(
     ? previous.referenceChain
     : extendChain(previous.referenceChain, reference, eligible, chosen.peers);
   return withHalt(
-    { reference, referenceAdvancedAt, quorumAt: now, referenceChain, ignored, ...caughtUpPart(catchingUp) },
+    {
+      reference,
+      referenceAdvancedAt,
+      quorumAt: now,
+      referenceChain,
+      peerTrails,
+      ignored,
+      ...caughtUpPart(catchingUp),
+    },
     health.peerHaltAfter,
     now,
   );
+}
+
+/**
+ * Each voting peer's trail after this round: its head when that head is plausible against the reference or against
+ * the peer's own last trail, and is not on another chain than the reference's kept one; otherwise the old trail stays
+ * (so a peer that jumped ahead is judged against where it was). Peers not voting keep theirs.
+ */
+function followTrails(
+  voters: ReadonlyArray<PeerObservation>,
+  previous: ReferenceHistory,
+  now: number,
+  gate: VelocityGateParams,
+): ReadonlyMap<string, PeerTrail> {
+  const trails = new Map(previous.peerTrails ?? []);
+  const chain = previous.referenceChain;
+  for (const peer of voters) {
+    const head = peer.head!.number;
+    const trail = trails.get(peer.name);
+    const plausible =
+      isPlausibleAdvance(previous.reference, head, now, gate) ||
+      (trail !== undefined && isPlausibleAdvance(trail, head, now, gate));
+    if (!plausible || (chain !== undefined && (offChain(peer.head!, chain) || conflictsWith(peer, chain))))
+      continue;
+    trails.set(peer.name, trail?.number === head ? trail : { number: head, seenAt: now });
+  }
+  return trails;
 }
 
 function catchingUpOf(peers: ReadonlyArray<PeerObservation>): Array<{ name: string; head: number }> {

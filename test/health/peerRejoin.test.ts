@@ -127,3 +127,61 @@ describe("both reserved peers killed, then healed: they come back replaying the 
     expect(outputs.at(-1)!.systemic?.cause).toBe("peers-halted");
   });
 });
+
+describe("a reference that lagged behind for reasons of the controller's own", () => {
+  it("follows the live peer once the other is killed, and holds through its replay, with no jump refused", () => {
+    const sc = new Scenario(network);
+    sc.round({ peers: [fullPeer("full-0", 500), fullPeer("full-1", 500)], nodes: [lightNode("n1", 500)] });
+    // A burst: the chain runs six blocks a second, the peers a block apart and each knowing only its own head's hash
+    // (headers skipped), so they agree on nothing and the reference holds at 500 while both climb steadily.
+    let head = 500;
+    const lone = (name: string, n: number, options: Partial<PeerObservation> = {}) =>
+      fullPeer(name, n, { recentHashes: new Map(), ...options });
+    sc.run(6, BLOCK_MS, () => {
+      head += 6;
+      return { peers: [lone("full-0", head - 1), lone("full-1", head)], nodes: [lightNode("n1", head)] };
+    });
+    expect(sc.outputs.at(-1)!.reference!.number).toBe(500);
+    // full-0 is killed; full-1 goes on at the block rate, then full-0 comes back replaying from a low height.
+    let replayed = 100;
+    const outputs = sc.run(30, BLOCK_MS, (i) => {
+      head += 1;
+      const down = i < 10;
+      if (!down) replayed = Math.min(head, replayed + 100);
+      return {
+        peers: [
+          down ? lone("full-0", head, { reachable: false }) : lone("full-0", replayed),
+          lone("full-1", head),
+        ],
+        nodes: [lightNode("n1", head)],
+      };
+    });
+    const references = sc.outputs.map((o) => o.reference!.number);
+    for (let i = 1; i < references.length; i++)
+      expect(references[i]).toBeGreaterThanOrEqual(references[i - 1]!);
+    for (const out of outputs) {
+      expect(out.ignoredReference).toBeUndefined();
+      expect(out.systemic).toBeUndefined();
+    }
+    expect(outputs.map((o) => o.reference!.number)).toEqual(outputs.map((_, i) => 536 + i + 1));
+    expect(statusOf(outputs.at(-1)!, "n1").lagBlocks).toBe(0);
+  });
+
+  it("a peer that jumped far ahead is still refused when it is left alone: its own climb is no anchor for the jump", () => {
+    const sc = new Scenario(network);
+    sc.round({ peers: [fullPeer("a", 500), fullPeer("b", 500)], nodes: [lightNode("n1", 500)] });
+    // b leaps a thousand blocks onto a chain of its own while a goes on; then a goes down and b is alone.
+    sc.after(BLOCK_MS, {
+      peers: [fullPeer("a", 501), fullPeer("b", 1_500, { chain: "fake" })],
+      nodes: [lightNode("n1", 501)],
+    });
+    const outputs = sc.run(3, BLOCK_MS, (i) => ({
+      peers: [fullPeer("a", 502 + i, { reachable: false }), fullPeer("b", 1_501 + i, { chain: "fake" })],
+      nodes: [lightNode("n1", 502 + i)],
+    }));
+    for (const out of outputs) {
+      expect(out.reference!.number).toBe(500);
+      expect(out.ignoredReference).toMatchObject({ peers: ["b"], reason: "implausible-jump" });
+    }
+  });
+});
