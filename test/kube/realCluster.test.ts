@@ -172,7 +172,7 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
         {
           timeoutMs: 120_000,
           intervalMs: 500,
-          what: `every ${network.name} light node Healthy and Ready${failureContext()}`,
+          what: () => `every ${network.name} light node Healthy and Ready${failureContext()}`,
         },
       );
     }
@@ -287,7 +287,7 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
       {
         timeoutMs: 60_000,
         intervalMs: 250,
-        what: `a settled alpha node to lag${failureContext()}`,
+        what: () => `a settled alpha node to lag${failureContext()}`,
       },
     );
     const unready = await waitFor(
@@ -302,7 +302,7 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
       {
         timeoutMs: 30_000,
         intervalMs: 200,
-        what: `${name} unready through its readiness gate${failureContext()}`,
+        what: () => `${name} unready through its readiness gate${failureContext()}`,
       },
     );
     expect(unready.status?.containerStatuses?.[0]?.ready).toBe(true); // the container is fine: the gate decides
@@ -325,7 +325,7 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
       {
         timeoutMs: 30_000,
         intervalMs: 500,
-        what: `the gateway to call only ${other}${failureContext()}`,
+        what: () => `the gateway to call only ${other}${failureContext()}`,
       },
     );
 
@@ -333,7 +333,7 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
     await waitFor(async () => (await readyAddresses(service)).includes(ip), {
       timeoutMs: 60_000,
       intervalMs: 200,
-      what: `${ip} back in ${service} after heal${failureContext()}`,
+      what: () => `${ip} back in ${service} after heal${failureContext()}`,
     });
   }, 180_000);
 
@@ -365,7 +365,11 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
         await traffic();
         return (await leaderRate()) > 0;
       },
-      { timeoutMs: 20_000, intervalMs: 500, what: `the leader to read alpha's rate${failureContext()}` },
+      {
+        timeoutMs: 20_000,
+        intervalMs: 500,
+        what: () => `the leader to read alpha's rate${failureContext()}`,
+      },
     );
     // A rate alone does not make a status write due: the pool's status shows it at its next refresh (30 s at most).
     const alpha = await waitFor(
@@ -377,7 +381,7 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
       {
         timeoutMs: 45_000,
         intervalMs: 1_000,
-        what: `alpha's status to show the scraped request rate${failureContext()}`,
+        what: () => `alpha's status to show the scraped request rate${failureContext()}`,
       },
     );
     expect(alpha.status?.conditions?.find((c) => c.type === "ScalingActive")).toMatchObject({
@@ -396,7 +400,7 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
     const replacement = await waitFor(
       async () =>
         (await lightPods("alpha")).find((p) => p.metadata!.name === name && p.metadata!.uid !== uid),
-      { timeoutMs: 90_000, intervalMs: 250, what: `${name} evicted and recreated${failureContext()}` },
+      { timeoutMs: 90_000, intervalMs: 250, what: () => `${name} evicted and recreated${failureContext()}` },
     );
     const evictions = (await cluster.plane.auditEvents()).filter(
       (e) => e.objectRef?.subresource === "eviction" && e.objectRef.name === name && e.verb === "create",
@@ -421,7 +425,7 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
       {
         timeoutMs: 90_000,
         intervalMs: 250,
-        what: `${name} Healthy again after its restart${failureContext()}`,
+        what: () => `${name} Healthy again after its restart${failureContext()}`,
       },
     );
   }, 240_000);
@@ -507,7 +511,7 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
           const node = await lightNode(name);
           return node.status?.state === "Unresponsive" ? node : undefined;
         },
-        { timeoutMs: 30_000, intervalMs: 200, what: `${name} Unresponsive${failureContext()}` },
+        { timeoutMs: 30_000, intervalMs: 200, what: () => `${name} Unresponsive${failureContext()}` },
       );
       expect(hung.status?.head).toBeUndefined();
       expect(hung.status?.lagBlocks).toBeUndefined();
@@ -548,7 +552,7 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
       {
         timeoutMs: 60_000,
         intervalMs: 250,
-        what: `${statefulSet} scaled to 3${failureContext()}`,
+        what: () => `${statefulSet} scaled to 3${failureContext()}`,
       },
     );
     const scaleCalls = (await cluster.plane.auditEvents()).filter(
@@ -564,7 +568,7 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
     await waitFor(async () => (await lightNode(`${statefulSet}-2`)).status?.state === "Healthy", {
       timeoutMs: 90_000,
       intervalMs: 250,
-      what: `the new pod ${statefulSet}-2 Healthy${failureContext()}`,
+      what: () => `the new pod ${statefulSet}-2 Healthy${failureContext()}`,
     });
   }, 150_000);
 
@@ -594,7 +598,7 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
       {
         timeoutMs: 30_000,
         intervalMs: 200,
-        what: `a new leader after ${first} was killed${failureContext()}`,
+        what: () => `a new leader after ${first} was killed${failureContext()}`,
       },
     );
     expect(Date.now() - killedAt).toBeLessThan(15_000 + 2_000 + 3_000); // lease duration + retry period + slack
@@ -612,7 +616,7 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
         {
           timeoutMs: 40_000,
           intervalMs: 200,
-          what: `a new leader while ${second} is paused${failureContext()}`,
+          what: () => `a new leader while ${second} is paused${failureContext()}`,
         },
       );
     } finally {
@@ -685,7 +689,7 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
       {
         timeoutMs: 45_000,
         intervalMs: 500,
-        what: `alpha's scaling held for want of a rate${failureContext()}`,
+        what: () => `alpha's scaling held for want of a rate${failureContext()}`,
       },
     );
     expect(held.status?.requestRate).toBeUndefined();
