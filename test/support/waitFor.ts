@@ -1,7 +1,8 @@
 /** Polls `check` until it returns a truthy value or the deadline passes; never a blind sleep. */
 export async function waitFor<T>(
   check: () => T | Promise<T>,
-  options: { timeoutMs?: number; intervalMs?: number; what?: string } = {},
+  /** `what` may be a function: then it is read at the deadline (a failure message with the output up to then). */
+  options: { timeoutMs?: number; intervalMs?: number; what?: string | (() => string) } = {},
 ): Promise<NonNullable<T>> {
   const deadline = Date.now() + (options.timeoutMs ?? 15_000);
   let last: unknown;
@@ -14,7 +15,7 @@ export async function waitFor<T>(
     }
     if (Date.now() > deadline) {
       throw new Error(
-        `timed out after ${options.timeoutMs ?? 15_000} ms waiting for ${options.what ?? "a condition"}` +
+        `timed out after ${options.timeoutMs ?? 15_000} ms waiting for ${what(options.what)}` +
           (last ? ` (last error: ${String(last)})` : ""),
       );
     }
@@ -30,7 +31,7 @@ export async function waitFor<T>(
 export async function waitForProgress<T>(
   check: () => T | Promise<T>,
   progress: () => number | undefined | Promise<number | undefined>,
-  options: { stallMs?: number; timeoutMs?: number; intervalMs?: number; what?: string } = {},
+  options: { stallMs?: number; timeoutMs?: number; intervalMs?: number; what?: string | (() => string) } = {},
 ): Promise<NonNullable<T>> {
   const stallMs = options.stallMs ?? 15_000;
   const timeoutMs = options.timeoutMs ?? 120_000;
@@ -54,10 +55,14 @@ export async function waitForProgress<T>(
     if (Date.now() - movedAt > stallMs || waited > timeoutMs) {
       throw new Error(
         `gave up after ${waited} ms (no progress for ${Date.now() - movedAt} ms, at ${best}) waiting for ` +
-          `${options.what ?? "a condition"}` +
+          `${what(options.what)}` +
           (last ? ` (last error: ${String(last)})` : ""),
       );
     }
     await new Promise((resolve) => setTimeout(resolve, options.intervalMs ?? 25));
   }
+}
+
+function what(described: string | (() => string) | undefined): string {
+  return (typeof described === "function" ? described() : described) ?? "a condition";
 }

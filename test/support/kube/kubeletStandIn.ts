@@ -57,6 +57,10 @@ interface PodRecord {
   probeOk: Map<string, boolean>;
   lastStatus?: string;
   failure?: string;
+  /** While the runtime starts the containers (a start may take seconds: the anvil replays the chain). */
+  starting?: boolean;
+  /** When a failed start is tried again (a kubelet retries it with a back-off: CrashLoopBackOff). */
+  retryAt?: number;
   /** Set when the containers exited and the pod's restartPolicy leaves them so: the pod is done. */
   terminated?: { exitCode: number; finishedAt: string };
 }
@@ -75,6 +79,9 @@ export interface KubeletStandIn {
  * deleted pods within their grace period and then removes them. Status is brought up to date by listing pods every
  * `syncIntervalMs` (a kubelet also resyncs periodically; here it is the only trigger, which keeps it simple).
  */
+/** How long after a failed start the containers are started again (a kubelet's first CrashLoopBackOff step is 10 s). */
+const RETRY_START_AFTER_MS = 1_000;
+
 export async function startKubeletStandIn(options: KubeletStandInOptions): Promise<KubeletStandIn> {
   const core = options.kubeConfig.makeApiClient(CoreV1Api);
   const log = options.log ?? (() => undefined);
@@ -177,8 +184,14 @@ export async function startKubeletStandIn(options: KubeletStandInOptions): Promi
       const dead = record.running;
       record.running = undefined;
       record.probeOk.clear();
+      record.starting = true;
       log(`pod ${record.namespace}/${record.name}: container exited, restarting`);
       void dead.stop(0).then(() => startContainers(pod, record!));
+    } else if (!record.running && !record.starting && record.failure && Date.now() >= (record.retryAt ?? 0)) {
+      // The containers never started (the runtime failed): the kubelet tries again, counting the restart.
+      record.restarts++;
+      log(`pod ${record.namespace}/${record.name}: start failed before, trying again`);
+      void startContainers(pod, record);
     }
     if (record.running && !record.terminated) await runProbes(pod, record);
     await writeStatus(pod, record);
@@ -187,6 +200,7 @@ export async function startKubeletStandIn(options: KubeletStandInOptions): Promi
   const startContainers = async (pod: V1Pod, record: PodRecord) => {
     const runtime = options.runtimeFor(pod);
     if (!runtime) return;
+    record.starting = true;
     try {
       record.ip ??= await options.allocateIp(pod);
       const running = await runtime.start(pod, record.ip);
@@ -199,7 +213,10 @@ export async function startKubeletStandIn(options: KubeletStandInOptions): Promi
       log(`pod ${record.namespace}/${record.name}: running at ${record.ip}`);
     } catch (error) {
       record.failure = (error as Error).message;
+      record.retryAt = Date.now() + RETRY_START_AFTER_MS;
       log(`pod ${record.namespace}/${record.name}: start failed: ${record.failure}`);
+    } finally {
+      record.starting = false;
     }
   };
 

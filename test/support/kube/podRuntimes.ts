@@ -29,6 +29,8 @@ export function anvilPodRuntime(
   podNetwork: PodNetwork,
   chainIds: Map<string, number>,
 ): PodRuntime {
+  // Which start attached the devnet node of each name: a replaced pod's late stop must not detach its successor's.
+  const attachedBy = new Map<string, object>();
   return {
     async start(pod, podIp) {
       const network = pod.metadata!.labels?.["lightfleet.io/network"];
@@ -59,6 +61,8 @@ export function anvilPodRuntime(
       } catch {
         // not attached
       }
+      const self = {};
+      attachedBy.set(name, self);
       try {
         await devnet.attach({
           name,
@@ -67,6 +71,7 @@ export function anvilPodRuntime(
           kill: () => node.process.kill("SIGKILL"),
         });
       } catch (error) {
+        if (attachedBy.get(name) === self) attachedBy.delete(name);
         if (forwarder) await stopChild(forwarder, 0);
         await node.stop();
         throw error;
@@ -75,10 +80,13 @@ export function anvilPodRuntime(
         signal: (signal) => node.process.kill(signal),
         exited: () => exited,
         async stop(graceMs) {
-          try {
-            devnet.detach(name);
-          } catch {
-            // detached already
+          if (attachedBy.get(name) === self) {
+            attachedBy.delete(name);
+            try {
+              devnet.detach(name);
+            } catch {
+              // detached already
+            }
           }
           if (forwarder) await stopChild(forwarder, 0);
           await stopChild(node.process, graceMs);
