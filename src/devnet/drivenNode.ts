@@ -6,7 +6,8 @@ import type { BlockLog, ReplayStep } from "./blockLog.js";
 import type { ActiveFault } from "./faults.js";
 import { targetHeight } from "./faults.js";
 import type { LatencyFront } from "./latencyFront.js";
-import { SLOW_PROFILES, STATE_READ_METHODS, latencySampler, seededRandom } from "./latencyProfile.js";
+import { STATE_READ_METHODS } from "../rpc/stateReads.js";
+import { SLOW_PROFILES, latencySampler, seededRandom } from "./latencyProfile.js";
 import { nextBaseFee } from "./nextBaseFee.js";
 
 export type NodeRole = "full" | "light";

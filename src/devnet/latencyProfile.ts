@@ -20,18 +20,6 @@ export const SLOW_PROFILES = {
 export type SlowProfileName = keyof typeof SLOW_PROFILES;
 export const SLOW_PROFILE_NAMES = Object.keys(SLOW_PROFILES) as SlowProfileName[];
 
-/** The methods a light node answers from state it may have to fetch first; only these are delayed. */
-export const STATE_READ_METHODS: ReadonlySet<string> = new Set([
-  "eth_call",
-  "eth_estimateGas",
-  "eth_getBalance",
-  "eth_getCode",
-  "eth_getStorageAt",
-  "eth_getTransactionCount",
-  "eth_getProof",
-  "eth_createAccessList",
-]);
-
 /** The standard normal quantile of 0.99. */
 const Z99 = 2.3263478740408408;
 /** A delay never exceeds this multiple of the profile's p99 (the far tail would outlast any client). */

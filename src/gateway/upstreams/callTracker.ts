@@ -1,5 +1,6 @@
 import type { HedgeConfig, HungNodesConfig } from "../../config/sections/latency.js";
 import { LatencyWindow } from "./latencyWindow.js";
+import { STATE_READ_METHODS } from "../../rpc/stateReads.js";
 
 /**
  * Kinds of call whose latencies are learnt apart: a light node answers state reads after fetching state from its
@@ -7,19 +8,8 @@ import { LatencyWindow } from "./latencyWindow.js";
  */
 export type LatencyClass = "state" | "logs" | "other";
 
-const STATE_READS = new Set([
-  "eth_call",
-  "eth_estimateGas",
-  "eth_getBalance",
-  "eth_getCode",
-  "eth_getStorageAt",
-  "eth_getTransactionCount",
-  "eth_getProof",
-  "eth_createAccessList",
-]);
-
 export function latencyClass(method: string): LatencyClass {
-  if (STATE_READS.has(method)) return "state";
+  if (STATE_READ_METHODS.has(method)) return "state";
   return method === "eth_getLogs" ? "logs" : "other";
 }
 
