@@ -1,4 +1,4 @@
-import { spawn } from "node:child_process";
+import { runGo } from "../goCommand.js";
 import { existsSync } from "node:fs";
 import { mkdir, rename, rm } from "node:fs/promises";
 import { homedir } from "node:os";
@@ -65,23 +65,8 @@ export async function ensureGeth(log: (line: string) => void = () => undefined):
 
 function goInstall(gobin: string, cwd: string): Promise<void> {
   const args = ["install", "-trimpath", "-ldflags", "-s -w", `${GETH_PACKAGE}@${GETH_VERSION}`];
-  return new Promise((resolve, reject) => {
-    const child = spawn("go", args, {
-      cwd,
-      // Outside any module or workspace: `pkg@version` builds with the go.mod of that version, as a user's install.
-      env: { ...process.env, GOBIN: gobin, CGO_ENABLED: "0", GOWORK: "off" },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let output = "";
-    child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
-    child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
-    child.once("error", reject);
-    child.once("exit", (code) =>
-      code === 0
-        ? resolve()
-        : reject(new Error(`go ${args.join(" ")} failed (exit ${code}):\n${output.slice(-4000)}`)),
-    );
-  });
+  // Outside any module or workspace: `pkg@version` builds with the go.mod of that version, as a user's install.
+  return runGo(args, cwd, { GOBIN: gobin, CGO_ENABLED: "0", GOWORK: "off" });
 }
 
 /**

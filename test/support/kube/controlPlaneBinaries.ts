@@ -1,9 +1,10 @@
-import { execFile, spawn } from "node:child_process";
+import { execFile } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { mkdir, open, rename, rm, stat } from "node:fs/promises";
 import { homedir } from "node:os";
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
+import { runGo } from "../goCommand.js";
 import { waitFor } from "../waitFor.js";
 
 const run = promisify(execFile);
@@ -120,22 +121,7 @@ export async function ensureControlPlane(
 }
 
 function goBuild(args: string[]): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const child = spawn("go", args, {
-      cwd: CONTROL_PLANE_MODULE,
-      env: { ...process.env, GOFLAGS: "-mod=readonly", CGO_ENABLED: "0" },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let output = "";
-    child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
-    child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
-    child.once("error", reject);
-    child.once("exit", (code) =>
-      code === 0
-        ? resolve()
-        : reject(new Error(`go ${args.join(" ")} failed (exit ${code}):\n${output.slice(-4000)}`)),
-    );
-  });
+  return runGo(args, CONTROL_PLANE_MODULE, { GOFLAGS: "-mod=readonly", CGO_ENABLED: "0" });
 }
 
 /** An exclusive lock file; a lock left by a dead build (older than an hour) is taken over. */
