@@ -60,6 +60,20 @@ describe("lightfleet up on a terminal", () => {
     // JSON logs stay off the terminal.
     expect(screen).not.toMatch(/^\{"level"/m);
 
+    // A node held back at genesis reads as "reports height 0", not as blocks behind: lag it once the chain has moved.
+    const rpc = /alpha RPC\s+(http:\/\/127\.0\.0\.1:\d+\/)/.exec(screen)![1]!;
+    await waitFor(
+      async () => {
+        const response = await fetch(rpc, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_blockNumber", params: [] }),
+        });
+        const body = (await response.json()) as { result?: string };
+        return body.result !== undefined && Number(body.result) >= 2;
+      },
+      { what: "the chain past genesis", timeoutMs: 20_000 },
+    );
     const fault = await fetch(`${admin}/devnet/faults/alpha-light-1`, {
       method: "POST",
       headers: { "content-type": "application/json" },
@@ -69,7 +83,7 @@ describe("lightfleet up on a terminal", () => {
     await waitFor(
       () => /alpha-light-1\s+Healthy -> Lagging\s+\(\d+ blocks \(\d+ s\) behind reference \d+\)/.test(screen),
       {
-        what: "the Lagging line",
+        what: () => `the Lagging line; the terminal showed:\n${screen}`,
         timeoutMs: 10_000,
       },
     );
