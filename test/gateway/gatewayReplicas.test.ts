@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import type { AnvilNode } from "../../src/devnet/anvil.js";
 import { LOG_EMITTER_BYTECODE, LOG_EMITTER_TOPIC } from "../../src/devnet/devTransactions.js";
+import { toQuantity } from "../../src/rpc/blocks.js";
 import { HttpRpcClient } from "../../src/rpc/httpRpcClient.js";
 import { nginxTool, startNginx } from "../support/nginx.js";
 import { commandLine, descendants } from "../support/processTree.js";
@@ -18,7 +19,7 @@ import type { RedisServer } from "../support/redisServer.js";
 import { spawnGateway } from "../support/runCli.js";
 import type { SpawnedGateway } from "../support/runCli.js";
 import { waitFor } from "../support/waitFor.js";
-import { startUpstreamNode, writeGatewayConfig } from "./support.js";
+import { rawWs, startUpstreamNode, writeGatewayConfig } from "./support.js";
 
 interface RpcAnswer {
   result?: unknown;
@@ -501,5 +502,81 @@ describe.skipIf(missing !== undefined)("replicas whose nodes lag differently, be
     expect(answers.slice(0, 6)).toContain(10);
     for (let i = 1; i < answers.length; i++) expect(answers[i]).toBeGreaterThanOrEqual(answers[i - 1]!);
     expect(answers.at(-1)).toBe(11);
+  });
+
+  const rpc = (i: number) => new HttpRpcClient(nodes[i]!.httpUrl, 10_000);
+  const heightOf = async (i: number) => Number(await rpc(i).call("eth_blockNumber", []));
+  const wsUrl = (i: number) => `${gateways[i]!.url.replace("http", "ws")}/ws`;
+  /** The heights a newHeads subscription was sent so far. */
+  const headsOf = (messages: unknown[]) =>
+    messages
+      .filter((m) => (m as { method?: string }).method === "eth_subscription")
+      .map((m) => Number((m as { params: { result: { number: string } } }).params.result.number));
+
+  it("never announces a newHeads on a reconnect lower than a head another replica announced", async () => {
+    const heights = [await heightOf(0), await heightOf(1)];
+    // Replica 0's node goes five blocks ahead of replica 1's; its subscriber is sent the top.
+    const top = Math.max(...heights) + 5;
+    const first = await rawWs(wsUrl(0));
+    try {
+      await first.call("eth_subscribe", ["newHeads"]);
+      await rpc(0).call("anvil_mine", [toQuantity(top - heights[0]!)]);
+      await waitFor(() => headsOf(first.messages).includes(top), { what: `replica 0 to announce ${top}` });
+    } finally {
+      first.close();
+    }
+    // The client reconnects and lands on replica 1, whose node climbs from behind to one past the top.
+    const second = await rawWs(wsUrl(1));
+    try {
+      await second.call("eth_subscribe", ["newHeads"]);
+      await rpc(1).call("anvil_mine", [toQuantity(top + 1 - heights[1]!)]);
+      await waitFor(() => headsOf(second.messages).includes(top + 1), {
+        what: `replica 1 to announce ${top + 1}`,
+      });
+      const announced = headsOf(second.messages);
+      expect(announced.filter((n) => n < top)).toEqual([]);
+      expect(announced).toEqual([...announced].sort((a, b) => a - b));
+    } finally {
+      second.close();
+    }
+  });
+
+  it("resolves latest in every call against the head any replica served", async () => {
+    const heights = [await heightOf(0), await heightOf(1)];
+    // Replica 0's node four blocks ahead; a client reads the head there.
+    const top = Math.max(...heights) + 4;
+    await rpc(0).call("anvil_mine", [toQuantity(top - heights[0]!)]);
+    await waitFor(
+      async () => Number((await callAs(gateways[0]!.url, "10.0.1.3", "eth_blockNumber")).body.result) === top,
+      { what: `replica 0 to serve ${top}` },
+    );
+    // On replica 1 (node behind): nothing that names the head answers below the top. Its node has no block at the
+    // top yet, so a block asked for by `latest` may be null (as for any block a node lacks), never an older block.
+    const onLagging = (method: string, params: unknown[]) =>
+      callAs(gateways[1]!.url, "10.0.1.3", method, params);
+    expect(Number((await onLagging("eth_blockNumber", [])).body.result)).toBeGreaterThanOrEqual(top);
+    const block = (await onLagging("eth_getBlockByNumber", ["latest", false])).body;
+    expect(block.error).toBeUndefined();
+    if (block.result !== null)
+      expect(Number((block.result as { number: string }).number)).toBeGreaterThanOrEqual(top);
+    // The window of eth_getLogs is judged against the top: a range ending at the head the client saw is not "past
+    // the head" on another replica.
+    const logs = (
+      await onLagging("eth_getLogs", [{ fromBlock: toQuantity(top - 1), toBlock: toQuantity(top) }])
+    ).body;
+    expect(logs.error?.message ?? "").not.toMatch(/past the head/);
+
+    // Its node catches up: `latest` is the top's block there too, through the balancer whichever replica answers.
+    await rpc(1).call("anvil_mine", [toQuantity(top - heights[1]!)]);
+    await waitFor(
+      async () => Number((await callAs(gateways[1]!.url, "10.0.1.3", "eth_blockNumber")).body.result) >= top,
+      { what: `replica 1 at ${top}` },
+    );
+    const numbers: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      const answer = (await callAs(balancer.url, "10.0.1.3", "eth_getBlockByNumber", ["latest", false])).body;
+      numbers.push(Number((answer.result as { number: string }).number));
+    }
+    expect(numbers.every((n) => n >= top)).toBe(true);
   });
 });
