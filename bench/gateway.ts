@@ -43,7 +43,7 @@ const SECONDS = Number(process.argv[2] ?? 5);
 const CONNECTIONS = Number(process.argv[3] ?? 16);
 /** Only the two gateways whose state differs (in process, Redis), compared round after round. */
 const REDIS_ONLY = process.argv[4] === "redis";
-const ROUNDS = REDIS_ONLY ? 3 : 1;
+const ROUNDS = REDIS_ONLY ? 5 : 1;
 const FAN_OUT_SIZES = [1_000, 5_000];
 const LARGE_FAN_OUT = 20_000;
 const FAN_OUT_BLOCKS = 5;
@@ -246,10 +246,13 @@ interface Run {
   errors: number;
   /** CPU microseconds the server (and its workers) spent per call; NaN when its process is not known. */
   cpuPerCall: number;
+  /** The same less the server's idle CPU over the run (its own polling): what the calls themselves cost. */
+  callCpuPerCall: number;
 }
 
 async function run(target: Target, body: unknown): Promise<Run> {
   const cpuBefore = target.pid === undefined ? NaN : cpuSeconds(target.pid);
+  const started = performance.now();
   const result = await autocannon({
     url: target.httpUrl,
     method: "POST",
@@ -267,6 +270,12 @@ async function run(target: Target, body: unknown): Promise<Run> {
     p99: result.latency.p99,
     errors: result.errors + result.non2xx,
     cpuPerCall: ((cpuAfter - cpuBefore) / Math.max(1, result.requests.total)) * 1e6,
+    callCpuPerCall:
+      ((cpuAfter -
+        cpuBefore -
+        ((idle.get(target.name) ?? NaN) / 1000) * ((performance.now() - started) / 1000)) /
+        Math.max(1, result.requests.total)) *
+      1e6,
   };
 }
 
@@ -382,7 +391,7 @@ const fixed = (n: number, digits = 0) => (Number.isFinite(n) ? n.toFixed(digits)
 const thousands = (n: number) => (Number.isFinite(n) ? Math.round(n).toLocaleString("en-US") : "-");
 const fmt = (r: Run) =>
   `${fixed(r.rps).padStart(6)} req/s p50 ${String(r.p50).padStart(3)} ms p99 ${String(r.p99).padStart(3)} ms ` +
-  `${fixed(r.cpuPerCall, 1).padStart(5)} us CPU/call` +
+  `${fixed(r.cpuPerCall, 1).padStart(5)} us CPU/call (${fixed(r.callCpuPerCall, 1)} less idle)` +
   (r.errors > 0 ? `, ${r.errors} errors` : "");
 /**
  * The gateway's ratio of requests/s to each other server's of the same call; for the gateway with its state in Redis,
@@ -395,7 +404,10 @@ const ratios = (r: Run, others: Map<string, Run>) => {
       .filter(([name]) => !name.startsWith("gateway"))
       .map(([name, o]) => `/${name.split(" ")[0]} ${(r.rps / o.rps).toFixed(2)}x`),
     ...(r !== inProcess && inProcess && others.get("gateway x1 redis") === r
-      ? [`CPU/call /in-process ${(r.cpuPerCall / inProcess.cpuPerCall).toFixed(2)}x`]
+      ? [
+          `CPU/call /in-process ${(r.cpuPerCall / inProcess.cpuPerCall).toFixed(2)}x ` +
+            `(less idle ${(r.callCpuPerCall / inProcess.callCpuPerCall).toFixed(2)}x)`,
+        ]
       : []),
   ].join(", ");
 };
@@ -421,7 +433,8 @@ try {
       const results = new Map<string, Run>();
       http.set(key, results);
       console.log(`  ${key}`);
-      for (const target of targets) {
+      // Each round in the other order: the machine's load drifts, and the first of two runs is not favoured.
+      for (const target of round % 2 === 0 ? [...targets].reverse() : targets) {
         // The bare server answers a constant, so it is a ceiling only for the call answered from the served head.
         if (target.name.startsWith("bare") && call !== "eth_blockNumber") continue;
         const r = await run(target, body);
@@ -431,6 +444,23 @@ try {
         );
       }
     }
+  if (REDIS_ONLY) {
+    // The median over the rounds of the Redis gateway's CPU per call against the in-process one's, each round's two
+    // runs taken close together.
+    for (const call of Object.keys(calls)) {
+      const median = (pick: (r: Run) => number) => {
+        const ratios = [...http]
+          .filter(([key]) => key.startsWith(`${call} `))
+          .map(([, results]) => pick(results.get("gateway x1 redis")!) / pick(results.get("gateway x1")!))
+          .sort((a, b) => a - b);
+        return ratios[Math.floor(ratios.length / 2)]!.toFixed(2);
+      };
+      console.log(
+        `${call}: CPU per call with Redis / in process, median of ${ROUNDS} rounds: ${median((r) => r.cpuPerCall)}x ` +
+          `(less idle CPU: ${median((r) => r.callCpuPerCall)}x)`,
+      );
+    }
+  }
 
   if (!REDIS_ONLY) {
     console.log(

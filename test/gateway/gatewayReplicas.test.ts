@@ -70,6 +70,8 @@ if (missing) console.warn(`skipping the gateway replica tests: ${missing}`);
 
 /** Requests per second each address may make, over all replicas together. */
 const RATE = 40;
+/** How long the event watchers get steady events while a replica is killed and restarted. */
+const SOAK_MS = 60_000;
 
 describe.skipIf(missing !== undefined)(
   "three gateway replicas behind nginx, sharing state through Redis",
@@ -269,119 +271,137 @@ describe.skipIf(missing !== undefined)(
       }
     });
 
-    it("gives ethers' and viem's event watchers every event once and in order while a replica and Redis restart", async () => {
-      const [from] = (await anvil().call("eth_accounts", [])) as string[];
-      const deployed = await anvil().call("eth_sendTransaction", [{ from, data: LOG_EMITTER_BYTECODE }]);
-      await anvil().call("anvil_mine", ["0x1"]);
-      const emitter = (
-        (await anvil().call("eth_getTransactionReceipt", [deployed])) as { contractAddress: `0x${string}` }
-      ).contractAddress;
-      const emit = async (data: string) => {
-        await anvil().call("eth_sendTransaction", [{ from, to: emitter, data }]);
+    it(
+      "gives ethers' and viem's event watchers every event once and in order while a replica and Redis restart",
+      async () => {
+        const [from] = (await anvil().call("eth_accounts", [])) as string[];
+        const deployed = await anvil().call("eth_sendTransaction", [{ from, data: LOG_EMITTER_BYTECODE }]);
         await anvil().call("anvil_mine", ["0x1"]);
-      };
+        const emitter = (
+          (await anvil().call("eth_getTransactionReceipt", [deployed])) as { contractAddress: `0x${string}` }
+        ).contractAddress;
+        const emit = async (data: string) => {
+          await anvil().call("eth_sendTransaction", [{ from, to: emitter, data }]);
+          await anvil().call("anvil_mine", ["0x1"]);
+        };
 
-      // Both poll filters through the balancer (eth_newFilter, eth_getFilterChanges), each call on any replica.
-      const ethersSeen: string[] = [];
-      const viemSeen: string[] = [];
-      const viemErrors: string[] = [];
-      const provider = new JsonRpcProvider(balancer.url, Network.from(31_337), {
-        staticNetwork: true,
-        pollingInterval: 250,
-      });
-      await provider.on({ address: emitter, topics: [LOG_EMITTER_TOPIC] }, (log: { data: string }) => {
-        ethersSeen.push(log.data);
-      });
-      const viem = createPublicClient({ transport: http(balancer.url), pollingInterval: 250 });
-      const unwatch = viem.watchEvent({
-        address: emitter,
-        poll: true,
-        onLogs: (logs) => viemSeen.push(...logs.map((l) => l.data)),
-        onError: (error) => viemErrors.push((error as { details?: string }).details ?? error.message),
-      });
-      // eth_blockNumber through the balancer all along: it never goes back.
-      const heads: number[] = [];
-      let polling = true;
-      const headPoller = (async () => {
-        while (polling) {
-          const answer = await callAs(balancer.url, "10.0.2.1", "eth_blockNumber").catch(() => undefined);
-          if (answer?.body.result) heads.push(Number(answer.body.result));
-        }
-      })();
-      const seenByBoth = (data: string) => ethersSeen.includes(data) && viemSeen.includes(data);
-      // As on a live chain, blocks keep coming: ethers asks for a filter's changes when it sees a new block, and
-      // misses a block that comes while it is still asking (it polls again at the next one).
-      let minedAt = Date.now();
-      const bothSee = (data: string) =>
-        waitFor(
-          async () => {
-            if (seenByBoth(data)) return true;
-            if (Date.now() - minedAt > 500) {
-              minedAt = Date.now();
-              await anvil().call("anvil_mine", ["0x1"]);
-            }
-            return false;
-          },
-          { what: `both watchers to see ${data}`, timeoutMs: 20_000 },
-        ).catch((error: Error) => {
-          const viemSaw = `${viemSeen.join()} (errors: ${viemErrors.join(" | ")})`;
-          throw new Error(`${error.message}; ethers saw ${ethersSeen.join()}, viem ${viemSaw}`);
+        // Both poll filters through the balancer (eth_newFilter, eth_getFilterChanges), each call on any replica.
+        const ethersSeen: string[] = [];
+        const viemSeen: string[] = [];
+        const viemErrors: string[] = [];
+        const provider = new JsonRpcProvider(balancer.url, Network.from(31_337), {
+          staticNetwork: true,
+          pollingInterval: 250,
         });
-      try {
-        // Each installs its filter at its first poll: a marker event is sent until both have theirs in place.
-        await waitFor(
-          async () => {
-            await emit("0xff");
-            return waitFor(() => seenByBoth("0xff"), { timeoutMs: 2_000 }).catch(() => false);
-          },
-          { what: "both watchers started", timeoutMs: 30_000 },
-        );
-        const events = Array.from({ length: 9 }, (_, i) => `0x0${i + 1}`);
-        for (const [i, data] of events.entries()) {
-          // A replica killed (as a crash: no drain) a third of the way, started again two thirds of the way.
-          if (i === 3) await killReplica(0);
-          if (i === 6) await startReplica(0);
-          await emit(data);
-          await bothSee(data);
-        }
-        // Redis killed while the watchers poll (their calls fail, quickly), an event sent meanwhile, Redis back.
-        await redis.kill();
-        await waitFor(
-          async () =>
-            (
-              await callAs(balancer.url, "10.0.2.1", "eth_getFilterChanges", ["0x1"])
-            ).body.error?.message.startsWith("filters are unavailable"),
-          { what: "the outage seen by the replicas" },
-        );
-        await emit("0x0a");
-        await redis.restart();
-        // Every replica back on Redis (each on its own reconnection backoff) before the next block.
-        await waitFor(
-          async () => {
-            // "filter not found" for an id no one made: the replica asked Redis.
-            const answers = await Promise.all(
-              replicas.map(() => callAs(balancer.url, "10.0.2.1", "eth_getFilterChanges", ["0x1"])),
-            );
-            return answers.every((a) => a.body.error?.message === "filter not found");
-          },
-          { what: "every replica on Redis again", timeoutMs: 15_000 },
-        );
-        await emit("0x0b");
-        await bothSee("0x0b");
+        await provider.on({ address: emitter, topics: [LOG_EMITTER_TOPIC] }, (log: { data: string }) => {
+          ethersSeen.push(log.data);
+        });
+        const viem = createPublicClient({ transport: http(balancer.url), pollingInterval: 250 });
+        const unwatch = viem.watchEvent({
+          address: emitter,
+          poll: true,
+          onLogs: (logs) => viemSeen.push(...logs.map((l) => l.data)),
+          onError: (error) => viemErrors.push((error as { details?: string }).details ?? error.message),
+        });
+        // eth_blockNumber through the balancer all along: it never goes back.
+        const heads: number[] = [];
+        let polling = true;
+        const headPoller = (async () => {
+          while (polling) {
+            const answer = await callAs(balancer.url, "10.0.2.1", "eth_blockNumber").catch(() => undefined);
+            if (answer?.body.result) heads.push(Number(answer.body.result));
+          }
+        })();
+        const seenByBoth = (data: string) => ethersSeen.includes(data) && viemSeen.includes(data);
+        // As on a live chain, blocks keep coming: ethers asks for a filter's changes when it sees a new block, and
+        // misses a block that comes while it is still asking (it polls again at the next one).
+        let minedAt = Date.now();
+        const bothSee = (data: string) =>
+          waitFor(
+            async () => {
+              if (seenByBoth(data)) return true;
+              if (Date.now() - minedAt > 500) {
+                minedAt = Date.now();
+                await anvil().call("anvil_mine", ["0x1"]);
+              }
+              return false;
+            },
+            { what: `both watchers to see ${data}`, timeoutMs: 20_000 },
+          ).catch((error: Error) => {
+            const viemSaw = `${viemSeen.join()} (errors: ${viemErrors.join(" | ")})`;
+            throw new Error(`${error.message}; ethers saw ${ethersSeen.join()}, viem ${viemSaw}`);
+          });
+        try {
+          // Each installs its filter at its first poll: a marker event is sent until both have theirs in place.
+          await waitFor(
+            async () => {
+              await emit("0xff");
+              return waitFor(() => seenByBoth("0xff"), { timeoutMs: 2_000 }).catch(() => false);
+            },
+            { what: "both watchers started", timeoutMs: 30_000 },
+          );
+          // Events one after the other for SOAK_MS, each sent once both watchers have the one before (the pace
+          // follows the machine's load, a few per second): a replica killed (as a crash: no drain) a third of the
+          // way, started again two thirds of the way while the events go on.
+          const events: string[] = [];
+          const soakStarted = Date.now();
+          let killed = false;
+          let restarted: Promise<void> | undefined;
+          while (Date.now() - soakStarted < SOAK_MS) {
+            const elapsed = Date.now() - soakStarted;
+            if (!killed && elapsed > SOAK_MS / 3) {
+              killed = true;
+              await killReplica(0);
+            }
+            if (killed && !restarted && elapsed > (2 * SOAK_MS) / 3) restarted = startReplica(0);
+            const data = `0x${(events.length + 1).toString(16).padStart(4, "0")}`;
+            events.push(data);
+            await emit(data);
+            await bothSee(data);
+          }
+          await restarted;
+          console.log(`event watchers: ${events.length} events in ${Date.now() - soakStarted} ms`);
+          expect(killed && restarted).toBeTruthy();
+          // Redis killed while the watchers poll (their calls fail, quickly), an event sent meanwhile, Redis back.
+          await redis.kill();
+          await waitFor(
+            async () =>
+              (
+                await callAs(balancer.url, "10.0.2.1", "eth_getFilterChanges", ["0x1"])
+              ).body.error?.message.startsWith("filters are unavailable"),
+            { what: "the outage seen by the replicas" },
+          );
+          await emit("0x0a");
+          await redis.restart();
+          // Every replica back on Redis (each on its own reconnection backoff) before the next block.
+          await waitFor(
+            async () => {
+              // "filter not found" for an id no one made: the replica asked Redis.
+              const answers = await Promise.all(
+                replicas.map(() => callAs(balancer.url, "10.0.2.1", "eth_getFilterChanges", ["0x1"])),
+              );
+              return answers.every((a) => a.body.error?.message === "filter not found");
+            },
+            { what: "every replica on Redis again", timeoutMs: 15_000 },
+          );
+          await emit("0x0b");
+          await bothSee("0x0b");
 
-        const expected = [...events, "0x0a", "0x0b"];
-        expect(ethersSeen.filter((d) => d !== "0xff")).toEqual(expected);
-        expect(viemSeen.filter((d) => d !== "0xff")).toEqual(expected);
-      } finally {
-        polling = false;
-        await headPoller;
-        unwatch();
-        provider.destroy();
-      }
-      expect(heads.length).toBeGreaterThan(10);
-      for (let i = 1; i < heads.length; i++) expect(heads[i]).toBeGreaterThanOrEqual(heads[i - 1]!);
-      for (const replica of replicas) expect(replica.gateway!.child.exitCode).toBeNull();
-    });
+          const expected = [...events, "0x0a", "0x0b"];
+          expect(ethersSeen.filter((d) => d !== "0xff")).toEqual(expected);
+          expect(viemSeen.filter((d) => d !== "0xff")).toEqual(expected);
+        } finally {
+          polling = false;
+          await headPoller;
+          unwatch();
+          provider.destroy();
+        }
+        expect(heads.length).toBeGreaterThan(10);
+        for (let i = 1; i < heads.length; i++) expect(heads[i]).toBeGreaterThanOrEqual(heads[i - 1]!);
+        for (const replica of replicas) expect(replica.gateway!.child.exitCode).toBeNull();
+      },
+      SOAK_MS + 90_000,
+    );
 
     it("goes on through a Redis outage as documented and recovers without a restart", async () => {
       const client = "10.0.0.4";
