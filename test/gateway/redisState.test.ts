@@ -154,4 +154,28 @@ describe.skipIf(!redisTool.path)("gateway state in a real Redis", () => {
     await redis.restart();
     await waitFor(async () => !(await limiter.take("10.2.0.1", 5)).ok, { what: "the limit applied again" });
   });
+
+  it("stops trusting its cached mark while Redis is away, and follows it again once Redis is back", async () => {
+    const [one, other] = [store(), store()];
+    await waitFor(() => stores.every((s) => s.ready));
+    const network = `restart-${Date.now()}`;
+    const a = new SharedHead({ store: one!, network, waitForHead: async () => undefined });
+    const b = new SharedHead({ store: other!, network, waitForHead: async () => undefined });
+    await a.raise(300);
+    await waitFor(() => a.following && b.following, { what: "both replicas following the mark" });
+    await redis.kill();
+    await waitFor(() => !a.following && !b.following, { what: "the subscriptions lost" });
+    // No call waits: each answers from its own head and the last mark it read.
+    const started = Date.now();
+    expect(await a.head(302)).toBe(302);
+    expect(await b.head(299)).toBe(300);
+    expect(Date.now() - started).toBeLessThan(2_000);
+    await redis.restart();
+    await waitFor(() => a.following && b.following, { what: "both replicas following the mark again" });
+    // A raise after the restart reaches the other replica's memory.
+    expect(await a.raise(310)).toBe(310);
+    await waitFor(() => b.current(300) === 310, { what: "the raise published after the restart" });
+    a.close();
+    b.close();
+  });
 });

@@ -18,6 +18,8 @@ export interface SharedStoreOptions {
 
 /** Reconnection backoff: fast at first, then every 2 s for as long as Redis is away. */
 const RECONNECT_MAX_MS = 2_000;
+/** A subscription that failed on a live connection is tried again after this long. */
+const RESUBSCRIBE_MS = 1_000;
 /** A failure is logged at most this often (an outage fails every call). */
 const LOG_EVERY_MS = 10_000;
 
@@ -140,7 +142,16 @@ export class SharedStore {
         this.subscribed.add(channel);
         listener.subscribed(true);
       },
-      (error: unknown) => this.logFailure(error, "shared store (Redis): could not subscribe"),
+      (error: unknown) => {
+        this.logFailure(error, "shared store (Redis): could not subscribe");
+        // Until it is in place every call asks Redis: try again while the connection lasts (a new connection
+        // subscribes anyway).
+        if (subscriber.status === "ready")
+          setTimeout(() => {
+            if (this.listeners.has(channel) && subscriber.status === "ready")
+              this.subscribe(subscriber, channel);
+          }, RESUBSCRIBE_MS).unref();
+      },
     );
   }
 
