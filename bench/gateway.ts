@@ -32,6 +32,7 @@ import { cpus, loadavg, tmpdir } from "node:os";
 import { connect } from "node:net";
 import { join } from "node:path";
 import autocannon from "autocannon";
+import { Redis } from "ioredis";
 import { startDevnet } from "../src/devnet/devnet.js";
 import { freePort } from "../src/process/freePort.js";
 import { spawnGatewayProcess, spawnListening, withRaisedFileLimit } from "./gatewayProcess.js";
@@ -77,6 +78,8 @@ interface Target {
   wsPid?: number;
   /** The gateway's own rows, which get the ratios. */
   gateway?: boolean;
+  /** Commands its Redis has processed so far (the gateway with its state in Redis). */
+  redisCommands?: () => Promise<number>;
   stop?: () => Promise<void> | void;
 }
 
@@ -195,6 +198,7 @@ for (const [name, workers, policy] of [
 // WebSocket holds no shared state.
 const redis = await startRedis();
 if (redis) {
+  const redisClient = new Redis(redis.url);
   const g = await spawnGatewayProcess({
     workers: 1,
     policy: "none",
@@ -204,10 +208,16 @@ if (redis) {
   targets.push({
     name: "gateway x1 redis",
     httpUrl: `${g.url}/`,
+    redisCommands: async () => {
+      const stats = await redisClient.info("stats");
+      // Less this INFO itself.
+      return Number(/total_commands_processed:(\d+)/.exec(stats)?.[1] ?? NaN) - 1;
+    },
     pid: g.pid,
     gateway: true,
     stop: async () => {
       await g.stop();
+      redisClient.disconnect();
       redis.stop();
     },
   });
@@ -248,11 +258,14 @@ interface Run {
   cpuPerCall: number;
   /** The same less the server's idle CPU over the run (its own polling): what the calls themselves cost. */
   callCpuPerCall: number;
+  /** Redis commands per call (the gateway with its state in Redis): a measure the machine's load does not move. */
+  redisPerCall?: number;
 }
 
 async function run(target: Target, body: unknown): Promise<Run> {
   const cpuBefore = target.pid === undefined ? NaN : cpuSeconds(target.pid);
   const started = performance.now();
+  const redisBefore = await target.redisCommands?.();
   const result = await autocannon({
     url: target.httpUrl,
     method: "POST",
@@ -264,7 +277,11 @@ async function run(target: Target, body: unknown): Promise<Run> {
     workers: 1,
   });
   const cpuAfter = target.pid === undefined ? NaN : cpuSeconds(target.pid);
+  const redisAfter = await target.redisCommands?.();
   return {
+    ...(redisBefore === undefined || redisAfter === undefined
+      ? {}
+      : { redisPerCall: (redisAfter - redisBefore) / Math.max(1, result.requests.total) }),
     rps: result.requests.average,
     p50: result.latency.p50,
     p99: result.latency.p99,
@@ -392,6 +409,7 @@ const thousands = (n: number) => (Number.isFinite(n) ? Math.round(n).toLocaleStr
 const fmt = (r: Run) =>
   `${fixed(r.rps).padStart(6)} req/s p50 ${String(r.p50).padStart(3)} ms p99 ${String(r.p99).padStart(3)} ms ` +
   `${fixed(r.cpuPerCall, 1).padStart(5)} us CPU/call (${fixed(r.callCpuPerCall, 1)} less idle)` +
+  (r.redisPerCall === undefined ? "" : `, ${r.redisPerCall.toFixed(3)} Redis commands/call`) +
   (r.errors > 0 ? `, ${r.errors} errors` : "");
 /**
  * The gateway's ratio of requests/s to each other server's of the same call; for the gateway with its state in Redis,
