@@ -20,7 +20,10 @@
  * markdown table (docs/gateway.md keeps one per run). Bounded: a few seconds per HTTP run, a few blocks per fan-out
  * size.
  *
- *   npm run bench:gateway -- [seconds=5] [connections=16]
+ *   npm run bench:gateway -- [seconds=5] [connections=16] [redis]
+ *
+ * With `redis`: only the gateway with in-process state and the gateway with its state in Redis, HTTP only, ROUNDS
+ * times each in turn (the machine's other load shifts between runs), with the ratio of their CPU per call.
  */
 import { execFileSync, spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
@@ -29,6 +32,7 @@ import { cpus, loadavg, tmpdir } from "node:os";
 import { connect } from "node:net";
 import { join } from "node:path";
 import autocannon from "autocannon";
+import { Redis } from "ioredis";
 import { startDevnet } from "../src/devnet/devnet.js";
 import { freePort } from "../src/process/freePort.js";
 import { spawnGatewayProcess, spawnListening, withRaisedFileLimit } from "./gatewayProcess.js";
@@ -38,6 +42,9 @@ import { cpuSeconds, residentBytes } from "./processUsage.js";
 
 const SECONDS = Number(process.argv[2] ?? 5);
 const CONNECTIONS = Number(process.argv[3] ?? 16);
+/** Only the two gateways whose state differs (in process, Redis), compared round after round. */
+const REDIS_ONLY = process.argv[4] === "redis";
+const ROUNDS = REDIS_ONLY ? 5 : 1;
 const FAN_OUT_SIZES = [1_000, 5_000];
 const LARGE_FAN_OUT = 20_000;
 const FAN_OUT_BLOCKS = 5;
@@ -71,6 +78,8 @@ interface Target {
   wsPid?: number;
   /** The gateway's own rows, which get the ratios. */
   gateway?: boolean;
+  /** Commands its Redis has processed so far (the gateway with its state in Redis). */
+  redisCommands?: () => Promise<number>;
   stop?: () => Promise<void> | void;
 }
 
@@ -129,34 +138,37 @@ http {
   };
 }
 
-const nginx = await startNginx(light.httpUrl);
+if (REDIS_ONLY) targets.length = 0;
+const nginx = REDIS_ONLY ? undefined : await startNginx(light.httpUrl);
 if (nginx) targets.push(nginx);
-else absent.set("nginx", "not installed (apt-get install nginx)");
-// The ceilings: what Node itself does here with no gateway code at all.
-const bareHttp = await spawnListening("bareHttp.ts");
-const bareWs = await spawnListening("bareWsFanOut.ts", [light.wsUrl]);
-targets.push({
-  name: "bare node:http / ws",
-  httpUrl: bareHttp.url,
-  wsUrl: bareWs.url,
-  pid: bareHttp.pid,
-  wsPid: bareWs.pid,
-  stop: async () => {
-    await bareHttp.stop();
-    await bareWs.stop();
-  },
-});
-for (const pin of PEERS) {
-  const reason = notBuiltReason(pin);
-  if (reason) {
-    absent.set(pin.name, reason);
-    continue;
-  }
-  try {
-    const peer = await startPeer(pin, { ...light, chainId: CHAIN_ID });
-    targets.push({ name: pin.name, ...peer });
-  } catch (error) {
-    absent.set(pin.name, `did not start: ${error instanceof Error ? error.message : String(error)}`);
+else if (!REDIS_ONLY) absent.set("nginx", "not installed (apt-get install nginx)");
+if (!REDIS_ONLY) {
+  // The ceilings: what Node itself does here with no gateway code at all.
+  const bareHttp = await spawnListening("bareHttp.ts");
+  const bareWs = await spawnListening("bareWsFanOut.ts", [light.wsUrl]);
+  targets.push({
+    name: "bare node:http / ws",
+    httpUrl: bareHttp.url,
+    wsUrl: bareWs.url,
+    pid: bareHttp.pid,
+    wsPid: bareWs.pid,
+    stop: async () => {
+      await bareHttp.stop();
+      await bareWs.stop();
+    },
+  });
+  for (const pin of PEERS) {
+    const reason = notBuiltReason(pin);
+    if (reason) {
+      absent.set(pin.name, reason);
+      continue;
+    }
+    try {
+      const peer = await startPeer(pin, { ...light, chainId: CHAIN_ID });
+      targets.push({ name: pin.name, ...peer });
+    } catch (error) {
+      absent.set(pin.name, `did not start: ${error instanceof Error ? error.message : String(error)}`);
+    }
   }
 }
 for (const [name, reason] of absent) console.log(`${name}: not in this run, ${reason}`);
@@ -164,8 +176,12 @@ for (const [name, reason] of absent) console.log(`${name}: not in this run, ${re
 // workers under each of node:cluster's scheduling policies.
 for (const [name, workers, policy] of [
   ["gateway x1", 1, "none"],
-  [`gateway x${WORKERS} rr`, WORKERS, "rr"],
-  [`gateway x${WORKERS} none`, WORKERS, "none"],
+  ...(REDIS_ONLY
+    ? []
+    : ([
+        [`gateway x${WORKERS} rr`, WORKERS, "rr"],
+        [`gateway x${WORKERS} none`, WORKERS, "none"],
+      ] as const)),
 ] as const) {
   const g = await spawnGatewayProcess({ workers, policy, ...light });
   targets.push({
@@ -182,6 +198,7 @@ for (const [name, workers, policy] of [
 // WebSocket holds no shared state.
 const redis = await startRedis();
 if (redis) {
+  const redisClient = new Redis(redis.url);
   const g = await spawnGatewayProcess({
     workers: 1,
     policy: "none",
@@ -191,10 +208,16 @@ if (redis) {
   targets.push({
     name: "gateway x1 redis",
     httpUrl: `${g.url}/`,
+    redisCommands: async () => {
+      const stats = await redisClient.info("stats");
+      // Less this INFO itself.
+      return Number(/total_commands_processed:(\d+)/.exec(stats)?.[1] ?? NaN) - 1;
+    },
     pid: g.pid,
     gateway: true,
     stop: async () => {
       await g.stop();
+      redisClient.disconnect();
       redis.stop();
     },
   });
@@ -233,10 +256,16 @@ interface Run {
   errors: number;
   /** CPU microseconds the server (and its workers) spent per call; NaN when its process is not known. */
   cpuPerCall: number;
+  /** The same less the server's idle CPU over the run (its own polling): what the calls themselves cost. */
+  callCpuPerCall: number;
+  /** Redis commands per call (the gateway with its state in Redis): a measure the machine's load does not move. */
+  redisPerCall?: number;
 }
 
 async function run(target: Target, body: unknown): Promise<Run> {
   const cpuBefore = target.pid === undefined ? NaN : cpuSeconds(target.pid);
+  const started = performance.now();
+  const redisBefore = await target.redisCommands?.();
   const result = await autocannon({
     url: target.httpUrl,
     method: "POST",
@@ -248,12 +277,22 @@ async function run(target: Target, body: unknown): Promise<Run> {
     workers: 1,
   });
   const cpuAfter = target.pid === undefined ? NaN : cpuSeconds(target.pid);
+  const redisAfter = await target.redisCommands?.();
   return {
+    ...(redisBefore === undefined || redisAfter === undefined
+      ? {}
+      : { redisPerCall: (redisAfter - redisBefore) / Math.max(1, result.requests.total) }),
     rps: result.requests.average,
     p50: result.latency.p50,
     p99: result.latency.p99,
     errors: result.errors + result.non2xx,
     cpuPerCall: ((cpuAfter - cpuBefore) / Math.max(1, result.requests.total)) * 1e6,
+    callCpuPerCall:
+      ((cpuAfter -
+        cpuBefore -
+        ((idle.get(target.name) ?? NaN) / 1000) * ((performance.now() - started) / 1000)) /
+        Math.max(1, result.requests.total)) *
+      1e6,
   };
 }
 
@@ -369,14 +408,27 @@ const fixed = (n: number, digits = 0) => (Number.isFinite(n) ? n.toFixed(digits)
 const thousands = (n: number) => (Number.isFinite(n) ? Math.round(n).toLocaleString("en-US") : "-");
 const fmt = (r: Run) =>
   `${fixed(r.rps).padStart(6)} req/s p50 ${String(r.p50).padStart(3)} ms p99 ${String(r.p99).padStart(3)} ms ` +
-  `${fixed(r.cpuPerCall, 1).padStart(5)} us CPU/call` +
+  `${fixed(r.cpuPerCall, 1).padStart(5)} us CPU/call (${fixed(r.callCpuPerCall, 1)} less idle)` +
+  (r.redisPerCall === undefined ? "" : `, ${r.redisPerCall.toFixed(3)} Redis commands/call`) +
   (r.errors > 0 ? `, ${r.errors} errors` : "");
-/** The gateway's ratio of requests/s to each other server's of the same call. */
-const ratios = (r: Run, others: Map<string, Run>) =>
-  [...others]
-    .filter(([name]) => !name.startsWith("gateway"))
-    .map(([name, o]) => `/${name.split(" ")[0]} ${(r.rps / o.rps).toFixed(2)}x`)
-    .join(", ");
+/**
+ * The gateway's ratio of requests/s to each other server's of the same call; for the gateway with its state in Redis,
+ * its CPU per call against the gateway's with state in process.
+ */
+const ratios = (r: Run, others: Map<string, Run>) => {
+  const inProcess = others.get("gateway x1");
+  return [
+    ...[...others]
+      .filter(([name]) => !name.startsWith("gateway"))
+      .map(([name, o]) => `/${name.split(" ")[0]} ${(r.rps / o.rps).toFixed(2)}x`),
+    ...(r !== inProcess && inProcess && others.get("gateway x1 redis") === r
+      ? [
+          `CPU/call /in-process ${(r.cpuPerCall / inProcess.cpuPerCall).toFixed(2)}x ` +
+            `(less idle ${(r.callCpuPerCall / inProcess.callCpuPerCall).toFixed(2)}x)`,
+        ]
+      : []),
+  ].join(", ");
+};
 
 const http = new Map<string, Map<string, Run>>();
 const fanOuts = new Map<number, Map<string, FanOut | string>>();
@@ -393,76 +445,99 @@ try {
     `idle CPU (ms per second): ${[...idle].map(([name, ms]) => `${name} ${ms.toFixed(0)}`).join(", ")}`,
   );
   console.log(`HTTP: ${CONNECTIONS} connections, ${SECONDS} s per run, same anvil node behind each`);
-  for (const [call, body] of Object.entries(calls)) {
-    const results = new Map<string, Run>();
-    http.set(call, results);
-    console.log(`  ${call}`);
-    for (const target of targets) {
-      // The bare server answers a constant, so it is a ceiling only for the call answered from the served head.
-      if (target.name.startsWith("bare") && call !== "eth_blockNumber") continue;
-      const r = await run(target, body);
-      results.set(target.name, r);
+  for (let round = 1; round <= ROUNDS; round++)
+    for (const [call, body] of Object.entries(calls)) {
+      const key = ROUNDS > 1 ? `${call} (round ${round})` : call;
+      const results = new Map<string, Run>();
+      http.set(key, results);
+      console.log(`  ${key}`);
+      // Each round in the other order: the machine's load drifts, and the first of two runs is not favoured.
+      for (const target of round % 2 === 0 ? [...targets].reverse() : targets) {
+        // The bare server answers a constant, so it is a ceiling only for the call answered from the served head.
+        if (target.name.startsWith("bare") && call !== "eth_blockNumber") continue;
+        const r = await run(target, body);
+        results.set(target.name, r);
+        console.log(
+          `    ${target.name.padEnd(19)} ${fmt(r)}${target.gateway ? ` | ${ratios(r, results)}` : ""}`,
+        );
+      }
+    }
+  if (REDIS_ONLY) {
+    // The median over the rounds of the Redis gateway's CPU per call against the in-process one's, each round's two
+    // runs taken close together.
+    for (const call of Object.keys(calls)) {
+      const median = (pick: (r: Run) => number) => {
+        const ratios = [...http]
+          .filter(([key]) => key.startsWith(`${call} `))
+          .map(([, results]) => pick(results.get("gateway x1 redis")!) / pick(results.get("gateway x1")!))
+          .sort((a, b) => a - b);
+        return ratios[Math.floor(ratios.length / 2)]!.toFixed(2);
+      };
       console.log(
-        `    ${target.name.padEnd(19)} ${fmt(r)}${target.gateway ? ` | ${ratios(r, results)}` : ""}`,
+        `${call}: CPU per call with Redis / in process, median of ${ROUNDS} rounds: ${median((r) => r.cpuPerCall)}x ` +
+          `(less idle CPU: ${median((r) => r.callCpuPerCall)}x)`,
       );
     }
   }
-  console.log(
-    `WebSocket newHeads fan-out (${FAN_OUT_BLOCKS} blocks each, from the node's own announcement):`,
-  );
-  const row = (name: string, size: number, r: FanOut) =>
-    `  ${String(size).padStart(6)} subscribers, ${name.padEnd(19)}: p50 ${r.p50.toFixed(1)} ms p99 ` +
-    `${r.p99.toFixed(1)} ms, ${(r.bytesPerSubscriber / 1024).toFixed(1)} KiB/subscriber ` +
-    `(${r.delivered}/${r.expected} delivered)`;
-  for (const size of FAN_OUT_SIZES) {
-    const results = new Map<string, FanOut | string>();
-    fanOuts.set(size, results);
-    for (const target of targets.filter((t) => t.wsUrl && t.name !== "anvil directly")) {
-      const r = await fanOut(target, size).catch((error: unknown) => String(error));
-      results.set(target.name, r);
-      const bare = results.get("bare node:http / ws");
-      if (typeof r === "string")
-        console.log(`  ${String(size).padStart(6)} subscribers, ${target.name}: ${r}`);
-      else
-        console.log(
-          row(target.name, size, r) +
-            (target.gateway && bare && typeof bare !== "string"
-              ? ` | /bare p99 ${(r.p99 / bare.p99).toFixed(2)}x`
-              : ""),
-        );
-    }
-  }
-  // 20,000, through a gateway started for it (so its memory before is an idle gateway's, not the garbage of earlier
-  // runs): one process when the open-file limit lets one process hold them all, else two workers (round robin, so
-  // each holds half).
-  const hardLimit = Number(execFileSync("sh", ["-c", "ulimit -Hn"], { encoding: "utf8" }).trim());
-  const oneProcess = hardLimit > LARGE_FAN_OUT + 1_000;
-  const name = oneProcess ? "gateway x1" : `gateway x${WORKERS} rr`;
-  console.log(
-    `  (open files per process here: at most ${hardLimit}; ${LARGE_FAN_OUT} subscribers through ${name})`,
-  );
-  const fresh = await spawnGatewayProcess({
-    workers: oneProcess ? 1 : WORKERS,
-    policy: oneProcess ? "none" : "rr",
-    ...light,
-  });
-  try {
-    const r = await fanOut(
-      {
-        name,
-        httpUrl: fresh.url,
-        wsUrl: `${fresh.url.replace("http", "ws")}/ws`,
-        pid: fresh.pid,
-        gateway: true,
-      },
-      LARGE_FAN_OUT,
-    ).catch((error: unknown) => String(error));
-    fanOuts.set(LARGE_FAN_OUT, new Map([[name, r]]));
+
+  if (!REDIS_ONLY) {
     console.log(
-      typeof r === "string" ? `  ${LARGE_FAN_OUT} subscribers, ${name}: ${r}` : row(name, LARGE_FAN_OUT, r),
+      `WebSocket newHeads fan-out (${FAN_OUT_BLOCKS} blocks each, from the node's own announcement):`,
     );
-  } finally {
-    await fresh.stop();
+    const row = (name: string, size: number, r: FanOut) =>
+      `  ${String(size).padStart(6)} subscribers, ${name.padEnd(19)}: p50 ${r.p50.toFixed(1)} ms p99 ` +
+      `${r.p99.toFixed(1)} ms, ${(r.bytesPerSubscriber / 1024).toFixed(1)} KiB/subscriber ` +
+      `(${r.delivered}/${r.expected} delivered)`;
+    for (const size of FAN_OUT_SIZES) {
+      const results = new Map<string, FanOut | string>();
+      fanOuts.set(size, results);
+      for (const target of targets.filter((t) => t.wsUrl && t.name !== "anvil directly")) {
+        const r = await fanOut(target, size).catch((error: unknown) => String(error));
+        results.set(target.name, r);
+        const bare = results.get("bare node:http / ws");
+        if (typeof r === "string")
+          console.log(`  ${String(size).padStart(6)} subscribers, ${target.name}: ${r}`);
+        else
+          console.log(
+            row(target.name, size, r) +
+              (target.gateway && bare && typeof bare !== "string"
+                ? ` | /bare p99 ${(r.p99 / bare.p99).toFixed(2)}x`
+                : ""),
+          );
+      }
+    }
+    // 20,000, through a gateway started for it (so its memory before is an idle gateway's, not the garbage of earlier
+    // runs): one process when the open-file limit lets one process hold them all, else two workers (round robin, so
+    // each holds half).
+    const hardLimit = Number(execFileSync("sh", ["-c", "ulimit -Hn"], { encoding: "utf8" }).trim());
+    const oneProcess = hardLimit > LARGE_FAN_OUT + 1_000;
+    const name = oneProcess ? "gateway x1" : `gateway x${WORKERS} rr`;
+    console.log(
+      `  (open files per process here: at most ${hardLimit}; ${LARGE_FAN_OUT} subscribers through ${name})`,
+    );
+    const fresh = await spawnGatewayProcess({
+      workers: oneProcess ? 1 : WORKERS,
+      policy: oneProcess ? "none" : "rr",
+      ...light,
+    });
+    try {
+      const r = await fanOut(
+        {
+          name,
+          httpUrl: fresh.url,
+          wsUrl: `${fresh.url.replace("http", "ws")}/ws`,
+          pid: fresh.pid,
+          gateway: true,
+        },
+        LARGE_FAN_OUT,
+      ).catch((error: unknown) => String(error));
+      fanOuts.set(LARGE_FAN_OUT, new Map([[name, r]]));
+      console.log(
+        typeof r === "string" ? `  ${LARGE_FAN_OUT} subscribers, ${name}: ${r}` : row(name, LARGE_FAN_OUT, r),
+      );
+    } finally {
+      await fresh.stop();
+    }
   }
   console.log(`\n${markdown()}`);
 } finally {

@@ -176,8 +176,13 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       upstreams,
       timeoutMs: Math.min(settings.upstreamTimeout, 5_000),
       logger: log,
+      // A head is in the shared mark before any client is sent it.
+      ...(sharedHead ? { beforeAnnounce: (height: number) => sharedHead.raise(height) } : {}),
     });
-    const streams = new NetworkStreams(feed, handler, log);
+    const streams = new NetworkStreams(feed, handler, log, () => {
+      const local = upstreams.servedHead();
+      return sharedHead && local !== undefined ? sharedHead.current(local) : undefined;
+    });
     const filters: Filters = redis
       ? new RedisFilters({
           store: redis.store,
@@ -189,7 +194,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
           servedHead: async () => {
             const local = upstreams.servedHead();
             if (local === undefined || !sharedHead) return local;
-            const shared = await sharedHead.blockNumber(local);
+            const shared = await sharedHead.head(local);
             return Math.min(shared, upstreams.servedHead() ?? local);
           },
           fetch: (request) => handler.fetch(request),
@@ -207,9 +212,9 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       metrics.panicMode.set({ network: network.name }, upstreams.panic() ? 1 : 0);
       const served = upstreams.servedHead();
       if (served !== undefined) metrics.servedHead.set({ network: network.name }, served);
-      // Each new head raises the shared mark at once, not only at the next eth_blockNumber: filter polls on other
-      // replicas read up to it.
-      if (served !== undefined && sharedHead) void sharedHead.blockNumber(served);
+      // Each new head above the shared mark raises it at once (one write per new head, none per call), not only at the
+      // next call: filter polls on other replicas read up to it.
+      if (served !== undefined && sharedHead) void sharedHead.raise(served);
     });
     metrics.panicMode.set({ network: network.name }, 0);
     runtimes.set(network.name, { upstreams, handler, feed, streams, filters });

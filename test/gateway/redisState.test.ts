@@ -11,19 +11,39 @@ import { waitFor } from "../support/waitFor.js";
 
 if (!redisTool.path) console.warn(`skipping the shared-state tests: ${redisTool.missing}`);
 
+/** Scripts the Redis server has run, from every client (a raise or read of the shared head is one). */
+async function scriptCalls(store: SharedStore): Promise<number> {
+  return Number((await store.redis.info("commandstats")).match(/cmdstat_evalsha:calls=(\d+)/)?.[1] ?? 0);
+}
+
 /** Two replicas' views of one Redis: each its own connection, as two gateway processes have. */
 describe.skipIf(!redisTool.path)("gateway state in a real Redis", () => {
   let redis: RedisServer;
   const stores: SharedStore[] = [];
+  const registries = new Map<SharedStore, Registry>();
+  /** Round trips a store made for the shared head (reads and raises), from its own metrics. */
+  const headRoundTrips = async (of: SharedStore) => {
+    const metric = await registries
+      .get(of)!
+      .getSingleMetric("lightfleet_gateway_shared_store_duration_seconds")!
+      .get();
+    return (
+      metric.values.find(
+        (v) => (v as { metricName?: string }).metricName?.endsWith("_count") && v.labels.operation === "head",
+      )?.value ?? 0
+    );
+  };
   const store = () => {
+    const registry = new Registry();
     const made = new SharedStore({
       url: redis.url,
       keyPrefix: `test-${process.pid}:`,
       commandTimeoutMs: 250,
-      registry: new Registry(),
+      registry,
       logger: silentLogger(),
     });
     stores.push(made);
+    registries.set(made, registry);
     return made;
   };
 
@@ -81,16 +101,45 @@ describe.skipIf(!redisTool.path)("gateway state in a real Redis", () => {
     const network = `net-${Date.now()}`;
     const a = new SharedHead({ store: ahead!, network, waitForHead: async () => undefined });
     const b = new SharedHead({ store: behind!, network, waitForHead: async () => 98 });
-    expect(await a.blockNumber(100)).toBe(100);
+    expect(await a.head(100)).toBe(100);
     // The replica behind waits for its nodes (here: they stay at 98), then answers the shared head anyway.
-    expect(await b.blockNumber(97)).toBe(100);
-    const before = (await behind!.redis.info("commandstats")).match(/cmdstat_evalsha:calls=(\d+)/)?.[1];
-    const answers = await Promise.all(Array.from({ length: 50 }, () => b.blockNumber(101)));
-    const after = (await behind!.redis.info("commandstats")).match(/cmdstat_evalsha:calls=(\d+)/)?.[1];
+    expect(await b.head(97)).toBe(100);
+    const before = await scriptCalls(behind!);
+    const answers = await Promise.all(Array.from({ length: 50 }, () => b.head(101)));
+    const after = await scriptCalls(behind!);
     expect(new Set(answers)).toEqual(new Set([101]));
     // 50 calls, at most three round trips: the one under way and the one begun after it (plus a raise at most).
-    expect(Number(after) - Number(before)).toBeLessThanOrEqual(3);
-    expect(await a.blockNumber(100)).toBe(101);
+    expect(after - before).toBeLessThanOrEqual(3);
+    expect(await a.head(100)).toBe(101);
+    a.close();
+    b.close();
+  });
+
+  it("keeps the mark in memory once subscribed: no round trip per call, another replica's raise known at once", async () => {
+    const [one, other] = [store(), store()];
+    await waitFor(() => stores.every((s) => s.ready));
+    const network = `cached-${Date.now()}`;
+    const a = new SharedHead({ store: one!, network, waitForHead: async () => undefined });
+    const b = new SharedHead({ store: other!, network, waitForHead: async () => undefined });
+    // Once both follow the channel (after their first read), a call at the mark is answered synchronously.
+    expect(await a.raise(200)).toBe(200);
+    await waitFor(() => a.following && b.following, { what: "both replicas following the mark" });
+    const trips = async () => (await headRoundTrips(one!)) + (await headRoundTrips(other!));
+    const before = await trips();
+    for (let i = 0; i < 200; i++) {
+      expect(a.head(200)).toBe(200);
+      expect(b.head(200)).toBe(200);
+    }
+    // A raise is one write, and the other replica knows it as soon as the message is in: the next call there
+    // answers at least the raised mark (here after its own nodes' short wait), with no read of its own.
+    expect(a.raise(200)).toBeUndefined();
+    expect(await a.raise(205)).toBe(205);
+    await waitFor(() => b.current(200) === 205, { what: "the raise published to the other replica" });
+    expect(await b.head(200)).toBe(205);
+    expect(b.head(205)).toBe(205);
+    expect(await trips()).toBe(before + 1);
+    a.close();
+    b.close();
   });
 
   it("admits every call while Redis is away (fails open), at once", async () => {
@@ -104,5 +153,29 @@ describe.skipIf(!redisTool.path)("gateway state in a real Redis", () => {
     expect(Date.now() - started).toBeLessThan(2_000);
     await redis.restart();
     await waitFor(async () => !(await limiter.take("10.2.0.1", 5)).ok, { what: "the limit applied again" });
+  });
+
+  it("stops trusting its cached mark while Redis is away, and follows it again once Redis is back", async () => {
+    const [one, other] = [store(), store()];
+    await waitFor(() => stores.every((s) => s.ready));
+    const network = `restart-${Date.now()}`;
+    const a = new SharedHead({ store: one!, network, waitForHead: async () => undefined });
+    const b = new SharedHead({ store: other!, network, waitForHead: async () => undefined });
+    await a.raise(300);
+    await waitFor(() => a.following && b.following, { what: "both replicas following the mark" });
+    await redis.kill();
+    await waitFor(() => !a.following && !b.following, { what: "the subscriptions lost" });
+    // No call waits: each answers from its own head and the last mark it read.
+    const started = Date.now();
+    expect(await a.head(302)).toBe(302);
+    expect(await b.head(299)).toBe(300);
+    expect(Date.now() - started).toBeLessThan(2_000);
+    await redis.restart();
+    await waitFor(() => a.following && b.following, { what: "both replicas following the mark again" });
+    // A raise after the restart reaches the other replica's memory.
+    expect(await a.raise(310)).toBe(310);
+    await waitFor(() => b.current(300) === 310, { what: "the raise published after the restart" });
+    a.close();
+    b.close();
   });
 });

@@ -38,6 +38,8 @@ import { errorResponse } from "./parseRequest.js";
 import type { AnswerBlock, BlockStanding, CachePlan } from "./responseCache.js";
 import { ResponseCache, blockOfAnswer, blockStanding, cachePlan } from "./responseCache.js";
 import { RawResult, resultValue } from "./serialize.js";
+import { resolvesAgainstHead } from "./sharedServedHead.js";
+import type { SharedServedHead } from "./sharedServedHead.js";
 
 /** geth's answer for state at a block it does not have; clients know it. */
 const HEADER_NOT_FOUND = -32000;
@@ -66,10 +68,10 @@ export interface CallHandlerOptions {
   /** The per-sender limit on eth_sendRawTransaction (keyed by the sending account), when configured. */
   senderLimiter?: RateLimiter;
   /**
-   * The served head over every replica (shared state in Redis): eth_blockNumber answers it, so a client whose calls
-   * land on different replicas never sees the number go back.
+   * The served head over every replica (shared state in Redis): calls that name the head resolve against it, so a
+   * client whose calls land on different replicas never sees the head go back.
    */
-  sharedHead?: { blockNumber(local: number): Promise<number> };
+  sharedHead?: SharedServedHead;
   /** Where raw transactions go besides the routed nodes (the reserved peers, when configured). */
   transactionPeers?: ReadonlyArray<{ name: string; httpUrl: string }>;
   upstreamTimeoutMs: number;
@@ -185,25 +187,32 @@ export class CallHandler {
           )
         : this.record(request, outcome(answer), started);
     }
+    const served = this.servedHeadFor(request);
+    if (served instanceof Promise)
+      return served.then(
+        (head) => this.respond(request, head, started),
+        (error: unknown) => this.record(request, this.unexpected(request, error), started),
+      );
+    return this.respond(request, served, started);
+  }
+
+  /** The head a call resolves against: this replica's own, or with shared state the head over every replica. */
+  private servedHeadFor(request: JsonRpcRequest): number | undefined | Promise<number> {
+    const local = this.options.upstreams.servedHead();
     const sharedHead = this.options.sharedHead;
-    if (request.method === "eth_blockNumber" && sharedHead) {
-      const served = this.options.upstreams.servedHead();
-      if (served !== undefined)
-        return sharedHead.blockNumber(served).then((head) =>
-          this.record(
-            request,
-            {
-              response: { jsonrpc: "2.0", id: request.id ?? null, result: toQuantity(head) },
-              outcome: "ok",
-            },
-            started,
-          ),
-        );
-    }
+    if (!sharedHead || local === undefined || !resolvesAgainstHead(request.method)) return local;
+    return sharedHead.head(local);
+  }
+
+  private respond(
+    request: JsonRpcRequest,
+    served: number | undefined,
+    started: number,
+  ): JsonRpcResponse | Promise<JsonRpcResponse> {
     let answered;
     let plan: CachePlan | undefined;
     try {
-      answered = this.answer(request);
+      answered = this.answer(request, served);
       if (!("response" in answered) && this.cache && !answered.broadcast)
         plan = cachePlan(request, answered.request, this.finalizedNumber());
     } catch (error) {
@@ -319,9 +328,8 @@ export class CallHandler {
   }
 
   /** The answer when the gateway gives it without a node, or the call prepared for one. */
-  private answer(request: JsonRpcRequest): Answered | Prepared {
+  private answer(request: JsonRpcRequest, served: number | undefined): Answered | Prepared {
     const id = request.id ?? null;
-    const served = this.options.upstreams.servedHead();
     // The most frequent call of all, answered before anything else.
     if (request.method === "eth_blockNumber" && served !== undefined && !hasArguments(request))
       return { response: { jsonrpc: "2.0", id, result: toQuantity(served) }, outcome: "ok" };

@@ -18,6 +18,8 @@ export interface SharedStoreOptions {
 
 /** Reconnection backoff: fast at first, then every 2 s for as long as Redis is away. */
 const RECONNECT_MAX_MS = 2_000;
+/** A subscription that failed on a live connection is tried again after this long. */
+const RESUBSCRIBE_MS = 1_000;
 /** A failure is logged at most this often (an outage fails every call). */
 const LOG_EVERY_MS = 10_000;
 
@@ -27,8 +29,19 @@ const LOG_EVERY_MS = 10_000;
  * the background for as long as it takes. Every command is timed and counted (`run`), so an operator sees the store's
  * latency and errors.
  */
+export interface ChannelListener {
+  message(text: string): void;
+  /** True once subscribed (again, after a reconnection), false as soon as the subscription may miss messages. */
+  subscribed(up: boolean): void;
+}
+
 export class SharedStore {
   readonly redis: Redis;
+  /** The pub/sub connection, opened with the first listener. */
+  private subscriber: Redis | undefined;
+  private readonly listeners = new Map<string, ChannelListener>();
+  /** Channels subscribed on the current subscriber connection. */
+  private readonly subscribed = new Set<string>();
   private readonly duration: Histogram<"operation">;
   private readonly errors: Counter<"operation">;
   private loggedAt = 0;
@@ -70,8 +83,76 @@ export class SharedStore {
     }
   }
 
+  /** A channel's name in Redis: pub/sub channels are not keys, so the key prefix is added here. */
+  channel(name: string): string {
+    return `${this.options.keyPrefix}${name}`;
+  }
+
+  /** Follows a pub/sub channel (one listener per channel) on a connection of its own; returns the unsubscribe. */
+  listen(channel: string, listener: ChannelListener): () => void {
+    this.listeners.set(channel, listener);
+    const subscriber = this.subscriber ?? this.openSubscriber();
+    if (subscriber.status === "ready") this.subscribe(subscriber, channel);
+    return () => {
+      this.listeners.delete(channel);
+      this.subscribed.delete(channel);
+      if (subscriber.status === "ready") subscriber.unsubscribe(channel).catch(() => undefined);
+    };
+  }
+
+  /** True while the channel's subscription is in place (no message can have been missed since it was made). */
+  listening(channel: string): boolean {
+    return this.subscribed.has(channel) && this.subscriber?.status === "ready";
+  }
+
   async close(): Promise<void> {
+    this.subscriber?.disconnect();
     this.redis.disconnect();
+  }
+
+  private openSubscriber(): Redis {
+    // Queued commands wait for the connection here (SUBSCRIBE only); subscriptions are made again by hand after a
+    // reconnection, so the listener learns when they are back.
+    const subscriber = this.redis.duplicate({
+      enableOfflineQueue: true,
+      autoResubscribe: false,
+      // Channel names carry the prefix already (see `channel`).
+      keyPrefix: "",
+      connectionName: "lightfleet-gateway-subscriber",
+    });
+    this.subscriber = subscriber;
+    subscriber.on("error", (error: Error) => this.logFailure(error, "shared store (Redis) subscriber error"));
+    subscriber.on("ready", () => {
+      for (const channel of this.listeners.keys()) this.subscribe(subscriber, channel);
+    });
+    subscriber.on("close", () => {
+      const lost = [...this.subscribed];
+      this.subscribed.clear();
+      for (const channel of lost) this.listeners.get(channel)?.subscribed(false);
+    });
+    subscriber.on("message", (channel: string, text: string) => this.listeners.get(channel)?.message(text));
+    return subscriber;
+  }
+
+  private subscribe(subscriber: Redis, channel: string): void {
+    subscriber.subscribe(channel).then(
+      () => {
+        const listener = this.listeners.get(channel);
+        if (!listener || subscriber.status !== "ready") return;
+        this.subscribed.add(channel);
+        listener.subscribed(true);
+      },
+      (error: unknown) => {
+        this.logFailure(error, "shared store (Redis): could not subscribe");
+        // Until it is in place every call asks Redis: try again while the connection lasts (a new connection
+        // subscribes anyway).
+        if (subscriber.status === "ready")
+          setTimeout(() => {
+            if (this.listeners.has(channel) && subscriber.status === "ready")
+              this.subscribe(subscriber, channel);
+          }, RESUBSCRIBE_MS).unref();
+      },
+    );
   }
 
   private logFailure(error: unknown, message: string): void {

@@ -42,7 +42,19 @@ export class HeadFeed extends EventEmitter {
       });
   };
 
-  constructor(private readonly options: { upstreams: NetworkUpstreams; timeoutMs: number; logger: Logger }) {
+  constructor(
+    private readonly options: {
+      upstreams: NetworkUpstreams;
+      timeoutMs: number;
+      logger: Logger;
+      /**
+       * Runs before blocks up to a height are announced, and is waited for (with shared state: the height recorded
+       * as the shared head first, so a client that got it can ask no replica for a lower one); undefined: nothing to
+       * wait for.
+       */
+      beforeAnnounce?: (height: number) => Promise<unknown> | undefined;
+    },
+  ) {
     super();
     options.upstreams.on("head", this.onHead);
   }
@@ -68,6 +80,7 @@ export class HeadFeed extends EventEmitter {
       next.hash === head.hash &&
       next.header.parentHash === last!.hash
     ) {
+      await this.options.beforeAnnounce?.(next.number);
       this.push(next);
       return;
     }
@@ -78,6 +91,7 @@ export class HeadFeed extends EventEmitter {
     let blocks = await this.fetch(client, from, head.number);
     // The node moved on to another block at that height since it agreed: wait for the next agreed head.
     if (!blocks || blocks.at(-1)!.hash !== head.hash) return;
+    await this.options.beforeAnnounce?.(head.number);
     if (last && blocks[0]!.number === last.number + 1 && blocks[0]!.header.parentHash !== last.hash) {
       const ancestor = await this.findAncestor(client);
       if (ancestor === undefined) return;

@@ -24,6 +24,11 @@ export class NetworkStreams {
     private readonly feed: HeadFeed,
     private readonly handler: CallHandler,
     private readonly logger: Logger,
+    /**
+     * The lowest head a new newHeads subscription may be sent (with shared state: the head over every replica, so a
+     * client that reconnects to a replica whose nodes are behind is never sent a head lower than one it had).
+     */
+    private readonly headFloor: () => number | Promise<number> | undefined = () => undefined,
   ) {
     feed.on("block", (block: FeedBlock) => {
       for (const listener of this.listeners) listener.onBlock(block, () => this.logsOf(block));
@@ -41,6 +46,11 @@ export class NetworkStreams {
 
   latest(): FeedBlock | undefined {
     return this.feed.latest();
+  }
+
+  /** Where a newHeads subscription made now starts: heads below it are not sent to it. */
+  newHeadsFloor(): number | Promise<number> | undefined {
+    return this.headFloor();
   }
 
   private logsOf(block: FeedBlock): Promise<Log[]> {

@@ -24,8 +24,12 @@ export interface WsLimits {
   maxInFlight: number;
 }
 
-/** A newHeads subscription keeps its id's bytes, written into every notification frame. */
-type Subscription = { type: "newHeads"; idBytes: Buffer } | { type: "logs"; filter: LogFilter };
+/**
+ * A newHeads subscription keeps its id's bytes, written into every notification frame, and the lowest head it may be
+ * sent (-1: any).
+ */
+type Subscription =
+  { type: "newHeads"; idBytes: Buffer; floor: number } | { type: "logs"; filter: LogFilter };
 
 /**
  * One client WebSocket on a network's `/ws`: calls routed like HTTP, and `newHeads` / `logs` subscriptions served
@@ -190,7 +194,21 @@ export class WsSession {
     return this.handler.handle(request);
   }
 
-  private subscribe(request: JsonRpcRequest): JsonRpcResponse {
+  private subscribe(request: JsonRpcRequest): JsonRpcResponse | Promise<JsonRpcResponse> {
+    const params = Array.isArray(request.params) ? request.params : [];
+    if (params[0] !== "newHeads") return this.addSubscription(request, -1);
+    const floor = this.streams.newHeadsFloor();
+    return floor instanceof Promise
+      ? floor.then((height) =>
+          // Closed meanwhile: nothing to subscribe (the answer goes nowhere).
+          this.socket.readyState === WebSocket.OPEN
+            ? this.addSubscription(request, height)
+            : errorResponse(request.id ?? null, RPC_ERROR.INTERNAL_ERROR, "connection closed"),
+        )
+      : this.addSubscription(request, floor ?? -1);
+  }
+
+  private addSubscription(request: JsonRpcRequest, floor: number): JsonRpcResponse {
     const id = request.id ?? null;
     const params = Array.isArray(request.params) ? request.params : [];
     const network = this.handler.network;
@@ -204,7 +222,7 @@ export class WsSession {
     let subscription: Subscription;
     const subscriptionId = newSubscriptionId();
     if (params[0] === "newHeads" && params.length === 1)
-      subscription = { type: "newHeads", idBytes: subscriptionIdBytes(subscriptionId) };
+      subscription = { type: "newHeads", idBytes: subscriptionIdBytes(subscriptionId), floor };
     else if (params[0] === "logs" && params.length <= 2) {
       const filter = parseLogFilter(params[1]);
       if (typeof filter === "string")
@@ -261,8 +279,9 @@ export class WsSession {
 
   private deliver(block: FeedBlock, blockLogs: Log[]): void {
     for (const [id, sub] of this.subscriptions) {
-      if (sub.type === "newHeads") this.sendHead(block, sub.idBytes);
-      else for (const log of blockLogs) if (matchesFilter(log, sub.filter)) this.notify(id, log);
+      if (sub.type === "newHeads") {
+        if (block.number >= sub.floor) this.sendHead(block, sub.idBytes);
+      } else for (const log of blockLogs) if (matchesFilter(log, sub.filter)) this.notify(id, log);
     }
   }
 
