@@ -225,7 +225,10 @@ describe.skipIf(unavailable !== undefined)("operator changes on a real Kubernete
     const columns = async (kind: string, column: string) => {
       const got = await cluster.kubectl(["get", kind, "--namespace", NAMESPACE]);
       expect(got.code, got.stderr).toBe(0);
-      const [header, ...rows] = got.stdout.trim().split("\n").map((line) => line.trim().split(/\s+/));
+      const [header, ...rows] = got.stdout
+        .trim()
+        .split("\n")
+        .map((line) => line.trim().split(/\s+/));
       const at = header!.indexOf(column);
       return new Map(rows.map((row) => [row[0]!, Number(row[at])]));
     };
@@ -238,14 +241,19 @@ describe.skipIf(unavailable !== undefined)("operator changes on a real Kubernete
     await waitFor(
       async () => {
         const head = await chainHead();
-        for (const [name, value] of [...(await columns("ln", "HEAD")), ...(await columns("lnp", "REFERENCE"))])
+        for (const [name, value] of [
+          ...(await columns("ln", "HEAD")),
+          ...(await columns("lnp", "REFERENCE")),
+        ])
           if (!(value >= head - trailing)) behind.push(`${name} at ${value} with the chain at ${head}`);
         samples++;
         return head >= start + 12;
       },
       { timeoutMs: 60_000, intervalMs: 250, what: "the chain 12 blocks on" },
     );
-    console.info(`printer columns: ${samples} samples over 12 blocks, ${behind.length} behind by more than ${trailing}`);
+    console.info(
+      `printer columns: ${samples} samples over 12 blocks, ${behind.length} behind by more than ${trailing}`,
+    );
     expect(behind).toEqual([]);
   }, 120_000);
 
