@@ -373,6 +373,17 @@ describe.skipIf(unavailable !== undefined)("operator changes on a real Kubernete
         (await pool()).status?.conditions?.find((x) => x.type === "SpecAccepted")?.status === "True",
       { timeoutMs: 30_000, what: "SpecAccepted=True again" },
     );
+    // The refusal's Event names the pool by its uid, so `kubectl describe` lists it; only the leader recorded it,
+    // once (both replicas resolve the pools). Counted seconds after it was made, so a second replica's would be in.
+    const described = await cluster.kubectl(["describe", "lightnodepool", "alpha", "--namespace", NAMESPACE]);
+    expect(described.stdout).toMatch(
+      /Warning\s+InvalidSpec\s.*spec\.selector\.matchExpressions\[0\]\.values/,
+    );
+    const refusals = await core.listNamespacedEvent({
+      namespace: NAMESPACE,
+      fieldSelector: "reason=InvalidSpec,involvedObject.name=alpha",
+    });
+    expect(refusals.items.map((e) => e.reportingInstance ?? e.source?.component)).toHaveLength(1);
   }, 120_000);
 
   it("a deleted Lease is created again by a controller, which then acts on a lag within the Lease duration", async () => {
@@ -397,4 +408,13 @@ describe.skipIf(unavailable !== undefined)("operator changes on a real Kubernete
     );
     expect(refused.map((e) => `${e.user.username} ${e.verb} ${e.requestURI}`)).toEqual([]);
   }, 120_000);
+
+  it("records no SystemicFailure through all of the above: leader starts, pool edits, a new leader after the Lease", async () => {
+    // The reserved peers answered throughout; a Warning at a leader's start or a pool edit would be false.
+    const systemic = await core.listNamespacedEvent({
+      namespace: NAMESPACE,
+      fieldSelector: "reason=SystemicFailure",
+    });
+    expect(systemic.items.map((e) => `${String(e.eventTime ?? e.firstTimestamp)} ${e.message}`)).toEqual([]);
+  }, 30_000);
 });
