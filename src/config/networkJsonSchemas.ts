@@ -201,11 +201,32 @@ export function poolSpecRules(): Array<{ rule: string; message: string }> {
   ];
 }
 
+/**
+ * Durations in SCHEMA (and below it) as the LightNodePool CRD takes them: a string or a whole number of seconds. A
+ * fraction (0.5) the config format reads as 500ms; the API server's int-or-string refuses it, so the chart would fail
+ * halfway through an upgrade, at the pool, after other objects changed. Refused at once instead: write "500ms".
+ */
+function wholeSecondsOnly(schema: JsonSchema): JsonSchema {
+  const out: JsonSchema = { ...schema };
+  if (out.pattern === DURATION_PATTERN.source && Array.isArray(out.type)) out.type = ["integer", "string"];
+  if (out.properties)
+    out.properties = Object.fromEntries(
+      Object.entries(out.properties as Record<string, JsonSchema>).map(([key, sub]) => [
+        key,
+        wholeSecondsOnly(sub),
+      ]),
+    );
+  if (out.items) out.items = wholeSecondsOnly(out.items as JsonSchema);
+  return out;
+}
+
 /** JSON Schema (draft-07) of one networks[] entry's config keys, for values.schema.json. */
 export function networkValuesSchema(): JsonSchema {
   const network = tidy(generate(networkSchema, "draft-07", false), false);
   const properties = network.properties as Record<string, JsonSchema>;
   properties.health = withDurationFloors(properties.health!, false);
+  // The keys the chart writes into the LightNodePool too.
+  for (const key of ["blockTime", "health", "scaling"]) properties[key] = wholeSecondsOnly(properties[key]!);
   return {
     ...network,
     properties: Object.fromEntries(NETWORK_KEYS.map((key) => [key, properties[key]!])),
@@ -264,6 +285,10 @@ export function poolSpecSchemas(): Record<string, JsonSchema> {
         {
           rule: `!has(self.minReplicas) || self.minReplicas <= (has(self.maxReplicas) ? self.maxReplicas : ${DEFAULT_SCALING.maxReplicas})`,
           message: `minReplicas must not exceed maxReplicas (default ${DEFAULT_SCALING.maxReplicas})`,
+        },
+        {
+          rule: `!has(self.cronFloors) || self.cronFloors.all(f, f.minReplicas <= (has(self.maxReplicas) ? self.maxReplicas : ${DEFAULT_SCALING.maxReplicas}))`,
+          message: `a cron floor's minReplicas must not exceed maxReplicas (default ${DEFAULT_SCALING.maxReplicas})`,
         },
       ],
     },
