@@ -74,9 +74,15 @@ describe("when a status is written", () => {
  * each pool's round every `roundMs` (pools staggered across the second), a node stalling now and then, and the writes
  * each round picks counted per second.
  */
-function simulateFleet(input: { pools: number; nodes: number; roundMs: number; seconds: number }) {
+function simulateFleet(input: {
+  pools: number;
+  nodes: number;
+  roundMs: number;
+  seconds: number;
+  budget?: { writesPerSecond: number; burst: number };
+}) {
   const { pools, nodes, roundMs, seconds } = input;
-  const budget = new WriteBudget(options);
+  const budget = new WriteBudget(input.budget ?? options);
   const sent = new Map<string, SentStatus>();
   const perSecond = new Array<number>(seconds).fill(0);
   const stalledAt = new Map<string, number>();
@@ -155,7 +161,16 @@ describe("API writes of a fleet under the throttle (virtual clock, a block a sec
   it("100 nodes probed every second: 10 writes a second, not 50; a growing lag shown within 2 blocks, heads within 22", () => {
     const fleet = simulateFleet({ pools: 10, nodes: 10, roundMs: 1_000, seconds: 300 });
     console.info(`100 nodes, 1 s rounds: ${JSON.stringify(fleet)}`);
-    // Without the cap every node would be written every 2 s: 50 writes a second.
+    // Without the cap every node and pool would be written every 2 s: 55 writes a second.
+    const uncapped = simulateFleet({
+      pools: 10,
+      nodes: 10,
+      roundMs: 1_000,
+      seconds: 300,
+      budget: { writesPerSecond: Infinity, burst: Infinity },
+    });
+    console.info(`100 nodes, 1 s rounds, no cap: ${JSON.stringify(uncapped)}`);
+    expect(uncapped.meanPerSecond).toBeGreaterThan(50);
     expect(fleet.meanPerSecond).toBeLessThanOrEqual(options.writesPerSecond + 1);
     expect(fleet.peakPerSecond).toBeLessThanOrEqual(options.burst + options.writesPerSecond);
     // A growing lag goes first: half the time a node of every pool stalls and takes a write every 2 s (5 a second),
