@@ -5,6 +5,11 @@
  */
 import { z } from "zod";
 import { DURATION_PATTERN, duration } from "./duration.js";
+import { adminSchema } from "./sections/admin.js";
+import { controllerSchema } from "./sections/controller.js";
+import { gatewaySchema } from "./sections/gateway.js";
+import { keysSchema } from "./sections/keys.js";
+import { logSchema } from "./sections/log.js";
 import { healthSchema, TIMESTAMP_RESOLUTION_MS } from "./sections/health.js";
 import { NETWORK_PRESETS } from "./presets.js";
 import { networkSchema, peerSchema } from "./sections/network.js";
@@ -292,5 +297,65 @@ export function poolSpecSchemas(): Record<string, JsonSchema> {
         },
       ],
     },
+  };
+}
+
+/** Drops `required` in SCHEMA and everything below it: for an object the chart renders, which `config` is merged over. */
+function nothingRequired(schema: JsonSchema): JsonSchema {
+  const out: JsonSchema = {};
+  for (const [key, value] of Object.entries(schema)) {
+    if (key === "required") continue;
+    if (key === "properties")
+      out.properties = Object.fromEntries(
+        Object.entries(value as Record<string, JsonSchema>).map(([name, sub]) => [
+          name,
+          nothingRequired(sub),
+        ]),
+      );
+    else if (key === "items" || (key === "additionalProperties" && typeof value === "object"))
+      out[key] = nothingRequired(value as JsonSchema);
+    else if (key === "oneOf" || key === "anyOf" || key === "allOf")
+      out[key] = (value as JsonSchema[]).map(nothingRequired);
+    else out[key] = value;
+  }
+  return out;
+}
+
+/** Objects of each config section the chart renders from its own values (see lightfleet.config in _helpers.tpl). */
+const CHART_RENDERED: Record<string, string[]> = { gateway: ["sharedState"], controller: ["gatewayService"] };
+
+/**
+ * JSON Schema (draft-07) of the chart's `config` value: the config format's sections but the networks (they come from
+ * `networks`), so an unknown key or a value out of bounds stops `helm install/upgrade` instead of a component at start.
+ */
+export function configValuesSchema(): JsonSchema {
+  const sections: Record<string, z.ZodType> = {
+    dataDir: z.string().min(1),
+    log: logSchema,
+    admin: adminSchema,
+    gateway: gatewaySchema,
+    keys: keysSchema,
+    controller: controllerSchema,
+  };
+  return {
+    type: "object",
+    description: "Merged over the rendered lightfleet config (networks come from `networks`)",
+    properties: {
+      ...Object.fromEntries(
+        Object.entries(sections).map(([key, schema]) => {
+          const json = tidy(generate(schema, "draft-07", false), false);
+          // The chart renders these whole, so an override may name one field of them; other objects (a rateLimit)
+          // it does not write keep their required fields.
+          const rendered = CHART_RENDERED[key] ?? [];
+          const properties = { ...(json.properties as Record<string, JsonSchema> | undefined) };
+          for (const name of rendered)
+            if (properties[name]) properties[name] = nothingRequired(properties[name]);
+          const { required: _sectionRequired, ...section } = json;
+          return [key, json.properties ? { ...section, properties } : section];
+        }),
+      ),
+      networks: { not: {} },
+    },
+    additionalProperties: false,
   };
 }

@@ -283,6 +283,43 @@ describe("one validation everywhere", () => {
     expect(checked).toBeGreaterThan(300);
   });
 
+  it("the chart's config value: an unknown key and every bounded number and duration of a section, as the components judge them", async () => {
+    const config = ajv.compile(
+      (JSON.parse(await readFile(VALUES_SCHEMA, "utf8")) as Schema).properties!.config!,
+    );
+    const schema = (JSON.parse(await readFile(VALUES_SCHEMA, "utf8")) as Schema).properties!.config!;
+    const cases: Array<[string[], unknown]> = [
+      [["controller", "bogus"], 1],
+      [["gateway", "bogus"], true],
+      [["bogus"], {}],
+    ];
+    const walk = (sub: Schema, path: string[]) => {
+      if (sub.properties) for (const [key, s2] of Object.entries(sub.properties)) walk(s2, [...path, key]);
+      const types = ([] as unknown[]).concat(sub.type);
+      if (types.includes("string") && types.includes("number"))
+        for (const value of ["-1s", "0s", "1ms", "1s", "nonsense", -1, 0, 0.5, 1]) cases.push([path, value]);
+      else if (types.includes("number") || types.includes("integer"))
+        for (const value of [-1, 0, 0.5, 1, 1.5, 65_535, 65_536, sub.minimum, sub.maximum])
+          if (typeof value === "number") cases.push([path, value]);
+    };
+    for (const key of ["log", "admin", "gateway", "keys", "controller"])
+      walk(schema.properties![key]!, [key]);
+    const disagreements: string[] = [];
+    for (const [path, value] of cases) {
+      const override: Record<string, unknown> = {};
+      let at = override;
+      for (const key of path.slice(0, -1)) at = (at[key] = {}) as Record<string, unknown>;
+      at[path.at(-1)!] = value;
+      const parsed = configSchema.safeParse(override);
+      // A relation between fields (or with the rest of the config) is the components' to judge.
+      if (!parsed.success && parsed.error.issues.every((i) => i.code === "custom")) continue;
+      if (config(override) !== parsed.success)
+        disagreements.push(`config.${path.join(".")}=${JSON.stringify(value)}: components ${parsed.success}`);
+    }
+    expect(disagreements).toEqual([]);
+    expect(cases.length).toBeGreaterThan(100);
+  });
+
   it("cross-field rules: the components and helm (the chart's template checks) agree, before any object changes", async () => {
     for (const [what, change, valid] of CROSS_FIELD) {
       const network = { ...NETWORK, ...change };
