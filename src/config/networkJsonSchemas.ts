@@ -1,7 +1,8 @@
 /**
  * The network part of the config format as JSON Schema, for the two other places a network is written: the Helm
- * chart's values.schema.json (networks[]) and the LightNodePool CRD (spec). Both are generated from the zod schema
- * (`npm run schemas`), so an option the config format gains is accepted there too, and an unknown one is refused.
+ * chart's values.schema.json (networks[]) and the LightNodePool CRD (spec); and the rest of the format for the chart's
+ * `config` value. All are generated from the zod schema (`npm run schemas`), so an option the config format gains is
+ * accepted there too, and an unknown one is refused.
  */
 import { z } from "zod";
 import { DURATION_PATTERN, duration } from "./duration.js";
