@@ -1,10 +1,16 @@
 /**
  * The network part of the config format as JSON Schema, for the two other places a network is written: the Helm
- * chart's values.schema.json (networks[]) and the LightNodePool CRD (spec). Both are generated from the zod schema
- * (`npm run schemas`), so an option the config format gains is accepted there too, and an unknown one is refused.
+ * chart's values.schema.json (networks[]) and the LightNodePool CRD (spec); and the rest of the format for the chart's
+ * `config` value. All are generated from the zod schema (`npm run schemas`), so an option the config format gains is
+ * accepted there too, and an unknown one is refused.
  */
 import { z } from "zod";
 import { DURATION_PATTERN, duration } from "./duration.js";
+import { adminSchema } from "./sections/admin.js";
+import { controllerSchema } from "./sections/controller.js";
+import { gatewaySchema } from "./sections/gateway.js";
+import { keysSchema } from "./sections/keys.js";
+import { logSchema } from "./sections/log.js";
 import { healthSchema, TIMESTAMP_RESOLUTION_MS } from "./sections/health.js";
 import { NETWORK_PRESETS } from "./presets.js";
 import { networkSchema, peerSchema } from "./sections/network.js";
@@ -201,11 +207,32 @@ export function poolSpecRules(): Array<{ rule: string; message: string }> {
   ];
 }
 
+/**
+ * Durations in SCHEMA (and below it) as the LightNodePool CRD takes them: a string or a whole number of seconds. A
+ * fraction (0.5) the config format reads as 500ms; the API server's int-or-string refuses it, so the chart would fail
+ * halfway through an upgrade, at the pool, after other objects changed. Refused at once instead: write "500ms".
+ */
+function wholeSecondsOnly(schema: JsonSchema): JsonSchema {
+  const out: JsonSchema = { ...schema };
+  if (out.pattern === DURATION_PATTERN.source && Array.isArray(out.type)) out.type = ["integer", "string"];
+  if (out.properties)
+    out.properties = Object.fromEntries(
+      Object.entries(out.properties as Record<string, JsonSchema>).map(([key, sub]) => [
+        key,
+        wholeSecondsOnly(sub),
+      ]),
+    );
+  if (out.items) out.items = wholeSecondsOnly(out.items as JsonSchema);
+  return out;
+}
+
 /** JSON Schema (draft-07) of one networks[] entry's config keys, for values.schema.json. */
 export function networkValuesSchema(): JsonSchema {
   const network = tidy(generate(networkSchema, "draft-07", false), false);
   const properties = network.properties as Record<string, JsonSchema>;
   properties.health = withDurationFloors(properties.health!, false);
+  // The keys the chart writes into the LightNodePool too.
+  for (const key of ["blockTime", "health", "scaling"]) properties[key] = wholeSecondsOnly(properties[key]!);
   return {
     ...network,
     properties: Object.fromEntries(NETWORK_KEYS.map((key) => [key, properties[key]!])),
@@ -265,7 +292,71 @@ export function poolSpecSchemas(): Record<string, JsonSchema> {
           rule: `!has(self.minReplicas) || self.minReplicas <= (has(self.maxReplicas) ? self.maxReplicas : ${DEFAULT_SCALING.maxReplicas})`,
           message: `minReplicas must not exceed maxReplicas (default ${DEFAULT_SCALING.maxReplicas})`,
         },
+        {
+          rule: `!has(self.cronFloors) || self.cronFloors.all(f, f.minReplicas <= (has(self.maxReplicas) ? self.maxReplicas : ${DEFAULT_SCALING.maxReplicas}))`,
+          message: `a cron floor's minReplicas must not exceed maxReplicas (default ${DEFAULT_SCALING.maxReplicas})`,
+        },
       ],
     },
+  };
+}
+
+/** Drops `required` in SCHEMA and everything below it: for an object the chart renders, which `config` is merged over. */
+function nothingRequired(schema: JsonSchema): JsonSchema {
+  const out: JsonSchema = {};
+  for (const [key, value] of Object.entries(schema)) {
+    if (key === "required") continue;
+    if (key === "properties")
+      out.properties = Object.fromEntries(
+        Object.entries(value as Record<string, JsonSchema>).map(([name, sub]) => [
+          name,
+          nothingRequired(sub),
+        ]),
+      );
+    else if (key === "items" || (key === "additionalProperties" && typeof value === "object"))
+      out[key] = nothingRequired(value as JsonSchema);
+    else if (key === "oneOf" || key === "anyOf" || key === "allOf")
+      out[key] = (value as JsonSchema[]).map(nothingRequired);
+    else out[key] = value;
+  }
+  return out;
+}
+
+/** Objects of each config section the chart renders from its own values (see lightfleet.config in _helpers.tpl). */
+const CHART_RENDERED: Record<string, string[]> = { gateway: ["sharedState"], controller: ["gatewayService"] };
+
+/**
+ * JSON Schema (draft-07) of the chart's `config` value: the config format's sections but the networks (they come from
+ * `networks`), so an unknown key or a value out of bounds stops `helm install/upgrade` instead of a component at start.
+ */
+export function configValuesSchema(): JsonSchema {
+  const sections: Record<string, z.ZodType> = {
+    dataDir: z.string().min(1),
+    log: logSchema,
+    admin: adminSchema,
+    gateway: gatewaySchema,
+    keys: keysSchema,
+    controller: controllerSchema,
+  };
+  return {
+    type: "object",
+    description: "Merged over the rendered lightfleet config (networks come from `networks`)",
+    properties: {
+      ...Object.fromEntries(
+        Object.entries(sections).map(([key, schema]) => {
+          const json = tidy(generate(schema, "draft-07", false), false);
+          // The chart renders these whole, so an override may name one field of them; other objects (a rateLimit)
+          // it does not write keep their required fields.
+          const rendered = CHART_RENDERED[key] ?? [];
+          const properties = { ...(json.properties as Record<string, JsonSchema> | undefined) };
+          for (const name of rendered)
+            if (properties[name]) properties[name] = nothingRequired(properties[name]);
+          const { required: _sectionRequired, ...section } = json;
+          return [key, json.properties ? { ...section, properties } : section];
+        }),
+      ),
+      networks: { not: {} },
+    },
+    additionalProperties: false,
   };
 }

@@ -58,8 +58,9 @@ export function trackReference(
   const { health } = network;
   const eligible = eligiblePeers(peers, network.chainId);
   if (eligible.length === 0) {
-    // Before any peer has answered or failed (the first round of a pool), there is nothing to judge yet.
-    if (peers.length > 0 && peers.every((p) => p.pending) && previous.reference === undefined)
+    // Before any peer has answered or failed (the first round of a pool, or of its loop restarted for an edited spec
+    // with its state kept), there is nothing to judge yet: a hold, but not a failure worth a Warning.
+    if (peers.length > 0 && peers.every((p) => p.pending))
       return {
         ...previous,
         problem: {

@@ -116,6 +116,17 @@ describe("alert rules", () => {
     }
   });
 
+  it("are each listed in docs/helm.md's alert table with their severity, and the table lists no other", async () => {
+    const docs = await readFile(join(ROOT, "docs/helm.md"), "utf8");
+    const listed = [...docs.matchAll(/^\| \[`(\w+)`\]\(runbook\.md#\w+\) \| (\w+) \|/gm)].map(
+      ([, alert, severity]) => `${alert} ${severity}`,
+    );
+    const all = (await rules()).groups.flatMap((g) => g.rules) as Array<
+      Rule & { labels: { severity: string } }
+    >;
+    expect(listed.sort()).toEqual(all.map((r) => `${r.alert} ${r.labels.severity}`).sort());
+  });
+
   it("are rendered unchanged into the chart's PrometheusRule", async () => {
     const { objects } = await renderChart({ set: ["monitoring.prometheusRule.enabled=true"] });
     const rule = objects.find((o) => o.kind === "PrometheusRule");

@@ -4,6 +4,7 @@ import { Ajv } from "ajv";
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { NETWORK_PRESETS } from "../../src/config/presets.js";
+import { configSchema } from "../../src/config/schema.js";
 import { networkSchema } from "../../src/config/sections/network.js";
 import { CHART_DIR, helm } from "../support/helm.js";
 import { POOL_CRD, VALUES_SCHEMA } from "../support/schemas.js";
@@ -103,6 +104,9 @@ const FIELD_BOUNDS: Array<[string, Record<string, unknown>, boolean]> = [
   ["tolerance 0.99", { scaling: { tolerance: 0.99 } }, true],
 ];
 
+/** A cron floor of MIN nodes on weekdays. */
+const floor = (minReplicas: number) => ({ start: "0 8 * * 1-5", end: "0 20 * * 1-5", minReplicas });
+
 /** Cross-field rules: the CRD states them in CEL; a JSON Schema cannot compare one field with another. */
 const CROSS_FIELD: Array<[string, Record<string, unknown>, boolean]> = [
   ["peerHaltAfter under two default block times", { health: { peerHaltAfter: "23s" } }, false],
@@ -132,6 +136,9 @@ const CROSS_FIELD: Array<[string, Record<string, unknown>, boolean]> = [
   ["minReplicas at maxReplicas", { scaling: { minReplicas: 2, maxReplicas: 2 } }, true],
   ["minReplicas over the default maxReplicas", { scaling: { minReplicas: 11 } }, false],
   ["two peers of one name", { reservedPeers: [NETWORK.reservedPeers[0], NETWORK.reservedPeers[0]] }, false],
+  ["a cron floor over maxReplicas", { scaling: { maxReplicas: 3, cronFloors: [floor(4)] } }, false],
+  ["a cron floor at maxReplicas", { scaling: { maxReplicas: 3, cronFloors: [floor(3)] } }, true],
+  ["a cron floor over the default maxReplicas", { scaling: { cronFloors: [floor(5), floor(11)] } }, false],
   ...Object.entries(NETWORK_PRESETS).flatMap(
     ([preset, p]): Array<[string, Record<string, unknown>, boolean]> => [
       [`preset ${preset} with its chain id`, { preset, chainId: p.chainId }, !("deprecated" in p)],
@@ -139,6 +146,31 @@ const CROSS_FIELD: Array<[string, Record<string, unknown>, boolean]> = [
     ],
   ),
 ];
+
+/**
+ * Cross-field rules of the gateway's options: a pool does not carry them (the gateway reads them from its config), so
+ * helm's template checks are the one place before a gateway pod that can refuse them.
+ */
+const GATEWAY_CROSS_FIELD: Array<[string, Record<string, unknown>, boolean]> = [
+  ["hedge.minDelay over the default maxDelay", { gateway: { hedge: { minDelay: "2s" } } }, false],
+  ["hedge.minDelay over maxDelay", { gateway: { hedge: { minDelay: 0.5, maxDelay: "499ms" } } }, false],
+  ["hedge.minDelay at maxDelay", { gateway: { hedge: { minDelay: 0.5, maxDelay: "500ms" } } }, true],
+  ["hungNodes.min over the default max", { gateway: { hungNodes: { min: "1501ms" } } }, false],
+  ["hungNodes.max under the default min", { gateway: { hungNodes: { max: "0.2s" } } }, false],
+  ["hungNodes.min at max", { gateway: { hungNodes: { min: "1m", max: 60 } } }, true],
+];
+
+/** `helm template` of NETWORKS (each with a workload); its exit code and stderr. */
+const template = (networks: Array<Record<string, unknown>>) =>
+  helm([
+    "template",
+    "lf",
+    CHART_DIR,
+    "--namespace",
+    "rpc",
+    "--set-json",
+    `networks=${JSON.stringify(networks.map((n) => ({ ...n, workload: { enabled: true, image: { repository: "x" } } })))}`,
+  ]);
 
 describe("one validation everywhere", () => {
   it("health.maxLagSeconds: the components, the values schema and the CRD agree at every unit's boundary", async () => {
@@ -178,6 +210,116 @@ describe("one validation everywhere", () => {
     }
   });
 
+  it("every bounded number and duration of a network: the components, the values schema and the CRD agree at its bounds", async () => {
+    const valuesSchema = await valuesNetwork();
+    const values = ajv.compile(valuesSchema);
+    const spec = await crdSpec();
+    const crdShape = ajv.compile(openApiToJsonSchema(spec) as object);
+    /** Every leaf of the values schema's network that is a number or a duration, by path. */
+    const leaves: Array<{ path: string[]; schema: Schema }> = [];
+    const walk = (schema: Schema, path: string[]) => {
+      if (schema.properties)
+        for (const [key, sub] of Object.entries(schema.properties)) walk(sub, [...path, key]);
+      else leaves.push({ path, schema });
+    };
+    for (const key of ["chainId", "blockTime", "health", "gateway", "scaling"])
+      walk(valuesSchema.properties![key]!, [key]);
+    const durations = [
+      "0s",
+      "0ms",
+      "1ms",
+      "0.5s",
+      "1s",
+      "-1s",
+      "1m",
+      "1h",
+      "10000h",
+      0,
+      0.001,
+      0.5,
+      1,
+      -1,
+      1e9,
+    ];
+    let checked = 0;
+    const disagreements: string[] = [];
+    for (const { path, schema } of leaves) {
+      const types = ([] as unknown[]).concat(schema.type);
+      const isDuration = types.includes("string") && (types.includes("number") || types.includes("integer"));
+      if (!isDuration && !types.includes("number") && !types.includes("integer")) continue;
+      const candidates: unknown[] = isDuration ? [...durations] : [-1, 0, 0.5, 1, 2, 1.5, 1000, 1001, 1e6];
+      for (const bound of [schema.minimum, schema.maximum])
+        if (typeof bound === "number")
+          candidates.push(bound - 1, bound - 0.001, bound, bound + 0.001, bound + 1);
+      for (const value of candidates) {
+        const network: Record<string, unknown> = structuredClone(NETWORK);
+        let at = network;
+        for (const key of path.slice(0, -1)) at = (at[key] ??= {}) as Record<string, unknown>;
+        at[path.at(-1)!] = value;
+        const parsed = networkSchema.safeParse(network);
+        // A refusal for a relation between fields is held by the cross-field cases (helm's template checks, CEL).
+        if (!parsed.success && parsed.error.issues.every((i) => i.code === "custom")) continue;
+        const verdicts: Record<string, boolean> = { components: parsed.success, values: values(network) };
+        // The pool carries the network's keys but the gateway's options (the gateway reads those from its config).
+        if (path[0] !== "gateway") {
+          const pool = asPoolSpec(network);
+          verdicts.crd = crdShape(pool) && celRefusals(spec, pool).length === 0;
+        }
+        checked++;
+        // A fraction of a second as a number the components read (0.5 is 500ms), but a pool's int-or-string field
+        // takes a whole number or a string: refused by the CRD, and so by the values schema first ("500ms" is fine).
+        const fraction =
+          isDuration && typeof value === "number" && !Number.isInteger(value) && path[0] !== "gateway";
+        const expected = fraction ? false : parsed.success;
+        if (
+          Object.entries(verdicts).some(
+            ([who, v]) => v !== (who === "components" ? parsed.success : expected),
+          )
+        )
+          disagreements.push(`${path.join(".")}=${JSON.stringify(value)}: ${JSON.stringify(verdicts)}`);
+      }
+    }
+    expect(disagreements).toEqual([]);
+    expect(checked).toBeGreaterThan(300);
+  });
+
+  it("the chart's config value: an unknown key and every bounded number and duration of a section, as the components judge them", async () => {
+    const config = ajv.compile(
+      (JSON.parse(await readFile(VALUES_SCHEMA, "utf8")) as Schema).properties!.config!,
+    );
+    const schema = (JSON.parse(await readFile(VALUES_SCHEMA, "utf8")) as Schema).properties!.config!;
+    const cases: Array<[string[], unknown]> = [
+      [["controller", "bogus"], 1],
+      [["gateway", "bogus"], true],
+      [["bogus"], {}],
+    ];
+    const walk = (sub: Schema, path: string[]) => {
+      if (sub.properties) for (const [key, s2] of Object.entries(sub.properties)) walk(s2, [...path, key]);
+      const types = ([] as unknown[]).concat(sub.type);
+      if (types.includes("string") && types.includes("number"))
+        for (const value of ["-1s", "0s", "1ms", "1s", "nonsense", -1, 0, 0.5, 1]) cases.push([path, value]);
+      else if (types.includes("number") || types.includes("integer"))
+        for (const value of [-1, 0, 0.5, 1, 1.5, 65_535, 65_536, sub.minimum, sub.maximum])
+          if (typeof value === "number") cases.push([path, value]);
+    };
+    for (const key of ["log", "admin", "gateway", "keys", "controller"])
+      walk(schema.properties![key]!, [key]);
+    const disagreements: string[] = [];
+    for (const [path, value] of cases) {
+      const override: Record<string, unknown> = {};
+      let at = override;
+      for (const key of path.slice(0, -1)) at = (at[key] = {}) as Record<string, unknown>;
+      at[path.at(-1)!] = value;
+      const parsed = configSchema.safeParse(override);
+      // A relation between fields (or with the rest of the config) is the components' to judge.
+      if (!parsed.success && parsed.error.issues.every((i) => i.code === "custom")) continue;
+      if (config(override) !== parsed.success)
+        disagreements.push(`config.${path.join(".")}=${JSON.stringify(value)}: components ${parsed.success}`);
+    }
+    expect(disagreements).toEqual([]);
+    expect(cases.length).toBeGreaterThan(100);
+  });
+
   it("cross-field rules: the components and helm (the chart's template checks) agree, before any object changes", async () => {
     for (const [what, change, valid] of CROSS_FIELD) {
       const network = { ...NETWORK, ...change };
@@ -199,6 +341,43 @@ describe("one validation everywhere", () => {
     }
   });
 
+  it("cross-field rules of the gateway's options: the components and helm agree, before any object changes", async () => {
+    for (const [what, change, valid] of GATEWAY_CROSS_FIELD) {
+      const network = { ...NETWORK, ...change };
+      const result = await template([network]);
+      expect({ what, components: networkSchema.safeParse(network).success }).toEqual({
+        what,
+        components: valid,
+      });
+      expect({ what, helm: result.code === 0 }, result.stderr).toEqual({ what, helm: valid });
+      if (!valid)
+        expect(result.stderr).toMatch(/networks\[mainnet\]\.gateway\.(hedge\.minDelay|hungNodes\.min)/);
+    }
+  });
+
+  it("rules across networks: one gateway default at most, in the components and in helm", async () => {
+    const second = { ...NETWORK, name: "sepolia", chainId: 11_155_111 };
+    for (const [what, networks, valid] of [
+      [
+        "two defaults",
+        [
+          { ...NETWORK, gateway: { default: true } },
+          { ...second, gateway: { default: true } },
+        ],
+        false,
+      ],
+      ["one default", [{ ...NETWORK, gateway: { default: true } }, second], true],
+    ] as const) {
+      const result = await template([...networks]);
+      expect({ what, components: configSchema.safeParse({ networks }).success }).toEqual({
+        what,
+        components: valid,
+      });
+      expect({ what, helm: result.code === 0 }, result.stderr).toEqual({ what, helm: valid });
+      if (!valid) expect(result.stderr).toMatch(/only one network may be the gateway default/);
+    }
+  });
+
   it("cross-field rules: the components and the CRD agree, and the CRD says why", async () => {
     const spec = await crdSpec();
     const crdShape = ajv.compile(openApiToJsonSchema(spec) as object);
@@ -211,7 +390,8 @@ describe("one validation everywhere", () => {
         components: valid,
       });
       expect({ what, crd: crdShape(pool) && refusals.length === 0 }).toEqual({ what, crd: valid });
-      if (!valid) expect(refusals.join()).toMatch(/preset|chain id|block interval|maxReplicas|unique/);
+      if (!valid)
+        expect(refusals.join()).toMatch(/preset|chain id|block interval|maxReplicas|unique|cron floor/);
     }
   });
 });

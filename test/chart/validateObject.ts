@@ -74,6 +74,9 @@ export function openApiToJsonSchema(schema: unknown): unknown {
     out[key] = key === "enum" || key === "required" ? value : openApiToJsonSchema(value);
   }
   const source = schema as Record<string, unknown>;
+  // As the API server reads it: a whole number or a string (a fraction such as 0.5 is refused).
+  if (source["x-kubernetes-int-or-string"] === true && source.type === undefined)
+    out.type = ["integer", "string"];
   for (const [exclusive, bound] of [
     ["exclusiveMinimum", "minimum"],
     ["exclusiveMaximum", "maximum"],

@@ -44,6 +44,23 @@ describe("fail static", () => {
     expect(failed.systemic?.pending).toBeUndefined();
   });
 
+  it("a pool edited while it runs (its followers new, its state kept): their first contact holds as pending too", () => {
+    const sc = new Scenario();
+    sc.round({ peers: [peer("a", 1000), peer("b", 1000)], nodes: [node("n1", 1000)] });
+    const edited = sc.round({
+      peers: [
+        peer("a", 1000, { reachable: false, pending: true }),
+        peer("b", 1000, { reachable: false, pending: true }),
+      ],
+      nodes: [node("n1", 1000)],
+    });
+    expect(edited.systemic).toMatchObject({ cause: "no-peer-reachable", pending: true });
+    expect(edited.decisions).toEqual([]);
+    expect(edited.nodes.map((n) => [n.state, n.routed])).toEqual([["Healthy", true]]);
+    const answered = sc.round({ peers: [peer("a", 1000), peer("b", 1000)], nodes: [node("n1", 1000)] });
+    expect(answered.systemic).toBeUndefined();
+  });
+
   it("peers on the wrong chain only: treated as no peer reachable", () => {
     const sc = new Scenario();
     const out = sc.round({ peers: [peer("a", 1000, { chainId: 5 })], nodes: [node("n1", 1000)] });

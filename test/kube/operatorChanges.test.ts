@@ -210,6 +210,53 @@ describe.skipIf(unavailable !== undefined)("operator changes on a real Kubernete
     await allHealthy();
   }, 300_000);
 
+  it("kubectl get ln and lnp follow the chain: HEAD and REFERENCE a few blocks behind it at most, not 30 s", async () => {
+    await allHealthy();
+    const [full] = cluster.devnet.nodes(NETWORK.name).filter((p) => p.role === "full");
+    const chainHead = async () => {
+      const answer = await fetch(full!.httpUrl, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_blockNumber", params: [] }),
+      });
+      return Number(((await answer.json()) as { result: string }).result);
+    };
+    /** A printer column by its header, per row name, from `kubectl get KIND` as an SRE reads it. */
+    const columns = async (kind: string, column: string) => {
+      const got = await cluster.kubectl(["get", kind, "--namespace", NAMESPACE]);
+      expect(got.code, got.stderr).toBe(0);
+      const [header, ...rows] = got.stdout
+        .trim()
+        .split("\n")
+        .map((line) => line.trim().split(/\s+/));
+      const at = header!.indexOf(column);
+      return new Map(rows.map((row) => [row[0]!, Number(row[at])]));
+    };
+    // Status writes of progress alone are bounded (one per node every few seconds): at 1 s blocks a column may trail
+    // the chain by that interval plus a probe and the write, never by the old 30 s refresh.
+    const trailing = 5;
+    const start = await chainHead();
+    const behind: string[] = [];
+    let samples = 0;
+    await waitFor(
+      async () => {
+        const head = await chainHead();
+        for (const [name, value] of [
+          ...(await columns("ln", "HEAD")),
+          ...(await columns("lnp", "REFERENCE")),
+        ])
+          if (!(value >= head - trailing)) behind.push(`${name} at ${value} with the chain at ${head}`);
+        samples++;
+        return head >= start + 12;
+      },
+      { timeoutMs: 60_000, intervalMs: 250, what: "the chain 12 blocks on" },
+    );
+    console.info(
+      `printer columns: ${samples} samples over 12 blocks, ${behind.length} behind by more than ${trailing}`,
+    );
+    expect(behind).toEqual([]);
+  }, 120_000);
+
   it("an upgrade with a value the components refuse fails in helm, before any pod changes", async () => {
     await rolledOut();
     const before = await podUids();
@@ -326,6 +373,17 @@ describe.skipIf(unavailable !== undefined)("operator changes on a real Kubernete
         (await pool()).status?.conditions?.find((x) => x.type === "SpecAccepted")?.status === "True",
       { timeoutMs: 30_000, what: "SpecAccepted=True again" },
     );
+    // The refusal's Event names the pool by its uid, so `kubectl describe` lists it; only the leader recorded it,
+    // once (both replicas resolve the pools). Counted seconds after it was made, so a second replica's would be in.
+    const described = await cluster.kubectl(["describe", "lightnodepool", "alpha", "--namespace", NAMESPACE]);
+    expect(described.stdout).toMatch(
+      /Warning\s+InvalidSpec\s.*spec\.selector\.matchExpressions\[0\]\.values/,
+    );
+    const refusals = await core.listNamespacedEvent({
+      namespace: NAMESPACE,
+      fieldSelector: "reason=InvalidSpec,involvedObject.name=alpha",
+    });
+    expect(refusals.items.map((e) => e.reportingInstance ?? e.source?.component)).toHaveLength(1);
   }, 120_000);
 
   it("a deleted Lease is created again by a controller, which then acts on a lag within the Lease duration", async () => {
@@ -350,4 +408,13 @@ describe.skipIf(unavailable !== undefined)("operator changes on a real Kubernete
     );
     expect(refused.map((e) => `${e.user.username} ${e.verb} ${e.requestURI}`)).toEqual([]);
   }, 120_000);
+
+  it("records no SystemicFailure through all of the above: leader starts, pool edits, a new leader after the Lease", async () => {
+    // The reserved peers answered throughout; a Warning at a leader's start or a pool edit would be false.
+    const systemic = await core.listNamespacedEvent({
+      namespace: NAMESPACE,
+      fieldSelector: "reason=SystemicFailure",
+    });
+    expect(systemic.items.map((e) => `${String(e.eventTime ?? e.firstTimestamp)} ${e.message}`)).toEqual([]);
+  }, 30_000);
 });

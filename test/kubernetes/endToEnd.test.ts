@@ -88,7 +88,7 @@ describe("controller end to end: API simulated at the wire, real nodes", () => {
       pools: () => new Map([[ref.key, ref]]),
       fleet,
       logger: silentLogger(),
-      minIntervalMs: 1_000,
+      throttle: { refreshIntervalMs: 1_000 },
     });
     const controller = new Controller({
       // Named by the pool key (eth/devnet), as the cluster controller names its networks. The pool's 1 s block time

@@ -305,7 +305,7 @@ describe("status writing at the wire", () => {
     expect(writes.problems).toEqual([]);
   });
 
-  it("writes a LightNode on a state change at once, otherwise at most every 30 s, whatever the block rate", async () => {
+  it("writes a LightNode's state change at once, its head and lag at most every 2 s, an unchanged node every 30 s", async () => {
     const writes = recordWrites();
     const writer = new StatusWriter(kubeConfig, {
       pools: () => new Map([["mainnet", pool]]),
@@ -313,26 +313,57 @@ describe("status writing at the wire", () => {
       logger: silentLogger(),
       clock: () => now,
     });
-    const nodeWrites = () =>
-      writes.filter((w) => w.method === "PATCH" && w.path.includes("/lightnodes/")).length;
+    const nodePatches = () =>
+      writes
+        .filter((w) => w.method === "PATCH" && w.path.includes("/lightnodes/"))
+        .map((w) => w.body.status as { state: string; head?: { number: number } });
     now = T0;
     await writer.onRound("mainnet", output([node("light-0", "Healthy")]));
-    expect(nodeWrites()).toBe(1);
-    // 20 rounds in 20 seconds (a block a second): no more writes for an unchanged node.
+    expect(nodePatches()).toHaveLength(1);
+    // 20 rounds in 20 seconds (a block a second): the head is written every other second, not every block.
     for (let i = 1; i <= 20; i++) {
       now = T0 + i * 1_000;
       await writer.onRound("mainnet", output([node("light-0", "Healthy", { head: 100 + i })]));
     }
-    expect(nodeWrites()).toBe(1);
+    expect(nodePatches().map((s) => s.head?.number)).toEqual([
+      100, 102, 104, 106, 108, 110, 112, 114, 116, 118, 120,
+    ]);
+    // A state change 1 s after the last write goes out at once.
     now = T0 + 21_000;
-    await writer.onRound("mainnet", output([node("light-0", "Lagging")]));
-    expect(nodeWrites()).toBe(2);
+    await writer.onRound("mainnet", output([node("light-0", "Lagging", { head: 120 })]));
+    expect(nodePatches().at(-1)).toMatchObject({ state: "Lagging", head: { number: 120 } });
+    // Nothing new: refreshed 30 s after the last write, not before.
+    const count = nodePatches().length;
+    now = T0 + 50_000;
+    await writer.onRound("mainnet", output([node("light-0", "Lagging", { head: 120 })]));
+    expect(nodePatches()).toHaveLength(count);
     now = T0 + 51_000;
-    await writer.onRound("mainnet", output([node("light-0", "Lagging")]));
-    expect(nodeWrites()).toBe(3);
+    await writer.onRound("mainnet", output([node("light-0", "Lagging", { head: 120 })]));
+    expect(nodePatches()).toHaveLength(count + 1);
     // Created once only.
     expect(writes.filter((w) => w.method === "POST")).toHaveLength(1);
     expect(writes.problems).toEqual([]);
+  });
+
+  it("writes the pool's reference head as it moves, at most every 2 s", async () => {
+    const writes = recordWrites();
+    const writer = new StatusWriter(kubeConfig, {
+      pools: () => new Map([["mainnet", pool]]),
+      fleet,
+      logger: silentLogger(),
+      clock: () => now,
+    });
+    const references = () =>
+      writes
+        .filter((w) => w.path.includes("/lightnodepools/"))
+        .map((w) => (w.body.status as { referenceHead: { number: number } }).referenceHead.number);
+    for (let i = 0; i <= 6; i++) {
+      now = T0 + i * 1_000;
+      const out = output([node("light-0", "Healthy", { head: 100 + i })]);
+      await writer.onRound("mainnet", { ...out, reference: { ...out.reference!, number: 100 + i } });
+    }
+    expect(references()).toEqual([100, 102, 104, 106]);
+    now = T0;
   });
 
   it("spreads the 30 s refreshes of many nodes over the interval, never refreshing one sooner than 30 s", async () => {

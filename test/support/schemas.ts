@@ -1,7 +1,12 @@
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { parseDocument } from "yaml";
-import { networkValuesSchema, poolSpecRules, poolSpecSchemas } from "../../src/config/networkJsonSchemas.js";
+import {
+  configValuesSchema,
+  networkValuesSchema,
+  poolSpecRules,
+  poolSpecSchemas,
+} from "../../src/config/networkJsonSchemas.js";
 import type { JsonSchema } from "../../src/config/networkJsonSchemas.js";
 import { CHART_DIR } from "./helm.js";
 
@@ -38,6 +43,7 @@ export async function generateValuesSchema(): Promise<string> {
     required: ["name", "reservedPeers"],
   };
   networks.items = items;
+  (values.properties as Record<string, JsonSchema>).config = configValuesSchema();
   return `${JSON.stringify(values, null, 2)}\n`;
 }
 

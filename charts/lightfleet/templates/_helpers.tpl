@@ -283,6 +283,22 @@ the config format's own verdicts, preset by preset. */}}
 {{- if gt (int $min) (int $max) }}
 {{- fail (printf "%s.scaling.minReplicas: must not exceed maxReplicas" $where) }}
 {{- end }}
+{{- range $i, $floor := $scaling.cronFloors }}
+{{- if gt (int $floor.minReplicas) (int $max) }}
+{{- fail (printf "%s.scaling.cronFloors[%d].minReplicas: must not exceed maxReplicas (%d)" $where $i (int $max)) }}
+{{- end }}
+{{- end }}
+{{- /* The gateway's own bounds, in milliseconds, with the config format's defaults (src/config/sections/latency.ts). */}}
+{{- $gateway := default dict $network.gateway }}
+{{- range $option, $bounds := dict "hedge" (list "minDelay" 20.0 "maxDelay" 1000.0) "hungNodes" (list "min" 300.0 "max" 1500.0) }}
+{{- $given := default dict (get $gateway $option) }}
+{{- $low := index $bounds 1 }}{{ $high := index $bounds 3 }}
+{{- if hasKey $given (index $bounds 0) }}{{ $low = include "lightfleet.durationMs" (get $given (index $bounds 0)) | float64 }}{{ end }}
+{{- if hasKey $given (index $bounds 2) }}{{ $high = include "lightfleet.durationMs" (get $given (index $bounds 2)) | float64 }}{{ end }}
+{{- if gt $low $high }}
+{{- fail (printf "%s.gateway.%s.%s: must not exceed %s (%vms over %vms)" $where $option (index $bounds 0) (index $bounds 2) $low $high) }}
+{{- end }}
+{{- end }}
 {{- $names := list }}
 {{- range $i, $peer := $network.reservedPeers }}
 {{- if has $peer.name $names }}
@@ -301,6 +317,11 @@ the config format's own verdicts, preset by preset. */}}
 {{- include "lightfleet.validateNetworks" . }}
 {{- if and .Values.gateway.enabled (lt (int .Values.gateway.terminationGracePeriodSeconds) (add (int .Values.gateway.shutdownDelaySeconds) 10)) }}
 {{- fail (printf "gateway.terminationGracePeriodSeconds (%d) must cover gateway.shutdownDelaySeconds (%d) and the 10 s drain: set at least %d" (int .Values.gateway.terminationGracePeriodSeconds) (int .Values.gateway.shutdownDelaySeconds) (add (int .Values.gateway.shutdownDelaySeconds) 10)) }}
+{{- end }}
+{{- $defaults := list }}
+{{- range .Values.networks }}{{ if and .gateway .gateway.default }}{{ $defaults = append $defaults .name }}{{ end }}{{ end }}
+{{- if gt (len $defaults) 1 }}
+{{- fail (printf "networks: only one network may be the gateway default (found %s)" (join ", " $defaults)) }}
 {{- end }}
 {{- $names := dict }}
 {{- range .Values.networks }}

@@ -95,7 +95,8 @@ export const scalingSchema = z
     /** Window over which the gateway's counters are turned into a rate. */
     rateWindow: duration.default(60_000),
     source: rateSourceSchema.default({ type: "gateway" }),
-    cronFloors: z.array(cronFloorSchema).default([]),
+    // Bounded, so the CRD's rule over them stays within the API server's cost budget.
+    cronFloors: z.array(cronFloorSchema).max(32).default([]),
   })
   .superRefine((scaling, ctx) => {
     scaling.cronFloors.forEach((floor, i) => {

@@ -1,5 +1,6 @@
 import type { PoolScalingStatus } from "../../scaling/poolScalingStatus.js";
 import type { EngineOutput, NodeState, NodeStatus, RestartRecord } from "../../health/types.js";
+import type { StatusNews } from "./writeThrottle.js";
 import { NODE_STATES } from "../../health/types.js";
 import type {
   Condition,
@@ -89,46 +90,38 @@ export function statusMergePatch(
 }
 
 /**
- * Whether a LightNode status is due: at once when the state or routing changed, otherwise at most every
- * `minIntervalMs`, so etcd writes follow state changes rather than the block rate.
+ * What of a node's status is news: its state and routing are written at once; its head and lag (progress, moving with
+ * the blocks) are bounded by the write throttle. The lag in seconds and the probe time ride along.
  */
-export function statusDue(
-  previous: { state: NodeState; routed: boolean; writtenAt: number } | undefined,
-  next: { state: NodeState; routed: boolean },
-  now: number,
-  minIntervalMs = 30_000,
-): boolean {
-  if (!previous) return true;
-  if (previous.state !== next.state || previous.routed !== next.routed) return true;
-  return now - previous.writtenAt >= minIntervalMs;
+export function nodeNews(node: NodeStatus): StatusNews {
+  return {
+    change: `${node.state}/${node.routed}`,
+    progress: `${node.head ?? "-"}/${node.lagBlocks ?? "-"}`,
+    measure: node.lagBlocks ?? 0,
+  };
 }
 
 /**
- * What of a pool's status makes a write due at once. The reference head moves with every block, the rate (and the
- * texts quoting it) with every round: alone they only refresh the status every interval, so its writes follow changes
- * of state (generation, counts, desired size, a condition's status or reason), not the block rate.
+ * What of a pool's status is news. The generation, the counts, the desired size and the conditions' statuses and
+ * reasons are written at once; the reference head is progress (bounded by the throttle, as the nodes' heads); the
+ * rate, the texts quoting it and the scale-down window (its last entry dated every round) ride along with the next
+ * write.
  */
-export function poolStatusKey(status: LightNodePoolStatus): string {
-  // The recommendations' last entry is dated every round: they refresh with the rest (a new high moves desiredReplicas).
+export function poolNews(status: LightNodePoolStatus): StatusNews {
   const {
-    referenceHead: _head,
+    referenceHead,
     requestRate: _rate,
     scalingReason: _why,
     scaleDownRecommendations: _window,
     conditions,
     ...rest
   } = status;
-  return JSON.stringify({ ...rest, conditions: conditions?.map((c) => [c.type, c.status, c.reason]) });
-}
-
-/** Whether a pool status is due: at once when its key changed, otherwise at most every `minIntervalMs`. */
-export function poolStatusDue(
-  previous: { key: string; writtenAt: number } | undefined,
-  key: string,
-  now: number,
-  minIntervalMs = 30_000,
-): boolean {
-  return previous?.key !== key || now - previous.writtenAt >= minIntervalMs;
+  return {
+    change: JSON.stringify({ ...rest, conditions: conditions?.map((c) => [c.type, c.status, c.reason]) }),
+    progress: String(referenceHead?.number ?? "-"),
+    // The reference moving is the chain going on, as an in-sync node's head: no ranking before the nodes' heads.
+    measure: 0,
+  };
 }
 
 function condition(

@@ -1,7 +1,7 @@
 import { ApiException, CustomObjectsApi, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { makeApiClient } from "../api/kubeClients.js";
-import type { EngineOutput, NodeState } from "../../health/types.js";
+import type { EngineOutput } from "../../health/types.js";
 import type { Logger } from "../../log/logger.js";
 import type { PoolScalingStatus } from "../../scaling/poolScalingStatus.js";
 import type { ScalingMemory } from "../../scaling/decideScale.js";
@@ -13,13 +13,23 @@ import { eventsOfRound } from "./eventRecorder.js";
 import { KeyedWrites } from "./keyedWrites.js";
 import {
   lightNodeStatus,
+  nodeNews,
   poolHealthStatus,
-  poolStatusDue,
-  poolStatusKey,
+  poolNews,
   rejectedPoolStatus,
   statusMergePatch,
-  statusDue,
 } from "./statusObjects.js";
+import {
+  DEFAULT_WRITE_THROTTLE,
+  WriteBudget,
+  pickWrites,
+  sentNow,
+  writeCandidate,
+  writeNeed,
+  type SentStatus,
+  type WriteCandidate,
+  type WriteThrottleOptions,
+} from "./writeThrottle.js";
 
 export interface PoolRef {
   /** The name the pool runs under in the controller (poolKey: namespace/network). */
@@ -41,16 +51,16 @@ export interface PoolRef {
 
 /** What the writer remembers of one pod's LightNode. */
 interface NodeRecord {
-  /** The last status sent (dated up to one interval later for the first, see onRound); undefined until then. */
-  sent?: { state: NodeState; routed: boolean; writtenAt: number };
+  /** What the last status sent said, and when; undefined until then (or after a failed write). */
+  sent?: SentStatus;
   /** The pod uid the LightNode was created for ("" for a pod whose uid is unknown). */
   createdFor?: string;
 }
 
 /**
  * Writes what the controller sees to the cluster after each round: a LightNode per pod (created with the pod as its
- * owner, so it goes when the pod goes; status written on a state change and at most every 30 s otherwise) and the
- * LightNodePool's status. Writes are merge patches of the status subresource, sent with bounded concurrency and one
+ * owner, so it goes when the pod goes) and the LightNodePool's status: a change of state at once, the head, lag and
+ * reference head at most every few seconds per object under a fleet-wide cap, a refresh every 30 s (writeThrottle). Writes are merge patches of the status subresource, sent with bounded concurrency and one
  * at a time per object (KeyedWrites), so a round's writes overlap on the wire while each object's stay in order.
  */
 export class StatusWriter {
@@ -58,10 +68,13 @@ export class StatusWriter {
   /** Per pool (by its key), per pod: pruned when the pod leaves the pool, so pod churn does not grow it. */
   private readonly nodes = new Map<string, Map<string, NodeRecord>>();
   private readonly poolConditions = new Map<string, Condition[]>();
-  /** Per pool: what its last status write said (the reference head and rate aside) and when. */
-  private readonly poolSent = new Map<string, { key: string; writtenAt: number }>();
+  /** Per pool: what its last status write said and when. */
+  private readonly poolSent = new Map<string, SentStatus>();
   private readonly writes: KeyedWrites;
   private readonly clock: () => number;
+  private readonly throttle: WriteThrottleOptions;
+  /** Shared by every pool: the cap on writes is the fleet's. */
+  private readonly budget: WriteBudget;
   private events = 0;
 
   constructor(
@@ -74,7 +87,8 @@ export class StatusWriter {
       };
       logger: Logger;
       clock?: () => number;
-      minIntervalMs?: number;
+      /** When statuses are written (see writeThrottle): changes at once, progress bounded, a refresh every 30 s. */
+      throttle?: Partial<WriteThrottleOptions>;
       /** Events on transitions and restarts, and when the pool enters a systemic failure. */
       events?: EventRecorder;
       /** The autoscaler's last decision for a pool: desiredReplicas, the rate, the reason, ScalingActive. */
@@ -85,6 +99,8 @@ export class StatusWriter {
   ) {
     this.api = makeApiClient(kubeConfig, CustomObjectsApi);
     this.clock = options.clock ?? Date.now;
+    this.throttle = { ...DEFAULT_WRITE_THROTTLE, ...options.throttle };
+    this.budget = new WriteBudget(this.throttle);
     this.writes = new KeyedWrites(options.concurrency ?? 8, (key, error) =>
       options.logger.warn({ err: String(error), object: key }, "status write failed"),
     );
@@ -107,43 +123,50 @@ export class StatusWriter {
     const records = this.recordsOf(poolKey);
     this.prune(pool, records, new Set([...members.keys(), ...output.nodes.map((n) => n.name)]));
     const round: Array<Promise<void>> = [];
+    /** The objects with news, each with the write that carries it; which go out is decided over all of them. */
+    const candidates: Array<WriteCandidate & { submit: () => void }> = [];
     for (const node of output.nodes) {
-      let record = records.get(node.name);
       const uid = this.options.fleet.podUid(poolKey, node.name) ?? "";
       // A pod not (or no longer) in the cache: a LightNode made now would have no owner and outlive it (even an
       // uninstall). Its own LightNode, if any, goes with it.
       if (uid === "") continue;
+      let record = records.get(node.name);
+      const news = nodeNews(node);
       // A new pod of the same name (a StatefulSet pod after an eviction) needs its LightNode at once: the old one
       // goes with the old pod.
       const newPod = record?.createdFor !== undefined && record.createdFor !== uid;
-      if (!newPod && !statusDue(record?.sent, node, now, this.options.minIntervalMs)) continue;
+      const need = newPod ? "change" : writeNeed(record?.sent, news, now, this.throttle);
+      if (!need) continue;
       if (!record) records.set(node.name, (record = {}));
-      const status = lightNodeStatus(pool.network, node, members.get(node.name)?.restarts ?? [], now);
-      // A node's first write is dated up to one interval later, so 30 s refreshes of many nodes spread over the
-      // interval instead of all falling in one round; writes stay at most one per interval per node.
-      const spread = record.sent
-        ? 0
-        : refreshOffset(`${pool.namespace}/${node.name}`, this.options.minIntervalMs ?? 30_000);
-      const sent = { state: node.state, routed: node.routed, writtenAt: now + spread };
-      record.sent = sent;
       const target = record;
-      round.push(
-        this.writes.submit(nodeKey(pool, node.name), async () => {
-          try {
-            await this.ensureLightNode(pool, node.name, uid, target);
-            await this.patchStatus(pool.namespace, NODE_PLURAL, node.name, status);
-          } catch (error) {
-            // Written again next round, unless a newer status was queued meanwhile. A LightNode gone under its pod
-            // (garbage-collected with an earlier pod of the same name) is created again.
-            if (target.sent === sent) target.sent = undefined;
-            if (error instanceof ApiException && error.code === 404) target.createdFor = undefined;
-            this.options.logger.warn(
-              { err: String(error), node: node.name },
-              "could not write LightNode status",
-            );
-          }
-        }),
-      );
+      const submit = () => {
+        const status = lightNodeStatus(pool.network, node, members.get(node.name)?.restarts ?? [], now);
+        // A node's first refresh comes up to one interval late, so the refreshes of many nodes spread over the
+        // interval instead of all falling in one round.
+        const spread = target.sent
+          ? 0
+          : refreshOffset(`${pool.namespace}/${node.name}`, this.throttle.refreshIntervalMs);
+        const sent = sentNow(news, now, this.throttle, spread);
+        target.sent = sent;
+        round.push(
+          this.writes.submit(nodeKey(pool, node.name), async () => {
+            try {
+              await this.ensureLightNode(pool, node.name, uid, target);
+              await this.patchStatus(pool.namespace, NODE_PLURAL, node.name, status);
+            } catch (error) {
+              // Written again next round, unless a newer status was queued meanwhile. A LightNode gone under its
+              // pod (garbage-collected with an earlier pod of the same name) is created again.
+              if (target.sent === sent) target.sent = undefined;
+              if (error instanceof ApiException && error.code === 404) target.createdFor = undefined;
+              this.options.logger.warn(
+                { err: String(error), node: node.name },
+                "could not write LightNode status",
+              );
+            }
+          }),
+        );
+      };
+      candidates.push({ ...writeCandidate(need, record.sent, news), submit });
     }
     if (this.options.events) round.push(...this.submitEvents(pool, poolKey, output, this.options.events));
     const scaling = this.options.scaling?.(poolKey);
@@ -159,25 +182,31 @@ export class StatusWriter {
     });
     // Kept at once, so the next round's transition times follow this one even while its write is under way.
     this.poolConditions.set(poolKey, status.conditions ?? []);
-    const key = poolStatusKey(status);
-    if (!poolStatusDue(this.poolSent.get(poolKey), key, now, this.options.minIntervalMs))
-      return Promise.all(round).then(() => undefined);
-    const sent = { key, writtenAt: now };
-    this.poolSent.set(poolKey, sent);
-    round.push(
-      this.writes.submit(`${pool.namespace}/lightnodepools/${pool.name}`, async () => {
-        try {
-          await this.patchStatus(pool.namespace, POOL_PLURAL, pool.name, status);
-        } catch (error) {
-          // Written again next round.
-          if (this.poolSent.get(poolKey) === sent) this.poolSent.delete(poolKey);
-          this.options.logger.warn(
-            { err: String(error), pool: pool.name },
-            "could not write LightNodePool status",
-          );
-        }
-      }),
-    );
+    const news = poolNews(status);
+    const previous = this.poolSent.get(poolKey);
+    const need = writeNeed(previous, news, now, this.throttle);
+    if (need) {
+      const submit = () => {
+        const sent = sentNow(news, now, this.throttle);
+        this.poolSent.set(poolKey, sent);
+        round.push(
+          this.writes.submit(`${pool.namespace}/lightnodepools/${pool.name}`, async () => {
+            try {
+              await this.patchStatus(pool.namespace, POOL_PLURAL, pool.name, status);
+            } catch (error) {
+              // Written again next round.
+              if (this.poolSent.get(poolKey) === sent) this.poolSent.delete(poolKey);
+              this.options.logger.warn(
+                { err: String(error), pool: pool.name },
+                "could not write LightNodePool status",
+              );
+            }
+          }),
+        );
+      };
+      candidates.push({ ...writeCandidate(need, previous, news), submit });
+    }
+    for (const picked of pickWrites(candidates, this.budget, now)) picked.submit();
     return Promise.all(round).then(() => undefined);
   }
 
