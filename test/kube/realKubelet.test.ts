@@ -4,9 +4,16 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { AppsV1Api, CoreV1Api, type V1Deployment, type V1Pod } from "@kubernetes/client-node";
+import {
+  AppsV1Api,
+  CoordinationV1Api,
+  CoreV1Api,
+  type V1Deployment,
+  type V1Pod,
+} from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse, parseAllDocuments, stringify } from "yaml";
+import { kubectl } from "../support/helm.js";
 import { RENDERED_CHART } from "../support/image/chartPod.js";
 import { builtImage } from "../support/image/lightfleetImage.js";
 import { missingPodman } from "../support/image/podman.js";
@@ -15,7 +22,12 @@ import { startContainerd, unmountUnder, type Containerd } from "../support/kube/
 import { ensureControlPlane, missingGo } from "../support/kube/controlPlaneBinaries.js";
 import { startControlPlane, type ControlPlane } from "../support/kube/controlPlane.js";
 import { buildLocalImages, importImages, type LocalImages } from "../support/kube/localImages.js";
-import { startBinder, startRealKubelet, type RealKubelet } from "../support/kube/realKubelet.js";
+import {
+  startApiServiceRelay,
+  startBinder,
+  startRealKubelet,
+  type RealKubelet,
+} from "../support/kube/realKubelet.js";
 import { findTool } from "../support/requireTool.js";
 import { waitFor } from "../support/waitFor.js";
 
@@ -55,7 +67,7 @@ const CHAIN_ID = 31_337;
 
 interface KubeDoc {
   kind: string;
-  metadata: { name: string };
+  metadata: { name: string; namespace?: string };
   data?: Record<string, string>;
 }
 function chartDocs(): KubeDoc[] {
@@ -125,7 +137,9 @@ describe.skipIf(why !== undefined)(
       const binaries = await ensureControlPlane();
       bridge = await createCniBridge(dir);
       cleanup.push(() => bridge.destroy());
-      plane = await startControlPlane(binaries);
+      // A service range per run (as the bridge's subnet is): its first address is the `kubernetes` Service's.
+      const n = bridge.hostIp.split(".")[2]!;
+      plane = await startControlPlane(binaries, { serviceCidr: `10.216.${n}.0/24` });
       cleanup.push(() => plane.stop());
       core = plane.admin().makeApiClient(CoreV1Api);
       apps = plane.admin().makeApiClient(AppsV1Api);
@@ -143,6 +157,12 @@ describe.skipIf(why !== undefined)(
       await importImages(containerd, [images.pause, images.anvil, images.lightfleet], dir, {
         [images.lightfleet]: CHART_IMAGE,
       });
+      const relay = await startApiServiceRelay({
+        server: plane.server,
+        serviceIp: `10.216.${n}.1`,
+        device: bridge.bridge,
+      });
+      cleanup.push(() => relay.stop());
       kubelet = await startRealKubelet({
         binary: binaries.kubelet,
         kubeConfig: plane.admin(),
@@ -167,7 +187,25 @@ describe.skipIf(why !== undefined)(
           { timeoutMs: 90_000, intervalMs: 500, what: () => `the pods to be gone${context()}` },
         ).catch((error: unknown) => console.warn(String(error)));
       });
-      await core.createNamespace({ body: { metadata: { name: NAMESPACE } } });
+      // The chart's own objects but its workloads, their ConfigMap and the keys' volume (made by the tests below):
+      // the namespace, CRDs, service accounts, RBAC, Services and the controller's Lease.
+      const kinds = [
+        "Namespace",
+        "CustomResourceDefinition",
+        "ServiceAccount",
+        "Role",
+        "RoleBinding",
+        "Service",
+        "Lease",
+      ];
+      const objects = chartDocs().filter(
+        (d) => kinds.includes(d.kind) && d.metadata.name !== "lightfleet-gateway-redis",
+      );
+      const applied = await kubectl(["apply", "--server-side", "-f", "-"], {
+        kubeconfig: plane.adminKubeconfigFile,
+        input: objects.map((o) => stringify(o)).join("---\n"),
+      });
+      expect(applied.code, applied.stderr).toBe(0);
       binder = startBinder(plane.admin(), NAMESPACE, NODE_NAME);
     }, 20 * 60_000);
 
@@ -196,7 +234,13 @@ describe.skipIf(why !== undefined)(
               capabilities: { drop: ["ALL"] },
             },
             readinessProbe: { tcpSocket: { port: 8545 }, periodSeconds: 1 },
-            livenessProbe: { tcpSocket: { port: probePort }, periodSeconds: 1, failureThreshold: 2 },
+            // Generous on time and count, so load never fails the healthy one; a refused port fails at once.
+            livenessProbe: {
+              tcpSocket: { port: probePort },
+              periodSeconds: 1,
+              timeoutSeconds: 5,
+              failureThreshold: 3,
+            },
           },
         ],
       },
@@ -253,10 +297,6 @@ describe.skipIf(why !== undefined)(
           data: { "lightfleet.yaml": stringify(withNetworks) },
         },
       });
-      await core.createNamespacedServiceAccount({
-        namespace: NAMESPACE,
-        body: chartDoc("ServiceAccount", "lightfleet-gateway"),
-      });
       const deployment = chartDoc<V1Deployment>("Deployment", "lightfleet-gateway");
       deployment.spec!.replicas = 1;
       await apps.createNamespacedDeployment({ namespace: NAMESPACE, body: deployment });
@@ -283,6 +323,34 @@ describe.skipIf(why !== undefined)(
       expect(/^CapEff:\s+(\w+)/m.exec(status)?.[1]).toBe("0000000000000000");
       expect(/^CapBnd:\s+(\w+)/m.exec(status)?.[1]).toBe("0000000000000000");
       expect(/^NoNewPrivs:\s+(\d)/m.exec(status)?.[1]).toBe("1");
+    });
+
+    it("runs the chart's controller Deployment from the image: through the kubernetes Service as its service account, it takes the Lease and is Ready", async () => {
+      const deployment = chartDoc<V1Deployment>("Deployment", "lightfleet-controller");
+      deployment.spec!.replicas = 1;
+      await apps.createNamespacedDeployment({ namespace: NAMESPACE, body: deployment });
+      const controllerPod = async () =>
+        (
+          await core.listNamespacedPod({
+            namespace: NAMESPACE,
+            labelSelector: "app.kubernetes.io/component=controller",
+          })
+        ).items[0];
+      const running = await waitReady(controllerPod, "the controller pod");
+      expect(running.spec!.containers[0]!.image).toBe(CHART_IMAGE);
+      const coordination = plane.admin().makeApiClient(CoordinationV1Api);
+      const lease = await coordination.readNamespacedLease({
+        name: "lightfleet-controller",
+        namespace: NAMESPACE,
+      });
+      expect(lease.spec?.holderIdentity).toBe(running.metadata!.name);
+      // Its calls came with the token the kubelet projected for it, not with anyone else's.
+      const updates = (await plane.auditEvents()).filter(
+        (e) => e.objectRef?.resource === "leases" && e.verb === "update" && e.responseStatus?.code === 200,
+      );
+      expect(updates.map((e) => e.user.username)).toContain(
+        "system:serviceaccount:lightfleet:lightfleet-controller",
+      );
     });
 
     it("restarts a container whose liveness probe fails, and keeps one whose probe passes", async () => {

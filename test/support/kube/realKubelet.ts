@@ -1,10 +1,14 @@
-import { spawn } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { mkdir, writeFile } from "node:fs/promises";
+import { createServer, connect, type Socket } from "node:net";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import { stringify } from "yaml";
 import { freePort } from "../../../src/process/freePort.js";
 import { waitFor } from "../waitFor.js";
+
+const run = promisify(execFile);
 
 export interface RealKubelet {
   nodeName: string;
@@ -142,6 +146,47 @@ export function startBinder(kubeConfig: KubeConfig, namespace: string, nodeName:
   return {
     stop: () => {
       stopped = true;
+    },
+  };
+}
+
+/**
+ * The `kubernetes` Service for pods, in place of kube-proxy: SERVICEIP (the first address of the service range, the
+ * ClusterIP the API server gives that Service and puts in its own serving certificate) is added to the host's side
+ * of the pod network (DEVICE), and TCP port 443 there is relayed to the API server on 127.0.0.1. Pods then reach
+ * the API with the in-cluster configuration the kubelet gives them, TLS verified end to end.
+ */
+export async function startApiServiceRelay(options: {
+  server: string;
+  serviceIp: string;
+  device: string;
+}): Promise<{ stop(): Promise<void> }> {
+  const target = new URL(options.server);
+  await run("ip", ["addr", "add", `${options.serviceIp}/32`, "dev", options.device], { timeout: 10_000 });
+  const sockets = new Set<Socket>();
+  const server = createServer((client) => {
+    const upstream = connect(Number(target.port), target.hostname);
+    for (const socket of [client, upstream]) {
+      sockets.add(socket);
+      socket.once("close", () => sockets.delete(socket));
+      socket.on("error", () => {
+        client.destroy();
+        upstream.destroy();
+      });
+    }
+    client.pipe(upstream).pipe(client);
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(443, options.serviceIp, () => resolve());
+  });
+  return {
+    async stop() {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await run("ip", ["addr", "del", `${options.serviceIp}/32`, "dev", options.device], {
+        timeout: 10_000,
+      }).catch(() => undefined);
     },
   };
 }
