@@ -214,7 +214,7 @@ describe.skipIf(why !== undefined)(
     }, 5 * 60_000);
 
     /** A light node's pod as the chart's pools run them: anvil on its pod IP, unprivileged, read-only root. */
-    const anvilPod = (name: string, probePort = 8545): V1Pod => ({
+    const anvilPod = (name: string, probePort = 8545, readinessPort = 8545): V1Pod => ({
       metadata: { name, labels: { "app.kubernetes.io/component": "light-node" } },
       spec: {
         nodeName: NODE_NAME,
@@ -233,7 +233,7 @@ describe.skipIf(why !== undefined)(
               allowPrivilegeEscalation: false,
               capabilities: { drop: ["ALL"] },
             },
-            readinessProbe: { tcpSocket: { port: 8545 }, periodSeconds: 1 },
+            readinessProbe: { tcpSocket: { port: readinessPort }, periodSeconds: 1 },
             // Generous on time and count, so load never fails the healthy one; a refused port fails at once.
             livenessProbe: {
               tcpSocket: { port: probePort },
@@ -353,8 +353,9 @@ describe.skipIf(why !== undefined)(
       );
     });
 
-    it("restarts a container whose liveness probe fails, and keeps one whose probe passes", async () => {
+    it("restarts a container whose liveness probe fails, keeps one whose probe passes, holds back Ready on a failing readiness probe", async () => {
       // Anvil listens on 8545; a probe of 8546 finds nothing there.
+      await core.createNamespacedPod({ namespace: NAMESPACE, body: anvilPod("never-ready", 8545, 8546) });
       await core.createNamespacedPod({ namespace: NAMESPACE, body: anvilPod("failing-liveness", 8546) });
       const restarted = await waitFor(
         async () => {
@@ -364,14 +365,34 @@ describe.skipIf(why !== undefined)(
         { timeoutMs: 120_000, intervalMs: 500, what: () => `a restart of failing-liveness${context()}` },
       );
       expect(restarted.lastState?.terminated).toBeDefined();
-      const events = await core.listNamespacedEvent({
-        namespace: NAMESPACE,
-        fieldSelector: "involvedObject.name=failing-liveness",
+      // Events reach the API from the kubelet's recorder a moment after the probe result.
+      const messages = async (name: string) =>
+        (
+          await core.listNamespacedEvent({
+            namespace: NAMESPACE,
+            fieldSelector: `involvedObject.name=${name}`,
+          })
+        ).items
+          .map((e) => e.message ?? "")
+          .join("\n");
+      await waitFor(async () => /failed liveness probe/.test(await messages("failing-liveness")), {
+        timeoutMs: 30_000,
+        intervalMs: 500,
+        what: "a 'failed liveness probe' Event of failing-liveness",
       });
-      expect(events.items.map((e) => e.message ?? "").join("\n")).toMatch(/failed liveness probe/);
       // The light node's probe passes all along: never restarted.
       const healthy = (await pod("light-node-0")).status!.containerStatuses![0]!;
       expect(healthy.restartCount).toBe(0);
+      // Started before the restarted one, probed as often: running all along, never Ready, never restarted.
+      const unready = await pod("never-ready");
+      expect(unready.status?.containerStatuses?.[0]).toMatchObject({ ready: false, restartCount: 0 });
+      expect(unready.status?.containerStatuses?.[0]?.state?.running).toBeDefined();
+      expect(ready(unready)).toBe(false);
+      await waitFor(async () => /Readiness probe failed/.test(await messages("never-ready")), {
+        timeoutMs: 30_000,
+        intervalMs: 500,
+        what: "a 'Readiness probe failed' Event of never-ready",
+      });
     });
   },
 );
