@@ -81,7 +81,7 @@ const SYSTEM = [
   "test/scaling/prometheusSource.test.ts",
   // openssl
   "test/kubernetes/kubeClients.test.ts",
-  // kube-apiserver, kubelet, geth, containers and network namespaces
+  // kube-apiserver and network namespaces; the real kubelet with containerd, runc and CNI (realKubelet.test.ts)
   "test/kube/**/*.test.ts",
   // geth (built by npm run geth)
   "test/conformance/**/*.test.ts",

@@ -1,5 +1,5 @@
 /**
- * `npm run controlplane` (part of `npm test`): builds the pinned kube-apiserver, kube-controller-manager and etcd once
+ * `npm run controlplane` (part of `npm test`): builds the pinned kube-apiserver, kube-controller-manager, etcd and kubelet once
  * into ~/.cache/lightfleet, or reuses them. Without Go it fails in CI and only warns elsewhere (the real-cluster
  * tests then skip with the same message).
  */

@@ -1,0 +1,3 @@
+module lightfleet.test/pause
+
+go 1.24.0
