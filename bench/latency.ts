@@ -4,12 +4,16 @@
  *
  * - directly to one slow node (through its devnet front): the baseline;
  * - through the gateway (`lightfleet gateway` as a process of its own) over the three, hedging off;
- * - the same with hedging on (the defaults: after the node's recent p90, at most 10% extra calls).
+ * - the same with hedging on (the defaults: after the node's recent p90, at most 10% extra calls);
+ * - eRPC over the same three nodes, where its binary is there (bench/peers/peers.ts), with a hedge policy at the
+ *   gateway's settings (after the recent p90, 20 ms to 1 s, one hedge); it has no budget, so its extra calls are
+ *   printed beside it, from its own metrics. proxyd has no hedging and is not in this run.
  *
  * Prints p50/p99 of each, their ratio to the direct node's, and the extra upstream calls (calls sent to the nodes
  * beyond the clients' calls, from the gateway's /metrics). Then the response cache: autocannon on eth_getBlockByHash
  * of one block (answered from the cache after the first call) through the gateway, beside a bare node:http server
- * answering a constant (bench/bareHttp.ts): the rate ratio. Bounded: CALLS calls per row, a few seconds of cache load.
+ * answering a constant (bench/bareHttp.ts): the rate ratio; the head block (not yet final) and a finalized one, and
+ * the same through eRPC with an in-memory cache of finalized answers. Bounded: CALLS calls per row, a few seconds of cache load.
  *
  *   npm run bench:latency -- [calls=600] [clients=8]
  */
@@ -17,6 +21,9 @@ import { loadavg, cpus } from "node:os";
 import autocannon from "autocannon";
 import { startDevnet } from "../src/devnet/devnet.js";
 import { spawnGatewayProcess, spawnListening } from "./gatewayProcess.js";
+import { PEERS, notBuiltReason } from "./peers/peers.js";
+import { startPeer } from "./peers/startPeer.js";
+import type { RunningPeer } from "./peers/startPeer.js";
 
 const CALLS = Number(process.argv[2] ?? 600);
 const CLIENTS = Number(process.argv[3] ?? 8);
@@ -37,6 +44,8 @@ const devnet = await startDevnet({
   latencyFronts: true,
 });
 const gateways: Array<{ stop(): Promise<void> }> = [];
+const erpcPeer = PEERS.find((p) => p.name === "erpc")!;
+let erpc: RunningPeer | undefined;
 try {
   for (let i = 0; i < 3; i++) await devnet.mine("bench");
   const lights = devnet.nodes("bench").filter((n) => n.role === "light");
@@ -79,6 +88,16 @@ try {
     return sum;
   };
 
+  /** eth_call attempts eRPC sent to the nodes, hedges included, from its /metrics. */
+  const erpcCalls = async (metricsUrl: string) => {
+    const text = await (await fetch(metricsUrl)).text();
+    let sum = 0;
+    for (const line of text.split("\n"))
+      if (line.startsWith("erpc_upstream_request_total{") && line.includes('category="eth_call"'))
+        sum += Number(line.split(" ").pop());
+    return sum;
+  };
+
   const rows: string[] = [];
   const direct = await run(lights[0]!.httpUrl);
   const line = (name: string, r: { p50: number; p99: number; errors: number }, extra: string) => {
@@ -117,6 +136,29 @@ try {
     else await gateway.stop();
   }
 
+  // eRPC with its hedge policy at the gateway's settings; its extra calls from its own count of eth_call attempts.
+  const erpcAbsent = notBuiltReason(erpcPeer);
+  if (erpcAbsent) {
+    rows.push(`| erpc | ${erpcAbsent} | | | | | |`);
+    console.log(rows.at(-1));
+  } else {
+    erpc = await startPeer(erpcPeer, {
+      chainId: 31_337,
+      upstreams: lights,
+      hedge: { quantile: 0.9, minDelay: "20ms", maxDelay: "1s" },
+      cache: true,
+      metrics: true,
+    });
+    const before = await erpcCalls(erpc.metricsUrl!);
+    const result = await run(erpc.httpUrl);
+    const extra = (await erpcCalls(erpc.metricsUrl!)) - before - CALLS;
+    line(
+      "eRPC over 3 slow nodes, hedge at p90 (no budget)",
+      result,
+      `${extra} (${((100 * extra) / CALLS).toFixed(1)}%)`,
+    );
+  }
+
   // The cache: one block by hash, asked again and again (the head: a hash the nodes' recent chains hold).
   const block = (await (
     await fetch(lights[0]!.httpUrl, {
@@ -147,18 +189,40 @@ try {
         duration: CACHE_SECONDS,
       })
     ).requests.average;
+  // A finalized block too (the devnet's finalized block): cached by both without any check against the chain.
+  const finalized = (await (
+    await fetch(lights[0]!.httpUrl, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "eth_getBlockByNumber",
+        params: ["finalized", false],
+      }),
+    })
+  ).json()) as { result: { hash: string; number: string } };
+  const finalizedByHash = byHash.replace(block.result.hash, finalized.result.hash);
   const bare = await spawnListening("bareHttp.ts");
   try {
     const bareRate = await rate(bare.url, '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}');
-    const cachedRate = await rate(cacheGateway!.url, byHash);
-    const row = `cache: eth_getBlockByHash through the gateway ${cachedRate.toFixed(0)}/s, bare node:http ${bareRate.toFixed(0)}/s: ${(cachedRate / bareRate).toFixed(2)}x`;
-    rows.push(row);
-    console.log(row);
+    const servers: Array<[string, string]> = [["the gateway", cacheGateway!.url]];
+    if (erpc) servers.push(["eRPC", erpc.httpUrl]);
+    for (const [which, body] of [
+      ["the head block", byHash],
+      [`finalized block ${Number(finalized.result.number)}`, finalizedByHash],
+    ] as const)
+      for (const [name, url] of servers) {
+        const cachedRate = await rate(url, body);
+        const row = `cache: eth_getBlockByHash of ${which} through ${name} ${cachedRate.toFixed(0)}/s, bare node:http ${bareRate.toFixed(0)}/s: ${(cachedRate / bareRate).toFixed(2)}x`;
+        rows.push(row);
+        console.log(row);
+      }
   } finally {
     await bare.stop();
   }
   console.log(`\n${rows.join("\n")}`);
 } finally {
-  await Promise.allSettled(gateways.map((g) => g.stop()));
+  await Promise.allSettled([...gateways.map((g) => g.stop()), erpc?.stop()]);
   await devnet.stop();
 }
