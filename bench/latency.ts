@@ -21,6 +21,7 @@ import { loadavg, cpus } from "node:os";
 import autocannon from "autocannon";
 import { startDevnet } from "../src/devnet/devnet.js";
 import { spawnGatewayProcess, spawnListening } from "./gatewayProcess.js";
+import { mineUntilFinalized } from "./peers/chainForPeers.js";
 import { PEERS, notBuiltReason } from "./peers/peers.js";
 import { startPeer } from "./peers/startPeer.js";
 import type { RunningPeer } from "./peers/startPeer.js";
@@ -28,12 +29,19 @@ import type { RunningPeer } from "./peers/startPeer.js";
 const CALLS = Number(process.argv[2] ?? 600);
 const CLIENTS = Number(process.argv[3] ?? 8);
 const CACHE_SECONDS = 5;
-const CALL = {
+/**
+ * The n-th call: each with its own calldata, so no server can merge identical calls in flight into one (eRPC does),
+ * which would measure that merging rather than how slow nodes are routed around.
+ */
+const call = (n: number) => ({
   jsonrpc: "2.0",
-  id: 1,
+  id: n,
   method: "eth_call",
-  params: [{ to: "0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266", data: "0x" }, "latest"],
-};
+  params: [
+    { to: "0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266", data: `0x${n.toString(16).padStart(8, "0")}` },
+    "latest",
+  ],
+});
 
 const [load1, load5] = loadavg().map((l) => l.toFixed(2));
 console.log(`machine before the run: load average ${load1} / ${load5} (1 / 5 min) on ${cpus().length} cores`);
@@ -47,8 +55,9 @@ const gateways: Array<{ stop(): Promise<void> }> = [];
 const erpcPeer = PEERS.find((p) => p.name === "erpc")!;
 let erpc: RunningPeer | undefined;
 try {
-  for (let i = 0; i < 3; i++) await devnet.mine("bench");
   const lights = devnet.nodes("bench").filter((n) => n.role === "light");
+  // A finalized block above 0, for the cache's finalized row (and as eRPC's state poller expects of a chain).
+  await mineUntilFinalized(() => devnet.mine("bench"), lights[0]!.httpUrl);
   for (const [i, node] of lights.entries())
     await devnet.fault(node.name, { kind: "slow", profile: "light", seed: 1_000 + i });
 
@@ -59,12 +68,13 @@ try {
     let next = 0;
     await Promise.all(
       Array.from({ length: CLIENTS }, async () => {
-        while (next++ < CALLS) {
+        while (next < CALLS) {
+          const body = JSON.stringify(call(next++));
           const started = performance.now();
           const answer = (await fetch(url, {
             method: "POST",
             headers: { "content-type": "application/json" },
-            body: JSON.stringify(CALL),
+            body,
           })
             .then((r) => r.json())
             .catch(() => ({ error: "transport" }))) as { error?: unknown };

@@ -63,12 +63,15 @@ eth_getBlockByHash = "main"
 export interface ErpcFeatures {
   httpPortKey: "httpPortV4" | "httpPort";
   webSocket: boolean;
+  /** `server.waitBeforeShutdown`/`waitAfterShutdown` (10 s each by default): set to 0 so the bench's stop is quick. */
+  shutdownWaits: boolean;
 }
 
 export function erpcFeatures(binary: Buffer): ErpcFeatures {
   return {
     httpPortKey: binary.includes('yaml:"httpPortV4') ? "httpPortV4" : "httpPort",
     webSocket: binary.includes('yaml:"webSocket'),
+    shutdownWaits: binary.includes('yaml:"waitBeforeShutdown'),
   };
 }
 
@@ -95,6 +98,7 @@ export function erpcConfig(features: ErpcFeatures, settings: ErpcSettings): stri
     `  ${features.httpPortKey}: ${settings.port}`,
     "  listenV6: false",
   ];
+  if (features.shutdownWaits) lines.push("  waitBeforeShutdown: 0s", "  waitAfterShutdown: 0s");
   if (features.webSocket) lines.push("  webSocket:", "    enabled: true");
   if (settings.metricsPort === undefined) lines.push("metrics:", "  enabled: false");
   else

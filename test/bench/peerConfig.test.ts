@@ -8,21 +8,27 @@ const newer = Buffer.from(
   '\x00yaml:"httpPort,omitempty"\x00yaml:"httpPortV4,omitempty"\x00yaml:"webSocket,omitempty"',
 );
 const june2025 = Buffer.from(
-  '\x00yaml:"listenV4,omitempty"\x00yaml:"httpPort,omitempty"\x00yaml:"maxTimeout"',
+  '\x00yaml:"listenV4,omitempty"\x00yaml:"httpPort,omitempty"\x00yaml:"waitBeforeShutdown,omitempty"',
 );
 
 describe("the peers' configuration", () => {
   it("gives eRPC only the server keys its binary knows", () => {
-    expect(erpcFeatures(newer)).toEqual({ httpPortKey: "httpPortV4", webSocket: true });
-    expect(erpcFeatures(june2025)).toEqual({ httpPortKey: "httpPort", webSocket: false });
+    expect(erpcFeatures(newer)).toEqual({ httpPortKey: "httpPortV4", webSocket: true, shutdownWaits: false });
+    expect(erpcFeatures(june2025)).toEqual({
+      httpPortKey: "httpPort",
+      webSocket: false,
+      shutdownWaits: true,
+    });
 
     const old = erpcConfig(erpcFeatures(june2025), { chainId: 1, port: 4000, upstreams: [node] });
     expect(old).toMatch(/^ {2}httpPort: 4000$/m);
     expect(old).not.toContain("httpPortV4");
     expect(old).not.toContain("webSocket");
+    expect(old).toMatch(/^ {2}waitBeforeShutdown: 0s\n {2}waitAfterShutdown: 0s$/m);
     const current = erpcConfig(erpcFeatures(newer), { chainId: 1, port: 4000, upstreams: [node] });
     expect(current).toMatch(/^ {2}httpPortV4: 4000$/m);
     expect(current).toMatch(/^ {2}webSocket:\n {4}enabled: true$/m);
+    expect(current).not.toContain("waitBeforeShutdown");
   });
 
   it("hedges eRPC's network and caches only finalized answers when asked, one upstream per node", () => {
