@@ -88,24 +88,42 @@ try {
     return { p50: q(0.5), p99: q(0.99), errors };
   };
 
-  /** Calls the gateway sent to nodes, from its /metrics. */
-  const upstreamCalls = async (adminUrl: string) => {
-    const text = await (await fetch(`${adminUrl}/metrics`)).text();
+  /** The sum of a Prometheus counter's series at `url` whose line has every one of `having` in it. */
+  const counter = async (url: string, name: string, ...having: string[]) => {
+    const text = await (await fetch(url)).text();
     let sum = 0;
     for (const line of text.split("\n"))
-      if (line.startsWith("lightfleet_gateway_upstream_requests_total{"))
+      if (
+        (line.startsWith(`${name}{`) || line.startsWith(`${name} `)) &&
+        having.every((h) => line.includes(h))
+      )
         sum += Number(line.split(" ").pop());
     return sum;
   };
-
+  /** Calls the gateway sent to nodes, from its /metrics. */
+  const upstreamCalls = (adminUrl: string) =>
+    counter(`${adminUrl}/metrics`, "lightfleet_gateway_upstream_requests_total");
   /** eth_call attempts eRPC sent to the nodes, hedges included, from its /metrics. */
-  const erpcCalls = async (metricsUrl: string) => {
-    const text = await (await fetch(metricsUrl)).text();
-    let sum = 0;
-    for (const line of text.split("\n"))
-      if (line.startsWith("erpc_upstream_request_total{") && line.includes('category="eth_call"'))
-        sum += Number(line.split(" ").pop());
-    return sum;
+  const erpcCalls = (metricsUrl: string) =>
+    counter(metricsUrl, "erpc_upstream_request_total", 'category="eth_call"');
+  /** Cache hits and lookups so far, from each server's own metrics. */
+  const cacheCounts = async (server: "gateway" | "eRPC") => {
+    if (server === "gateway") {
+      const url = `${cacheGateway.adminUrl}/metrics`;
+      const name = "lightfleet_gateway_cache_requests_total";
+      const hits = await counter(url, name, 'result="hit"');
+      return { hits, lookups: hits + (await counter(url, name, 'result="miss"')) };
+    }
+    const url = erpc!.metricsUrl!;
+    const hits = await counter(url, "erpc_cache_get_success_hit_total");
+    return {
+      hits,
+      lookups:
+        hits +
+        (await counter(url, "erpc_cache_get_success_miss_total")) +
+        (await counter(url, "erpc_cache_get_skipped_total")) +
+        (await counter(url, "erpc_cache_get_error_total")),
+    };
   };
 
   const rows: string[] = [];
@@ -222,15 +240,18 @@ try {
   const bare = await spawnListening("bareHttp.ts");
   try {
     const bareRate = await rate(bare.url, '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}');
-    const servers: Array<[string, string]> = [["the gateway", cacheGateway.url]];
+    const servers: Array<["gateway" | "eRPC", string]> = [["gateway", cacheGateway.url]];
     if (erpc) servers.push(["eRPC", erpc.httpUrl]);
     for (const [which, body] of [
       ["the head block", byHash],
       [`finalized block ${Number(finalized.result.number)}`, finalizedByHash],
     ] as const)
       for (const [name, url] of servers) {
+        const before = await cacheCounts(name);
         const cachedRate = await rate(url, body);
-        const row = `cache: eth_getBlockByHash of ${which} through ${name} ${cachedRate.toFixed(0)}/s, bare node:http ${bareRate.toFixed(0)}/s: ${(cachedRate / bareRate).toFixed(2)}x`;
+        const after = await cacheCounts(name);
+        const hits = `${after.hits - before.hits} hits of ${after.lookups - before.lookups} lookups`;
+        const row = `cache: eth_getBlockByHash of ${which} through ${name} ${cachedRate.toFixed(0)}/s (${hits}), bare node:http ${bareRate.toFixed(0)}/s: ${(cachedRate / bareRate).toFixed(2)}x`;
         rows.push(row);
         console.log(row);
       }
