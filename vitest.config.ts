@@ -14,6 +14,7 @@ import { configDefaults, defineConfig } from "vitest/config";
  * to see the guard accept it), one that needs a tool from outside npm to SYSTEM.
  */
 const UNIT = [
+  "test/bench/peerConfig.test.ts",
   "test/chart/crdRules.test.ts",
   "test/chart/dockerfile.test.ts",
   "test/chart/metricNames.test.ts",

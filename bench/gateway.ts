@@ -4,7 +4,8 @@
  * - HTTP: requests/s, p50/p99 latency and the server's CPU per call (from /proc, which the machine's other load
  *   disturbs far less than requests/s) of eth_blockNumber (answered from the served head) and eth_getBlockByNumber
  *   (forwarded), called directly, through nginx as a plain reverse proxy (when Debian's nginx is installed), through
- *   proxyd and eRPC (Go-built, when `npm run bench:peers` could build them; otherwise the row says why not), and
+ *   proxyd and eRPC (Go-built by hand, bench/peers/peers.ts says where the bench finds them; otherwise the row says
+ *   why not and how to get them), and
  *   through `lightfleet gateway` as a process of its own, with one process and with 2 workers (node:cluster) under
  *   each of node:cluster's scheduling policies. For eth_blockNumber also a bare node:http server answering a constant
  *   (bench/bareHttp.ts, a process of its own): the most any node:http server does here.
@@ -36,8 +37,9 @@ import { Redis } from "ioredis";
 import { startDevnet } from "../src/devnet/devnet.js";
 import { freePort } from "../src/process/freePort.js";
 import { spawnGatewayProcess, spawnListening, withRaisedFileLimit } from "./gatewayProcess.js";
-import { PEERS } from "./peers/pins.js";
-import { notBuiltReason, startPeer } from "./peers/startPeer.js";
+import { mineUntilFinalized } from "./peers/chainForPeers.js";
+import { PEERS, notBuiltReason } from "./peers/peers.js";
+import { startPeer } from "./peers/startPeer.js";
 import { cpuSeconds, residentBytes } from "./processUsage.js";
 
 const SECONDS = Number(process.argv[2] ?? 5);
@@ -64,8 +66,11 @@ const devnet = await startDevnet({
   networks: [{ name: "bench", chainId: CHAIN_ID, lightNodes: 1 }],
   blockTimeMs: 0,
 });
-for (let i = 0; i < 5; i++) await devnet.mine("bench");
 const light = devnet.nodes("bench").find((n) => n.role === "light")!;
+for (let i = 0; i < 5; i++) await devnet.mine("bench");
+// proxyd serves nothing until the node has a finalized block (bench/peers/chainForPeers.ts).
+const mined = await mineUntilFinalized(() => devnet.mine("bench"), light.httpUrl);
+console.log(`chain: ${5 + mined} blocks mined, so the node has safe and finalized blocks above 0`);
 const anvilPid = devnet.status().nodes.find((n) => n.name === light.name)?.pid;
 
 /** Something the load is sent to: its HTTP and WebSocket URLs and, when known, its process (for CPU and memory). */
@@ -76,6 +81,8 @@ interface Target {
   pid?: number;
   /** The process serving its WebSocket, when not the same one. */
   wsPid?: number;
+  /** Why it has no WebSocket, for its fan-out cells. */
+  noWebSocket?: string;
   /** The gateway's own rows, which get the ratios. */
   gateway?: boolean;
   /** Commands its Redis has processed so far (the gateway with its state in Redis). */
@@ -164,7 +171,7 @@ if (!REDIS_ONLY) {
       continue;
     }
     try {
-      const peer = await startPeer(pin, { ...light, chainId: CHAIN_ID });
+      const peer = await startPeer(pin, { chainId: CHAIN_ID, upstreams: [light] });
       targets.push({ name: pin.name, ...peer });
     } catch (error) {
       absent.set(pin.name, `did not start: ${error instanceof Error ? error.message : String(error)}`);
@@ -328,6 +335,12 @@ async function startClients(wsUrl: string, count: number, deadline: number) {
   let output = "";
   child.stdout.on("data", (data: Buffer) => (output += String(data)));
   while (!output.includes("ready\n")) {
+    // The server answered the WebSocket upgrade with something else (gatewayFanOutClients.ts says so).
+    const refusal = /^no WebSocket.*$/m.exec(output);
+    if (refusal) {
+      child.kill();
+      throw new Error(refusal[0]);
+    }
     if (Date.now() > deadline || child.exitCode !== null) {
       child.kill();
       throw new Error(`${count} subscribers did not all subscribe in time`);
@@ -430,6 +443,7 @@ const ratios = (r: Run, others: Map<string, Run>) => {
   ].join(", ");
 };
 
+const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error));
 const http = new Map<string, Map<string, Run>>();
 const fanOuts = new Map<number, Map<string, FanOut | string>>();
 /** CPU milliseconds per second each server spends with no calls (its own polling); in its CPU per call too. */
@@ -491,8 +505,8 @@ try {
     for (const size of FAN_OUT_SIZES) {
       const results = new Map<string, FanOut | string>();
       fanOuts.set(size, results);
-      for (const target of targets.filter((t) => t.wsUrl && t.name !== "anvil directly")) {
-        const r = await fanOut(target, size).catch((error: unknown) => String(error));
+      for (const target of targets.filter((t) => (t.wsUrl || t.noWebSocket) && t.name !== "anvil directly")) {
+        const r = target.noWebSocket ?? (await fanOut(target, size).catch(errorText));
         results.set(target.name, r);
         const bare = results.get("bare node:http / ws");
         if (typeof r === "string")
@@ -530,7 +544,7 @@ try {
           gateway: true,
         },
         LARGE_FAN_OUT,
-      ).catch((error: unknown) => String(error));
+      ).catch(errorText);
       fanOuts.set(LARGE_FAN_OUT, new Map([[name, r]]));
       console.log(
         typeof r === "string" ? `  ${LARGE_FAN_OUT} subscribers, ${name}: ${r}` : row(name, LARGE_FAN_OUT, r),

@@ -4,12 +4,16 @@
  *
  * - directly to one slow node (through its devnet front): the baseline;
  * - through the gateway (`lightfleet gateway` as a process of its own) over the three, hedging off;
- * - the same with hedging on (the defaults: after the node's recent p90, at most 10% extra calls).
+ * - the same with hedging on (the defaults: after the node's recent p90, at most 10% extra calls);
+ * - eRPC over the same three nodes, where its binary is there (bench/peers/peers.ts), with a hedge policy at the
+ *   gateway's settings (after the recent p90, 20 ms to 1 s, one hedge); it has no budget, so its extra calls are
+ *   printed beside it, from its own metrics. proxyd has no hedging and is not in this run.
  *
  * Prints p50/p99 of each, their ratio to the direct node's, and the extra upstream calls (calls sent to the nodes
  * beyond the clients' calls, from the gateway's /metrics). Then the response cache: autocannon on eth_getBlockByHash
  * of one block (answered from the cache after the first call) through the gateway, beside a bare node:http server
- * answering a constant (bench/bareHttp.ts): the rate ratio. Bounded: CALLS calls per row, a few seconds of cache load.
+ * answering a constant (bench/bareHttp.ts): the rate ratio; the head block (not yet final) and a finalized one, and
+ * the same through eRPC with an in-memory cache of finalized answers. Bounded: CALLS calls per row, a few seconds of cache load.
  *
  *   npm run bench:latency -- [calls=600] [clients=8]
  */
@@ -17,16 +21,27 @@ import { loadavg, cpus } from "node:os";
 import autocannon from "autocannon";
 import { startDevnet } from "../src/devnet/devnet.js";
 import { spawnGatewayProcess, spawnListening } from "./gatewayProcess.js";
+import { mineUntilFinalized } from "./peers/chainForPeers.js";
+import { PEERS, notBuiltReason } from "./peers/peers.js";
+import { startPeer } from "./peers/startPeer.js";
+import type { RunningPeer } from "./peers/startPeer.js";
 
 const CALLS = Number(process.argv[2] ?? 600);
 const CLIENTS = Number(process.argv[3] ?? 8);
 const CACHE_SECONDS = 5;
-const CALL = {
+/**
+ * The n-th call: each with its own calldata, so no server can merge identical calls in flight into one (eRPC does),
+ * which would measure that merging rather than how slow nodes are routed around.
+ */
+const call = (n: number) => ({
   jsonrpc: "2.0",
-  id: 1,
+  id: n,
   method: "eth_call",
-  params: [{ to: "0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266", data: "0x" }, "latest"],
-};
+  params: [
+    { to: "0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266", data: `0x${n.toString(16).padStart(8, "0")}` },
+    "latest",
+  ],
+});
 
 const [load1, load5] = loadavg().map((l) => l.toFixed(2));
 console.log(`machine before the run: load average ${load1} / ${load5} (1 / 5 min) on ${cpus().length} cores`);
@@ -37,9 +52,12 @@ const devnet = await startDevnet({
   latencyFronts: true,
 });
 const gateways: Array<{ stop(): Promise<void> }> = [];
+const erpcPeer = PEERS.find((p) => p.name === "erpc")!;
+let erpc: RunningPeer | undefined;
 try {
-  for (let i = 0; i < 3; i++) await devnet.mine("bench");
   const lights = devnet.nodes("bench").filter((n) => n.role === "light");
+  // A finalized block above 0, for the cache's finalized row (and as eRPC's state poller expects of a chain).
+  await mineUntilFinalized(() => devnet.mine("bench"), lights[0]!.httpUrl);
   for (const [i, node] of lights.entries())
     await devnet.fault(node.name, { kind: "slow", profile: "light", seed: 1_000 + i });
 
@@ -50,12 +68,13 @@ try {
     let next = 0;
     await Promise.all(
       Array.from({ length: CLIENTS }, async () => {
-        while (next++ < CALLS) {
+        while (next < CALLS) {
+          const body = JSON.stringify(call(next++));
           const started = performance.now();
           const answer = (await fetch(url, {
             method: "POST",
             headers: { "content-type": "application/json" },
-            body: JSON.stringify(CALL),
+            body,
           })
             .then((r) => r.json())
             .catch(() => ({ error: "transport" }))) as { error?: unknown };
@@ -69,14 +88,42 @@ try {
     return { p50: q(0.5), p99: q(0.99), errors };
   };
 
-  /** Calls the gateway sent to nodes, from its /metrics. */
-  const upstreamCalls = async (adminUrl: string) => {
-    const text = await (await fetch(`${adminUrl}/metrics`)).text();
+  /** The sum of a Prometheus counter's series at `url` whose line has every one of `having` in it. */
+  const counter = async (url: string, name: string, ...having: string[]) => {
+    const text = await (await fetch(url)).text();
     let sum = 0;
     for (const line of text.split("\n"))
-      if (line.startsWith("lightfleet_gateway_upstream_requests_total{"))
+      if (
+        (line.startsWith(`${name}{`) || line.startsWith(`${name} `)) &&
+        having.every((h) => line.includes(h))
+      )
         sum += Number(line.split(" ").pop());
     return sum;
+  };
+  /** Calls the gateway sent to nodes, from its /metrics. */
+  const upstreamCalls = (adminUrl: string) =>
+    counter(`${adminUrl}/metrics`, "lightfleet_gateway_upstream_requests_total");
+  /** eth_call attempts eRPC sent to the nodes, hedges included, from its /metrics. */
+  const erpcCalls = (metricsUrl: string) =>
+    counter(metricsUrl, "erpc_upstream_request_total", 'category="eth_call"');
+  /** Cache hits and lookups so far, from each server's own metrics. */
+  const cacheCounts = async (server: "gateway" | "eRPC") => {
+    if (server === "gateway") {
+      const url = `${cacheGateway.adminUrl}/metrics`;
+      const name = "lightfleet_gateway_cache_requests_total";
+      const hits = await counter(url, name, 'result="hit"');
+      return { hits, lookups: hits + (await counter(url, name, 'result="miss"')) };
+    }
+    const url = erpc!.metricsUrl!;
+    const hits = await counter(url, "erpc_cache_get_success_hit_total");
+    return {
+      hits,
+      lookups:
+        hits +
+        (await counter(url, "erpc_cache_get_success_miss_total")) +
+        (await counter(url, "erpc_cache_get_skipped_total")) +
+        (await counter(url, "erpc_cache_get_error_total")),
+    };
   };
 
   const rows: string[] = [];
@@ -94,27 +141,56 @@ try {
   line("one slow node directly", direct, "-");
 
   const upstreams = lights.map((n) => ({ name: n.name, http: n.httpUrl, ws: n.wsUrl }));
-  let cacheGateway: { url: string; adminUrl: string } | undefined;
-  for (const hedging of [false, true]) {
+  /** A gateway over the three nodes with these hedge settings: its row, and the gateway (still running). */
+  const gatewayRow = async (name: string, hedge: Record<string, unknown>) => {
     const gateway = await spawnGatewayProcess({
       workers: 1,
       policy: "rr",
       httpUrl: lights[0]!.httpUrl,
       wsUrl: lights[0]!.wsUrl,
       settings: {},
-      networkGateway: { upstreams, hedge: { enabled: hedging } },
+      networkGateway: { upstreams, hedge },
     });
     gateways.push(gateway);
     const before = await upstreamCalls(gateway.adminUrl);
     const result = await run(gateway.url);
     const extra = (await upstreamCalls(gateway.adminUrl)) - before - CALLS;
+    line(name, result, `${extra} (${((100 * extra) / CALLS).toFixed(1)}%)`);
+    return gateway;
+  };
+  await (await gatewayRow("gateway over 3 slow nodes, hedging off", { enabled: false })).stop();
+  const cacheGateway = await gatewayRow("gateway over 3 slow nodes, hedging on", { enabled: true });
+
+  // eRPC with its hedge policy at the gateway's settings; its extra calls from its own count of eth_call attempts.
+  const erpcAbsent = notBuiltReason(erpcPeer);
+  if (erpcAbsent) {
+    rows.push(`| erpc | ${erpcAbsent} | | | | | |`);
+    console.log(rows.at(-1));
+  } else {
+    erpc = await startPeer(erpcPeer, {
+      chainId: 31_337,
+      upstreams: lights,
+      hedge: { quantile: 0.9, minDelay: "20ms", maxDelay: "1s" },
+      cache: true,
+      metrics: true,
+    });
+    const before = await erpcCalls(erpc.metricsUrl!);
+    const result = await run(erpc.httpUrl);
+    const extra = (await erpcCalls(erpc.metricsUrl!)) - before - CALLS;
     line(
-      `gateway over 3 slow nodes, hedging ${hedging ? "on" : "off"}`,
+      "eRPC over 3 slow nodes, hedge at p90 (no budget)",
       result,
       `${extra} (${((100 * extra) / CALLS).toFixed(1)}%)`,
     );
-    if (hedging) cacheGateway = gateway;
-    else await gateway.stop();
+    // eRPC has no hedge budget: the gateway again, allowed as many extra calls as eRPC made, for p99 at one budget.
+    const budget = Math.max(0.01, Math.ceil((100 * extra) / CALLS) / 100);
+    if (budget > 0.1)
+      await (
+        await gatewayRow(`gateway over 3 slow nodes, hedging on, budget ${budget} (eRPC's extra calls)`, {
+          enabled: true,
+          budget,
+        })
+      ).stop();
   }
 
   // The cache: one block by hash, asked again and again (the head: a hash the nodes' recent chains hold).
@@ -147,18 +223,43 @@ try {
         duration: CACHE_SECONDS,
       })
     ).requests.average;
+  // A finalized block too (the devnet's finalized block): cached by both without any check against the chain.
+  const finalized = (await (
+    await fetch(lights[0]!.httpUrl, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "eth_getBlockByNumber",
+        params: ["finalized", false],
+      }),
+    })
+  ).json()) as { result: { hash: string; number: string } };
+  const finalizedByHash = byHash.replace(block.result.hash, finalized.result.hash);
   const bare = await spawnListening("bareHttp.ts");
   try {
     const bareRate = await rate(bare.url, '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}');
-    const cachedRate = await rate(cacheGateway!.url, byHash);
-    const row = `cache: eth_getBlockByHash through the gateway ${cachedRate.toFixed(0)}/s, bare node:http ${bareRate.toFixed(0)}/s: ${(cachedRate / bareRate).toFixed(2)}x`;
-    rows.push(row);
-    console.log(row);
+    const servers: Array<["gateway" | "eRPC", string]> = [["gateway", cacheGateway.url]];
+    if (erpc) servers.push(["eRPC", erpc.httpUrl]);
+    for (const [which, body] of [
+      ["the head block", byHash],
+      [`finalized block ${Number(finalized.result.number)}`, finalizedByHash],
+    ] as const)
+      for (const [name, url] of servers) {
+        const before = await cacheCounts(name);
+        const cachedRate = await rate(url, body);
+        const after = await cacheCounts(name);
+        const hits = `${after.hits - before.hits} hits of ${after.lookups - before.lookups} lookups`;
+        const row = `cache: eth_getBlockByHash of ${which} through ${name} ${cachedRate.toFixed(0)}/s (${hits}), bare node:http ${bareRate.toFixed(0)}/s: ${(cachedRate / bareRate).toFixed(2)}x`;
+        rows.push(row);
+        console.log(row);
+      }
   } finally {
     await bare.stop();
   }
   console.log(`\n${rows.join("\n")}`);
 } finally {
-  await Promise.allSettled(gateways.map((g) => g.stop()));
+  await Promise.allSettled([...gateways.map((g) => g.stop()), erpc?.stop()]);
   await devnet.stop();
 }
