@@ -155,6 +155,34 @@ describe.skipIf(!redisTool.path)("gateway state in a real Redis", () => {
     await waitFor(async () => !(await limiter.take("10.2.0.1", 5)).ok, { what: "the limit applied again" });
   });
 
+  it("follows the mark again when its subscriber connection comes back before its command connection", async () => {
+    const one = store();
+    const watcher = store();
+    await waitFor(() => stores.every((s) => s.ready));
+    const network = `order-${Date.now()}`;
+    const a = new SharedHead({ store: one, network, waitForHead: async () => undefined });
+    await a.raise(400);
+    await waitFor(() => a.following, { what: "the replica following the mark" });
+    // The command connection down (for good, until connected again by hand), then the subscriber's connection cut
+    // by Redis: it reconnects and subscribes while the mark cannot be read.
+    one.redis.disconnect();
+    await waitFor(() => !one.ready, { what: "the command connection closed" });
+    await watcher.redis.client("KILL", "TYPE", "pubsub");
+    await waitFor(() => !a.following, { what: "the subscription lost" });
+    await waitFor(
+      async () =>
+        Number(
+          await watcher.redis.pubsub("NUMSUB", `test-${process.pid}:head:${network}`).then((r) => r[1]),
+        ) === 1,
+      {
+        what: "the subscriber back on Redis",
+      },
+    );
+    await one.redis.connect();
+    await waitFor(() => a.following, { what: "the mark read again once the command connection is back" });
+    a.close();
+  });
+
   it("stops trusting its cached mark while Redis is away, and follows it again once Redis is back", async () => {
     const [one, other] = [store(), store()];
     await waitFor(() => stores.every((s) => s.ready));

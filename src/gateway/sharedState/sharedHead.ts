@@ -26,6 +26,8 @@ const defined = new WeakSet<SharedStore>();
 
 /** The mark outlives the last raise by this long. */
 const MARK_TTL_MS = 600_000;
+/** A failed read of the mark after (re)subscribing is tried again this often while the subscription lasts. */
+const RESYNC_RETRY_MS = 250;
 
 export interface SharedHeadOptions {
   store: SharedStore;
@@ -126,7 +128,14 @@ export class SharedHead {
           // Unless the subscription was lost again meanwhile: the cache is current.
           if (store.listening(this.channel)) this.synced = true;
         },
-        () => undefined,
+        () => {
+          // The subscriber connection can come back before the command connection (each reconnects on its own
+          // backoff): nothing else would read the mark again while the subscription holds, so try until it is read.
+          if (store.listening(this.channel))
+            setTimeout(() => {
+              if (!this.synced && store.listening(this.channel)) this.resync();
+            }, RESYNC_RETRY_MS).unref();
+        },
       );
   }
 
