@@ -23,6 +23,8 @@ import { CallHandler } from "./rpc/callHandler.js";
 import { errorResponse, parseBody } from "./rpc/parseRequest.js";
 import type { ParsedBody } from "./rpc/parseRequest.js";
 import { serializeBody } from "./rpc/serialize.js";
+import { answer } from "./pipeline/answer.js";
+import type { Answer, Refusal } from "./pipeline/answer.js";
 import { NetworkUpstreams } from "./upstreams/networkUpstreams.js";
 import { FilterStore, filterNotFound } from "./filters/filterStore.js";
 import type { FilterQuota, FilterStoreOptions, Filters } from "./filters/filterStore.js";
@@ -78,14 +80,6 @@ export interface Gateway {
   stop(): Promise<void>;
   /** Answers a filter call another worker received for one of this worker's filters. */
   answerFilterCall(network: string, request: JsonRpcRequest, client: string): Promise<JsonRpcResponse>;
-}
-
-type Body = JsonRpcResponse | JsonRpcResponse[] | undefined;
-
-interface Answer {
-  status: number;
-  body: Body;
-  retryAfterMs?: number;
 }
 
 /** The content types geth takes for JSON-RPC (with any parameters, such as a charset). */
@@ -231,7 +225,6 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   filterSweep.unref();
 
   const limiter = options.rateLimiter ?? redis?.rateLimiter ?? configuredRateLimiter(settings.rateLimit);
-  type Refusal = { body: JsonRpcResponse | JsonRpcResponse[]; retryAfterMs: number } | undefined;
   /** The refusal of a body the limit did not admit. */
   const refusal = (
     runtime: NetworkRuntime,
@@ -304,24 +297,25 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
    * Writes an answer: an empty 200 for notifications only (as geth answers them), Retry-After with a rate-limit
    * refusal, gzip-compressed when the client takes it and the answer is large enough to gain from it.
    */
-  const send = (req: IncomingMessage, res: ServerResponse, answer: Answer) => {
-    if (answer.body === undefined) {
+  const send = (req: IncomingMessage, res: ServerResponse, answered: Answer) => {
+    if (answered.body === undefined) {
       res.writeHead(200, { "content-type": "application/json", "content-length": 0 }).end();
       return;
     }
-    const text = serializeBody(answer.body);
+    const text = serializeBody(answered.body);
+    const status = answered.retryAfterMs === undefined ? 200 : 429;
     const extra: Record<string, string> =
-      answer.retryAfterMs === undefined
+      answered.retryAfterMs === undefined
         ? {}
-        : { "retry-after": String(Math.ceil(answer.retryAfterMs / 1000)) };
+        : { "retry-after": String(Math.ceil(answered.retryAfterMs / 1000)) };
     const accepts = req.headers["accept-encoding"];
     if (text.length < GZIP_MIN_BYTES || accepts === undefined || !TAKES_GZIP.test(accepts)) {
-      reply(res, answer.status, text, extra);
+      reply(res, status, text, extra);
       return;
     }
     gzip(text, (error, zipped) => {
-      if (error) return reply(res, answer.status, text, extra);
-      res.writeHead(answer.status, {
+      if (error) return reply(res, status, text, extra);
+      res.writeHead(status, {
         "content-type": "application/json",
         "content-encoding": "gzip",
         vary: "accept-encoding",
@@ -420,17 +414,17 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       });
       req.on("error", () => {});
       const answerText = (text: string) => {
-        let answer: Answer | Promise<Answer>;
+        let answered: Answer | Promise<Answer>;
         try {
-          answer = answerBody(runtimes.get(route.network)!, text, req);
+          answered = answerBody(runtimes.get(route.network)!, text, req);
         } catch (error) {
           failed(res, error);
           return;
         }
         // Answered without a node (eth_blockNumber, refusals): written at once, no promise in between.
-        if (!(answer instanceof Promise)) send(req, res, answer);
+        if (!(answered instanceof Promise)) send(req, res, answered);
         else
-          answer.then(
+          answered.then(
             (a) => send(req, res, a),
             (error: unknown) => failed(res, error),
           );
@@ -451,43 +445,10 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   );
 
   function answerBody(runtime: NetworkRuntime, text: string, req: IncomingMessage): Answer | Promise<Answer> {
-    const parsed = parseBody(text, settings.maxBatchLength);
     const address = clientAddress(req, settings.trustForwardedFor);
-    if (limiter) {
-      const refused = admit(runtime, parsed, address);
-      if (refused instanceof Promise)
-        return refused.then((r) => (r ? { status: 429, ...r } : answerAdmitted(runtime, parsed, address)));
-      if (refused) return { status: 429, ...refused };
-    }
-    return answerAdmitted(runtime, parsed, address);
-  }
-
-  function answerAdmitted(
-    runtime: NetworkRuntime,
-    parsed: ParsedBody,
-    address: string,
-  ): Answer | Promise<Answer> {
-    const body = answerParsed(runtime, parsed, address);
-    return body instanceof Promise ? body.then((b) => ({ status: 200, body: b })) : { status: 200, body };
-  }
-
-  function answerParsed(runtime: NetworkRuntime, parsed: ParsedBody, address: string): Body | Promise<Body> {
-    if (parsed.kind === "error") return parsed.response;
-    if (parsed.kind === "single") {
-      if (!parsed.item.ok) return parsed.item.response;
-      const notification = parsed.item.request.id === undefined;
-      const response = runtime.handler.handle(parsed.item.request, address);
-      if (response instanceof Promise) return notification ? response.then(() => undefined) : response;
-      return notification ? undefined : response;
-    }
-    return Promise.all(
-      parsed.items.map((item) => (item.ok ? runtime.handler.handle(item.request, address) : item.response)),
-    ).then((responses) => {
-      const answered = responses.filter((_, i) => {
-        const item = parsed.items[i]!;
-        return !item.ok || item.request.id !== undefined;
-      });
-      return answered.length > 0 ? answered : undefined;
+    return answer(parseBody(text, settings.maxBatchLength), {
+      ...(limiter ? { admit: (parsed: ParsedBody) => admit(runtime, parsed, address) } : {}),
+      call: (request) => runtime.handler.handle(request, address),
     });
   }
 
@@ -519,10 +480,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
           pingIntervalMs: settings.pingInterval,
           maxInFlight: settings.maxInFlightPerConnection,
         },
-        (parsed) => {
-          const refused = admit(runtime, parsed, address);
-          return refused instanceof Promise ? refused.then((r) => r?.body) : refused?.body;
-        },
+        (parsed) => admit(runtime, parsed, address),
         metrics,
         logger.child({ component: "gateway", network: route.network }),
       );

@@ -8,6 +8,8 @@ import type { CallHandler } from "../rpc/callHandler.js";
 import { errorResponse, parseBody } from "../rpc/parseRequest.js";
 import type { ParsedBody } from "../rpc/parseRequest.js";
 import { serializeBody } from "../rpc/serialize.js";
+import { answer } from "../pipeline/answer.js";
+import type { Refusal } from "../pipeline/answer.js";
 import type { FeedBlock } from "./headFeed.js";
 import { newSubscriptionId, subscriptionIdBytes } from "./headsNotification.js";
 import type { Log, LogFilter } from "./logFilter.js";
@@ -53,13 +55,7 @@ export class WsSession {
     private readonly streams: NetworkStreams,
     private readonly limits: WsLimits,
     /** The per-address rate limit: the refusal to send when a frame's calls do not fit. */
-    private readonly admit: (
-      parsed: ParsedBody,
-    ) =>
-      | JsonRpcResponse
-      | JsonRpcResponse[]
-      | undefined
-      | Promise<JsonRpcResponse | JsonRpcResponse[] | undefined>,
+    private readonly admit: (parsed: ParsedBody) => Refusal | Promise<Refusal>,
     private readonly metrics: GatewayMetrics,
     private readonly logger: Logger,
   ) {
@@ -164,24 +160,12 @@ export class WsSession {
     const text = Array.isArray(data)
       ? Buffer.concat(data).toString("utf8")
       : Buffer.from(data as ArrayBuffer).toString("utf8");
-    const parsed = parseBody(text, this.limits.maxBatchLength);
-    const admitted = this.admit(parsed);
-    const refusal = admitted instanceof Promise ? await admitted : admitted;
-    if (refusal) return this.send(refusal);
-    if (parsed.kind === "error") return this.send(parsed.response);
-    if (parsed.kind === "single") {
-      const response = parsed.item.ok ? await this.call(parsed.item.request) : parsed.item.response;
-      if (response && (!parsed.item.ok || parsed.item.request.id !== undefined)) this.send(response);
-      return;
-    }
-    const responses = await Promise.all(
-      parsed.items.map((item) => (item.ok ? this.call(item.request) : item.response)),
-    );
-    const answered = responses.filter((r, i) => {
-      const item = parsed.items[i]!;
-      return r !== undefined && (!item.ok || item.request.id !== undefined);
+    const answered = answer(parseBody(text, this.limits.maxBatchLength), {
+      admit: this.admit,
+      call: (request) => this.call(request),
     });
-    if (answered.length > 0) this.send(answered);
+    const { body } = answered instanceof Promise ? await answered : answered;
+    if (body !== undefined) this.send(body);
   }
 
   private call(request: JsonRpcRequest): JsonRpcResponse | Promise<JsonRpcResponse> {
