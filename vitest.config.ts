@@ -30,6 +30,7 @@ const UNIT = [
   "test/gateway/broadcastTransaction.test.ts",
   "test/gateway/clusterFilters.test.ts",
   "test/gateway/importCircles.test.ts",
+  "test/gateway/pipeline/*.test.ts",
   "test/gateway/ipRateLimiter.test.ts",
   "test/gateway/rules.test.ts",
   "test/gateway/sharedConnectionCap.test.ts",

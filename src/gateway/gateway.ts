@@ -19,7 +19,7 @@ import { configuredRateLimiter } from "./limits/ipRateLimiter.js";
 import type { RateLimiter, RateVerdict } from "./limits/ipRateLimiter.js";
 import { callCount, callsOf, rateLimitRefusal } from "./limits/rateLimitRefusal.js";
 import type { NetworkRoute, RouteMatch } from "./http/routes.js";
-import { CallHandler } from "./rpc/callHandler.js";
+import { CallExecutor } from "./pipeline/callExecutor.js";
 import { errorResponse, parseBody } from "./rpc/parseRequest.js";
 import type { ParsedBody } from "./rpc/parseRequest.js";
 import { serializeBody } from "./rpc/serialize.js";
@@ -90,7 +90,7 @@ const TAKES_GZIP = /\bgzip\b(?!\s*;\s*q=0(?:\.0*)?\s*(?:,|$))/i;
 
 interface NetworkRuntime {
   upstreams: NetworkUpstreams;
-  handler: CallHandler;
+  handler: CallExecutor;
   feed: HeadFeed;
   streams: NetworkStreams;
   filters: Filters;
@@ -138,7 +138,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         network: network.name,
         waitForHead: (target) => untilHead(upstreams, target, Math.min(network.blockTimeMs, 1_000)),
       });
-    const handler = new CallHandler({
+    const handler = new CallExecutor({
       upstreams,
       getLogsMaxRange: network.gateway.getLogsMaxRange,
       blockTimeMs: network.blockTimeMs,

@@ -1,3 +1,4 @@
+import type { Upstreams } from "./upstreams.js";
 import { EventEmitter } from "node:events";
 import type { PeerConfig } from "../../config/sections/network.js";
 import type { BlockRef, PeerObservation } from "../../health/types.js";
@@ -71,7 +72,7 @@ export interface NetworkUpstreamsOptions {
  * 0.44-0.47x to 0.50-0.70x nginx's rate in `npm run bench:gateway`). While it is not open (connecting, or
  * reconnecting after a failure), calls use HTTP.
  */
-export class NetworkUpstreams extends EventEmitter {
+export class NetworkUpstreams extends EventEmitter implements Upstreams {
   private readonly members = new Map<string, Member>();
   private served: number | undefined;
   private agreement: HeadAgreement = agreeOnHead([], []);

@@ -4,7 +4,7 @@ import type { Logger } from "../../log/logger.js";
 import type { GatewayMetrics } from "../../metrics/gatewayMetrics.js";
 import type { JsonRpcRequest, JsonRpcResponse } from "../../rpc/jsonRpc.js";
 import { RPC_ERROR } from "../../rpc/jsonRpc.js";
-import type { CallHandler } from "../rpc/callHandler.js";
+import type { CallExecutor } from "../pipeline/callExecutor.js";
 import { errorResponse, parseBody } from "../rpc/parseRequest.js";
 import type { ParsedBody } from "../rpc/parseRequest.js";
 import { serializeBody } from "../rpc/serialize.js";
@@ -51,7 +51,7 @@ export class WsSession {
     /** The socket `ws` upgraded: newHeads frames, framed once per block, are written to it directly. */
     private readonly frames: Writable,
     /** The network's call handler, for this connection's client address. */
-    private readonly handler: Pick<CallHandler, "network" | "handle">,
+    private readonly handler: Pick<CallExecutor, "network" | "handle">,
     private readonly streams: NetworkStreams,
     private readonly limits: WsLimits,
     /** The per-address rate limit: the refusal to send when a frame's calls do not fit. */

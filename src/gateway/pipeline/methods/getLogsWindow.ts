@@ -1,0 +1,34 @@
+import type { JsonRpcRequest } from "../../../rpc/jsonRpc.js";
+import { checkGetLogs } from "../../rpc/getLogsRule.js";
+import { errorResponse } from "../../rpc/parseRequest.js";
+import type { ForwardPlan, Plan, PlanContext } from "../plan.js";
+import { byHash } from "./blockParameter.js";
+
+/**
+ * eth_getLogs within the window of `getLogsMaxRange` blocks below the head the client could have seen, its tags
+ * resolved to heights (see getLogsRule.ts); a `blockHash` filter goes to a node whose chain holds the block.
+ */
+export function planGetLogs(request: JsonRpcRequest, context: PlanContext): Plan {
+  const { served } = context;
+  if (served === undefined) return { kind: "forward", request, minBlock: undefined };
+  const verdict = checkGetLogs(
+    request.params,
+    served,
+    context.getLogsMaxRange,
+    context.lowestRecentHead(served),
+    context.blockTags(served),
+  );
+  if (!verdict.ok)
+    return {
+      kind: "answer",
+      response: errorResponse(request.id ?? null, verdict.code, verdict.message, verdict.data),
+      outcome: "invalid",
+      getLogsRefused: verdict.reason,
+    };
+  const plan: ForwardPlan = {
+    kind: "forward",
+    request: { ...request, params: verdict.params },
+    minBlock: verdict.toBlock ?? served,
+  };
+  return verdict.blockHash ? byHash(plan, verdict.blockHash, context) : plan;
+}
