@@ -274,14 +274,7 @@ export class CallExecutor {
    */
   private standing(block: AnswerBlock): BlockStanding {
     const { upstreams } = this.options;
-    return blockStanding(block, this.finalizedNumber(), (hash) => {
-      const known = upstreams.blockOfHash(hash);
-      if (!known) return undefined;
-      const candidates = upstreams.candidates();
-      const routed = candidates.filter((c) => c.routed && c.reachable);
-      const serving = routed.length > 0 ? routed : candidates;
-      return serving.some((c) => known.holders.has(c.name)) ? known.number : undefined;
-    });
+    return blockStanding(block, this.finalizedNumber(), (hash) => upstreams.servedHeightOfHash(hash));
   }
 
   /** The agreed safe and finalized heights, never above the served head (below it, every block is as final). */

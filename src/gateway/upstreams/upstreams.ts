@@ -15,6 +15,8 @@ export interface Upstreams {
   finalized(): BlockRef | undefined;
   /** A recent block hash's height and the nodes whose recent chain holds it; undefined when none has seen it. */
   blockOfHash(hash: string): { number: number; holders: ReadonlySet<string> } | undefined;
+  /** The height of a recent block hash that a node serving now (routed; any in panic mode) holds on its chain. */
+  servedHeightOfHash(hash: string): number | undefined;
   candidates(): Candidate[];
   /** One call to one node; undefined when the node has left the set. */
   call(
