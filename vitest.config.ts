@@ -29,6 +29,7 @@ const UNIT = [
   "test/gateway/responseCache.test.ts",
   "test/gateway/broadcastTransaction.test.ts",
   "test/gateway/clusterFilters.test.ts",
+  "test/gateway/availableCores.test.ts",
   "test/gateway/importCircles.test.ts",
   "test/gateway/pipeline/*.test.ts",
   "test/gateway/ipRateLimiter.test.ts",

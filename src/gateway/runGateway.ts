@@ -3,6 +3,7 @@ import { loadConfig } from "../config/loadConfig.js";
 import { createLogger } from "../log/logger.js";
 import { createRegistry } from "../metrics/registry.js";
 import { serveUntilStopping } from "./adminAndShutdown.js";
+import { workerCount } from "./cluster/availableCores.js";
 import type { GatewayFlags } from "./gatewayProcess.js";
 import { networksWithoutHead, openGateway } from "./gatewayProcess.js";
 
@@ -13,9 +14,10 @@ import { networksWithoutHead, openGateway } from "./gatewayProcess.js";
 export async function runGateway(flags: GatewayFlags): Promise<void> {
   const config = await loadConfig(flags.config);
   const logger = createLogger(config.log);
-  if (config.gateway.workers > 1 || cluster.isWorker) {
+  const workers = workerCount(config.gateway.workers);
+  if (workers > 1 || cluster.isWorker) {
     const { runPrimary, runWorker } = await import("./cluster/gatewayCluster.js");
-    if (cluster.isPrimary) await runPrimary(config, logger, flags);
+    if (cluster.isPrimary) await runPrimary(config, logger, flags, workers);
     else await runWorker(config, logger, flags);
     return;
   }

@@ -46,12 +46,16 @@ const RESTART_BACKOFF_MS = 1_000;
 const FILTER_FORWARD_SLACK_MS = 5_000;
 
 /**
- * The cluster primary: forks `gateway.workers` workers sharing the public port, serves the admin port (metrics summed
+ * The cluster primary: forks `count` workers (`gateway.workers`, `auto` resolved) sharing the public port, serves the admin port (metrics summed
  * over the workers, ready when every worker serves a head), replaces a worker that dies and drains them all on SIGINT
  * or SIGTERM.
  */
-export async function runPrimary(config: Config, logger: Logger, flags: GatewayFlags): Promise<void> {
-  const count = config.gateway.workers;
+export async function runPrimary(
+  config: Config,
+  logger: Logger,
+  flags: GatewayFlags,
+  count: number,
+): Promise<void> {
   // Round robin by the primary spreads connections evenly; NODE_CLUSTER_SCHED_POLICY=none leaves it to the kernel.
   if (process.env.NODE_CLUSTER_SCHED_POLICY === undefined) cluster.schedulingPolicy = cluster.SCHED_RR;
   const statuses = new Map<number, WorkerStatus>();
