@@ -24,7 +24,7 @@ import { errorResponse, parseBody } from "./rpc/parseRequest.js";
 import type { ParsedBody } from "./rpc/parseRequest.js";
 import { serializeBody } from "./rpc/serialize.js";
 import { answer } from "./pipeline/answer.js";
-import type { Answer, Refusal } from "./pipeline/answer.js";
+import type { Answer, AnswerSteps, Refusal } from "./pipeline/answer.js";
 import { NetworkUpstreams } from "./upstreams/networkUpstreams.js";
 import { FilterStore, filterNotFound } from "./filters/filterStore.js";
 import type { FilterQuota, FilterStoreOptions, Filters } from "./filters/filterStore.js";
@@ -413,30 +413,14 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         chunks.push(chunk);
       });
       req.on("error", () => {});
-      const answerText = (text: string) => {
-        let answered: Answer | Promise<Answer>;
-        try {
-          answered = answerBody(runtimes.get(route.network)!, text, req);
-        } catch (error) {
-          failed(res, error);
-          return;
-        }
-        // Answered without a node (eth_blockNumber, refusals): written at once, no promise in between.
-        if (!(answered instanceof Promise)) send(req, res, answered);
-        else
-          answered.then(
-            (a) => send(req, res, a),
-            (error: unknown) => failed(res, error),
-          );
-      };
       req.on("end", () => {
         if (size > settings.maxBodyBytes) return;
         // A body that came in one chunk is decoded without a copy.
         const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
-        if (!gzipped) return answerText(body.toString("utf8"));
+        if (!gzipped) return answerText(req, res, route.network, body.toString("utf8"));
         // Inflated to at most maxBodyBytes, so a small compressed body cannot become a huge one.
         gunzip(body, { maxOutputLength: settings.maxBodyBytes }, (error, inflated) => {
-          if (!error) return answerText(inflated.toString("utf8"));
+          if (!error) return answerText(req, res, route.network, inflated.toString("utf8"));
           if ((error as NodeJS.ErrnoException).code === "ERR_BUFFER_TOO_LARGE") return tooLarge(res);
           replyError(res, 400, RPC_ERROR.PARSE_ERROR, "parse error: the body is not valid gzip");
         });
@@ -444,12 +428,33 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     },
   );
 
-  function answerBody(runtime: NetworkRuntime, text: string, req: IncomingMessage): Answer | Promise<Answer> {
-    const address = clientAddress(req, settings.trustForwardedFor);
-    return answer(parseBody(text, settings.maxBatchLength), {
-      ...(limiter ? { admit: (parsed: ParsedBody) => admit(runtime, parsed, address) } : {}),
-      call: (request) => runtime.handler.handle(request, address),
+  /** Each network's steps of answering a body, made once (see AnswerSteps). */
+  const stepsOf = new Map<string, AnswerSteps>();
+  for (const [network, runtime] of runtimes)
+    stepsOf.set(network, {
+      ...(limiter ? { admit: (parsed: ParsedBody, client: string) => admit(runtime, parsed, client) } : {}),
+      call: (request, client) => runtime.handler.handle(request, client),
     });
+
+  /** Answers a body and writes the answer: at once when no node was asked (eth_blockNumber, refusals). */
+  function answerText(req: IncomingMessage, res: ServerResponse, network: string, text: string): void {
+    let answered: Answer | Promise<Answer>;
+    try {
+      answered = answer(
+        parseBody(text, settings.maxBatchLength),
+        stepsOf.get(network)!,
+        clientAddress(req, settings.trustForwardedFor),
+      );
+    } catch (error) {
+      failed(res, error);
+      return;
+    }
+    if (!(answered instanceof Promise)) send(req, res, answered);
+    else
+      answered.then(
+        (a) => send(req, res, a),
+        (error: unknown) => failed(res, error),
+      );
   }
 
   const refuseConnection = (socket: Duplex, network: string) => {

@@ -13,12 +13,15 @@ export interface Answer {
   retryAfterMs?: number;
 }
 
-/** What answering a body takes, per transport and client. */
+/**
+ * What answering a body takes, per network and transport; made once, not per request (the client's address is an
+ * argument), so answering allocates no closure.
+ */
 export interface AnswerSteps {
   /** Takes the body's calls from the client's budget: the refusal when they do not fit. */
-  admit?: (parsed: ParsedBody) => Refusal | Promise<Refusal>;
+  admit?: (parsed: ParsedBody, client: string) => Refusal | Promise<Refusal>;
   /** Answers one call (WebSocket adds its subscriptions in front of the network's handler). */
-  call: (request: JsonRpcRequest) => JsonRpcResponse | Promise<JsonRpcResponse>;
+  call: (request: JsonRpcRequest, client: string) => JsonRpcResponse | Promise<JsonRpcResponse>;
 }
 
 /**
@@ -26,28 +29,28 @@ export interface AnswerSteps {
  * each call of a batch; notifications get no answer. Synchronous when every call is answered without a node
  * (eth_blockNumber, refusals), so the hot path allocates no promise.
  */
-export function answer(parsed: ParsedBody, steps: AnswerSteps): Answer | Promise<Answer> {
-  const refused = steps.admit?.(parsed);
-  if (refused instanceof Promise) return refused.then((r) => (r ? r : admitted(parsed, steps)));
+export function answer(parsed: ParsedBody, steps: AnswerSteps, client = ""): Answer | Promise<Answer> {
+  const refused = steps.admit?.(parsed, client);
+  if (refused instanceof Promise) return refused.then((r) => (r ? r : admitted(parsed, steps, client)));
   if (refused) return refused;
-  return admitted(parsed, steps);
+  return admitted(parsed, steps, client);
 }
 
-function admitted(parsed: ParsedBody, steps: AnswerSteps): Answer | Promise<Answer> {
-  const body = answerCalls(parsed, steps.call);
+function admitted(parsed: ParsedBody, steps: AnswerSteps, client: string): Answer | Promise<Answer> {
+  const body = answerCalls(parsed, steps.call, client);
   return body instanceof Promise ? body.then((b) => ({ body: b })) : { body };
 }
 
-function answerCalls(parsed: ParsedBody, call: AnswerSteps["call"]): Body | Promise<Body> {
+function answerCalls(parsed: ParsedBody, call: AnswerSteps["call"], client: string): Body | Promise<Body> {
   if (parsed.kind === "error") return parsed.response;
   if (parsed.kind === "single") {
     if (!parsed.item.ok) return parsed.item.response;
     const notification = parsed.item.request.id === undefined;
-    const response = call(parsed.item.request);
+    const response = call(parsed.item.request, client);
     if (response instanceof Promise) return notification ? response.then(() => undefined) : response;
     return notification ? undefined : response;
   }
-  return Promise.all(parsed.items.map((item) => (item.ok ? call(item.request) : item.response))).then(
+  return Promise.all(parsed.items.map((item) => (item.ok ? call(item.request, client) : item.response))).then(
     (responses) => {
       const answered = responses.filter((_, i) => {
         const item = parsed.items[i]!;

@@ -9,7 +9,7 @@ import { errorResponse, parseBody } from "../rpc/parseRequest.js";
 import type { ParsedBody } from "../rpc/parseRequest.js";
 import { serializeBody } from "../rpc/serialize.js";
 import { answer } from "../pipeline/answer.js";
-import type { Refusal } from "../pipeline/answer.js";
+import type { AnswerSteps, Refusal } from "../pipeline/answer.js";
 import type { FeedBlock } from "./headFeed.js";
 import { newSubscriptionId, subscriptionIdBytes } from "./headsNotification.js";
 import type { Log, LogFilter } from "./logFilter.js";
@@ -45,6 +45,11 @@ export class WsSession {
   private queued = 0;
   /** Frames read while maxInFlight were being answered; bounded by what the paused socket had already read. */
   private readonly waiting: Array<[WebSocket.RawData, boolean]> = [];
+  /** The steps of answering a frame (the same answer as HTTP's), with this connection's subscriptions in front. */
+  private readonly steps: AnswerSteps = {
+    admit: (parsed) => this.admit(parsed),
+    call: (request) => this.call(request),
+  };
 
   constructor(
     private readonly socket: WebSocket,
@@ -160,10 +165,7 @@ export class WsSession {
     const text = Array.isArray(data)
       ? Buffer.concat(data).toString("utf8")
       : Buffer.from(data as ArrayBuffer).toString("utf8");
-    const answered = answer(parseBody(text, this.limits.maxBatchLength), {
-      admit: this.admit,
-      call: (request) => this.call(request),
-    });
+    const answered = answer(parseBody(text, this.limits.maxBatchLength), this.steps);
     const { body } = answered instanceof Promise ? await answered : answered;
     if (body !== undefined) this.send(body);
   }

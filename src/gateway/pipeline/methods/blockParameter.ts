@@ -38,8 +38,7 @@ export function planBlockParameter(request: JsonRpcRequest, context: PlanContext
   const hashIndex = blockHashParamIndex(request.method);
   if (hashIndex !== undefined && Array.isArray(request.params)) {
     const hash = readBlockHash(request.params[hashIndex]);
-    const plan: ForwardPlan = { kind: "forward", request, minBlock: served };
-    return hash ? byHash(plan, hash, context) : plan;
+    return hash ? byHash(request, hash, context) : { kind: "forward", request, minBlock: served };
   }
   const index = blockParamIndex(request.method);
   if (index === undefined || !Array.isArray(request.params))
@@ -47,8 +46,7 @@ export function planBlockParameter(request: JsonRpcRequest, context: PlanContext
   const params = [...request.params];
   const tags = context.blockTags(served);
   const target = readBlockParam(params[index], served, tags);
-  if (target.kind === "hash")
-    return byHash({ kind: "forward", request, minBlock: served }, target.hash, context);
+  if (target.kind === "hash") return byHash(request, target.hash, context);
   if (target.kind !== "number")
     return { kind: "forward", request, minBlock: target.kind === "tag" ? undefined : served };
   if (target.number > served) {
@@ -65,9 +63,9 @@ export function planBlockParameter(request: JsonRpcRequest, context: PlanContext
  * A call naming a block by hash goes to a node whose chain holds that block (a node behind has not got it yet, a node
  * on another branch never will); a hash older than the nodes' recent history is on every node, or on none.
  */
-export function byHash(plan: ForwardPlan, hash: string, context: PlanContext): ForwardPlan {
+export function byHash(request: JsonRpcRequest, hash: string, context: PlanContext): ForwardPlan {
   const height = context.heightOfHash(hash);
   return height === undefined
-    ? { ...plan, minBlock: undefined }
-    : { ...plan, minBlock: height, blockHash: hash };
+    ? { kind: "forward", request, minBlock: undefined }
+    : { kind: "forward", request, minBlock: height, blockHash: hash };
 }

@@ -1,7 +1,7 @@
 import type { JsonRpcRequest } from "../../../rpc/jsonRpc.js";
 import { checkGetLogs } from "../../rpc/getLogsRule.js";
 import { errorResponse } from "../../rpc/parseRequest.js";
-import type { ForwardPlan, Plan, PlanContext } from "../plan.js";
+import type { Plan, PlanContext } from "../plan.js";
 import { byHash } from "./blockParameter.js";
 
 /**
@@ -25,10 +25,8 @@ export function planGetLogs(request: JsonRpcRequest, context: PlanContext): Plan
       outcome: "invalid",
       getLogsRefused: verdict.reason,
     };
-  const plan: ForwardPlan = {
-    kind: "forward",
-    request: { ...request, params: verdict.params },
-    minBlock: verdict.toBlock ?? served,
-  };
-  return verdict.blockHash ? byHash(plan, verdict.blockHash, context) : plan;
+  const forwarded = { ...request, params: verdict.params };
+  return verdict.blockHash
+    ? byHash(forwarded, verdict.blockHash, context)
+    : { kind: "forward", request: forwarded, minBlock: verdict.toBlock ?? served };
 }
