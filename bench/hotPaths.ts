@@ -26,11 +26,12 @@ try {
   for (let i = 0; i < 5; i++) await devnet.mine("bench");
   const light = devnet.nodes("bench").find((n) => n.role === "light")!;
   const profile = process.env.LIGHTFLEET_GATEWAY_PROFILE;
-  const options = process.env.NODE_OPTIONS;
-  if (profile) process.env.NODE_OPTIONS = `${options ?? ""} --cpu-prof --cpu-prof-dir=${profile}`;
-  const gateway = await spawnGatewayProcess({ workers: 1, policy: "none", ...light });
-  if (options === undefined) delete process.env.NODE_OPTIONS;
-  else process.env.NODE_OPTIONS = options;
+  const gateway = await spawnGatewayProcess({
+    workers: 1,
+    policy: "none",
+    ...light,
+    ...(profile ? { nodeArgs: ["--cpu-prof", `--cpu-prof-dir=${profile}`] } : {}),
+  });
   stops.push(() => gateway.stop());
   const bare = await spawnListening("bareHttp.ts");
   stops.push(() => bare.stop());
