@@ -19,22 +19,17 @@ import { configuredRateLimiter } from "./limits/ipRateLimiter.js";
 import type { RateLimiter, RateVerdict } from "./limits/ipRateLimiter.js";
 import { callCount, callsOf, rateLimitRefusal } from "./limits/rateLimitRefusal.js";
 import type { NetworkRoute, RouteMatch } from "./http/routes.js";
-import { CallExecutor } from "./pipeline/callExecutor.js";
 import { errorResponse, parseBody } from "./rpc/parseRequest.js";
 import type { ParsedBody } from "./rpc/parseRequest.js";
 import { serializeBody } from "./rpc/serialize.js";
 import { answer } from "./pipeline/answer.js";
 import type { Answer, AnswerSteps, Refusal } from "./pipeline/answer.js";
-import { NetworkUpstreams } from "./upstreams/networkUpstreams.js";
-import { FilterStore, filterNotFound } from "./filters/filterStore.js";
-import type { FilterQuota, FilterStoreOptions, Filters } from "./filters/filterStore.js";
-import { RedisFilters } from "./sharedState/redisFilters.js";
+import { openNetworkRuntime } from "./networkRuntime.js";
+import type { FilterWorkers, NetworkRuntime } from "./networkRuntime.js";
+import { filterNotFound } from "./filters/filterStore.js";
 import { openRedisState } from "./sharedState/redisState.js";
-import { SharedHead } from "./sharedState/sharedHead.js";
 import type { UpstreamSource } from "./upstreams/upstreamSource.js";
 import { closeUpstreamPools } from "./upstreams/forward.js";
-import { HeadFeed } from "./ws/headFeed.js";
-import { NetworkStreams } from "./ws/networkStreams.js";
 import { WsSession } from "./ws/wsSession.js";
 
 export interface GatewayOptions {
@@ -52,15 +47,7 @@ export interface GatewayOptions {
   filterWorkers?: FilterWorkers;
 }
 
-/** How this worker's filters live with the other workers'. */
-export interface FilterWorkers {
-  /** This worker's id, named in the ids of its filters. */
-  owner: number;
-  /** Each address's filters counted over all workers (the address prefixed with the network). */
-  quota: FilterQuota;
-  /** Answers a call on another worker's filter by that worker. */
-  forward(owner: number, network: string, request: JsonRpcRequest, client: string): Promise<JsonRpcResponse>;
-}
+export type { FilterWorkers } from "./networkRuntime.js";
 
 export interface Gateway {
   /** http://host:port */
@@ -88,14 +75,6 @@ const JSON_TYPE = /^application\/(?:json|jsonrequest|json-rpc)\s*(?:;|$)/i;
 const GZIP_MIN_BYTES = 1024;
 const TAKES_GZIP = /\bgzip\b(?!\s*;\s*q=0(?:\.0*)?\s*(?:,|$))/i;
 
-interface NetworkRuntime {
-  upstreams: NetworkUpstreams;
-  handler: CallExecutor;
-  feed: HeadFeed;
-  streams: NetworkStreams;
-  filters: Filters;
-}
-
 /**
  * The public JSON-RPC gateway: HTTP POST and WebSocket on one port, per-network routes, healthy nodes only. Built on
  * node:http directly: the hot path is one body read, one parse and one upstream call, with nothing in between.
@@ -118,95 +97,18 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     (config.networks.length === 1 ? config.networks[0]!.name : undefined);
 
   for (const network of config.networks) {
-    const log = logger.child({ component: "gateway", network: network.name });
-    const upstreams = new NetworkUpstreams({
-      network: network.name,
-      chainId: network.chainId,
-      source: options.source,
-      pollIntervalMs: settings.headPollInterval,
-      timeoutMs: Math.min(settings.upstreamTimeout, 5_000),
-      logger: log,
-      peers: network.reservedPeers,
-    });
-    metrics.countCallSockets(network.name, () => upstreams.openCallSockets());
-    // eth_blockNumber calls waiting for this replica's nodes to reach the shared head each listen for a while.
-    if (redis) upstreams.setMaxListeners(0);
-    const sharedHead =
-      redis &&
-      new SharedHead({
-        store: redis.store,
-        network: network.name,
-        waitForHead: (target) => untilHead(upstreams, target, Math.min(network.blockTimeMs, 1_000)),
-      });
-    const handler = new CallExecutor({
-      upstreams,
-      getLogsMaxRange: network.gateway.getLogsMaxRange,
-      blockTimeMs: network.blockTimeMs,
-      ...(redis?.senderLimiter
-        ? { senderLimiter: redis.senderLimiter }
-        : settings.transactionLimit
-          ? {
-              senderLimiter: configuredRateLimiter({
-                requestsPerSecond: settings.transactionLimit.perSenderPerSecond,
-                ...(settings.transactionLimit.burst ? { burst: settings.transactionLimit.burst } : {}),
-              }),
-            }
-          : {}),
-      transactionPeers: network.gateway.sendTransactionsToPeers
-        ? network.reservedPeers.map((peer) => ({ name: peer.name, httpUrl: peer.http }))
-        : [],
-      upstreamTimeoutMs: settings.upstreamTimeout,
-      hedge: network.gateway.hedge,
-      hungNodes: network.gateway.hungNodes,
-      cache: network.gateway.cache,
-      // Answers by number are cached only at or below the block the reserved peers agree is finalized.
-      finalizedNumber: () => upstreams.finalized()?.number,
-      ...(sharedHead ? { sharedHead } : {}),
-      metrics,
-      logger: log,
-      count: () => totals.set(network.name, (totals.get(network.name) ?? 0) + 1),
-    });
-    const feed = new HeadFeed({
-      upstreams,
-      timeoutMs: Math.min(settings.upstreamTimeout, 5_000),
-      logger: log,
-    });
-    const streams = new NetworkStreams(feed, handler, log);
-    const filters: Filters = redis
-      ? new RedisFilters({
-          store: redis.store,
-          network: network.name,
-          maxPerClient: settings.maxFiltersPerAddress,
-          timeoutMs: settings.filterTimeout,
-          // Changes up to the head any replica served (waiting briefly for this one's nodes), so a client that saw
-          // a block on one replica finds its changes on the next one it polls.
-          servedHead: async () => {
-            const local = upstreams.servedHead();
-            if (local === undefined || !sharedHead) return local;
-            const shared = await sharedHead.blockNumber(local);
-            return Math.min(shared, upstreams.servedHead() ?? local);
-          },
-          fetch: (request) => handler.fetch(request),
-          getLogs: (request) => handler.handle(request),
-        })
-      : new FilterStore({
-          streams,
-          getLogs: (request) => handler.handle(request),
-          maxPerClient: settings.maxFiltersPerAddress,
-          timeoutMs: settings.filterTimeout,
-          ...(workers ? filterStoreWorkers(workers, network.name) : {}),
-        });
-    handler.useFilters(filters);
-    upstreams.on("change", () => {
-      metrics.panicMode.set({ network: network.name }, upstreams.panic() ? 1 : 0);
-      const served = upstreams.servedHead();
-      if (served !== undefined) metrics.servedHead.set({ network: network.name }, served);
-      // Each new head raises the shared mark at once, not only at the next eth_blockNumber: filter polls on other
-      // replicas read up to it.
-      if (served !== undefined && sharedHead) void sharedHead.blockNumber(served);
-    });
-    metrics.panicMode.set({ network: network.name }, 0);
-    runtimes.set(network.name, { upstreams, handler, feed, streams, filters });
+    runtimes.set(
+      network.name,
+      openNetworkRuntime(network, {
+        config,
+        source: options.source,
+        logger,
+        metrics,
+        redis,
+        ...(workers ? { filterWorkers: workers } : {}),
+        count: () => totals.set(network.name, (totals.get(network.name) ?? 0) + 1),
+      }),
+    );
     routes.push({
       network: network.name,
       hosts: network.gateway.hosts.map((h) => h.toLowerCase()),
@@ -583,41 +485,4 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       await closeUpstreamPools();
     },
   };
-}
-
-/** A network's filter store as one of several workers: its ids name this worker, its counts are per network. */
-function filterStoreWorkers(
-  workers: FilterWorkers,
-  network: string,
-): Pick<FilterStoreOptions, "owner" | "quota" | "forward"> {
-  const key = (client: string) => `${network} ${client}`;
-  return {
-    owner: workers.owner,
-    quota: {
-      acquire: (client) => workers.quota.acquire(key(client)),
-      release: (client) => workers.quota.release(key(client)),
-    },
-    forward: (owner, request, client) => workers.forward(owner, network, request, client),
-  };
-}
-
-/** Resolves once the network's served head reaches `target`, or after `timeoutMs`: the served head then. */
-function untilHead(
-  upstreams: NetworkUpstreams,
-  target: number,
-  timeoutMs: number,
-): Promise<number | undefined> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      upstreams.off("change", check);
-      resolve(upstreams.servedHead());
-    };
-    const check = () => {
-      if ((upstreams.servedHead() ?? -1) >= target) done();
-    };
-    const timer = setTimeout(done, timeoutMs);
-    upstreams.on("change", check);
-    check();
-  });
 }
