@@ -36,6 +36,8 @@ export async function spawnGatewayProcess(options: {
   settings?: Record<string, unknown>;
   /** More settings of the network's `gateway:` section (its upstreams, by default the one node above). */
   networkGateway?: Record<string, unknown>;
+  /** Flags for node itself, e.g. `--cpu-prof` (which NODE_OPTIONS does not take). */
+  nodeArgs?: string[];
 }): Promise<ChildServer & { adminUrl: string }> {
   const dir = mkdtempSync(join(tmpdir(), "bench-gateway-"));
   const file = join(dir, "gateway.yaml");
@@ -67,6 +69,7 @@ export async function spawnGatewayProcess(options: {
   );
   const child: ChildProcess = spawn(
     ...withRaisedFileLimit(process.execPath, [
+      ...(options.nodeArgs ?? []),
       "--import",
       "tsx",
       join(ROOT, "src/cli.ts"),

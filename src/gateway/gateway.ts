@@ -19,20 +19,17 @@ import { configuredRateLimiter } from "./limits/ipRateLimiter.js";
 import type { RateLimiter, RateVerdict } from "./limits/ipRateLimiter.js";
 import { callCount, callsOf, rateLimitRefusal } from "./limits/rateLimitRefusal.js";
 import type { NetworkRoute, RouteMatch } from "./http/routes.js";
-import { CallHandler } from "./rpc/callHandler.js";
 import { errorResponse, parseBody } from "./rpc/parseRequest.js";
 import type { ParsedBody } from "./rpc/parseRequest.js";
 import { serializeBody } from "./rpc/serialize.js";
-import { NetworkUpstreams } from "./upstreams/networkUpstreams.js";
-import { FilterStore, filterNotFound } from "./filters/filterStore.js";
-import type { FilterQuota, FilterStoreOptions, Filters } from "./filters/filterStore.js";
-import { RedisFilters } from "./sharedState/redisFilters.js";
+import { answer } from "./pipeline/answer.js";
+import type { Answer, AnswerSteps, Refusal } from "./pipeline/answer.js";
+import { openNetworkRuntime } from "./networkRuntime.js";
+import type { FilterWorkers, NetworkRuntime } from "./networkRuntime.js";
+import { filterNotFound } from "./filters/filterStore.js";
 import { openRedisState } from "./sharedState/redisState.js";
-import { SharedHead } from "./sharedState/sharedHead.js";
 import type { UpstreamSource } from "./upstreams/upstreamSource.js";
 import { closeUpstreamPools } from "./upstreams/forward.js";
-import { HeadFeed } from "./ws/headFeed.js";
-import { NetworkStreams } from "./ws/networkStreams.js";
 import { WsSession } from "./ws/wsSession.js";
 
 export interface GatewayOptions {
@@ -50,15 +47,7 @@ export interface GatewayOptions {
   filterWorkers?: FilterWorkers;
 }
 
-/** How this worker's filters live with the other workers'. */
-export interface FilterWorkers {
-  /** This worker's id, named in the ids of its filters. */
-  owner: number;
-  /** Each address's filters counted over all workers (the address prefixed with the network). */
-  quota: FilterQuota;
-  /** Answers a call on another worker's filter by that worker. */
-  forward(owner: number, network: string, request: JsonRpcRequest, client: string): Promise<JsonRpcResponse>;
-}
+export type { FilterWorkers } from "./networkRuntime.js";
 
 export interface Gateway {
   /** http://host:port */
@@ -80,27 +69,11 @@ export interface Gateway {
   answerFilterCall(network: string, request: JsonRpcRequest, client: string): Promise<JsonRpcResponse>;
 }
 
-type Body = JsonRpcResponse | JsonRpcResponse[] | undefined;
-
-interface Answer {
-  status: number;
-  body: Body;
-  retryAfterMs?: number;
-}
-
 /** The content types geth takes for JSON-RPC (with any parameters, such as a charset). */
 const JSON_TYPE = /^application\/(?:json|jsonrequest|json-rpc)\s*(?:;|$)/i;
 /** Answers smaller than this go out uncompressed even to clients that take gzip: compressing them gains nothing. */
 const GZIP_MIN_BYTES = 1024;
 const TAKES_GZIP = /\bgzip\b(?!\s*;\s*q=0(?:\.0*)?\s*(?:,|$))/i;
-
-interface NetworkRuntime {
-  upstreams: NetworkUpstreams;
-  handler: CallHandler;
-  feed: HeadFeed;
-  streams: NetworkStreams;
-  filters: Filters;
-}
 
 /**
  * The public JSON-RPC gateway: HTTP POST and WebSocket on one port, per-network routes, healthy nodes only. Built on
@@ -124,100 +97,18 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     (config.networks.length === 1 ? config.networks[0]!.name : undefined);
 
   for (const network of config.networks) {
-    const log = logger.child({ component: "gateway", network: network.name });
-    const upstreams = new NetworkUpstreams({
-      network: network.name,
-      chainId: network.chainId,
-      source: options.source,
-      pollIntervalMs: settings.headPollInterval,
-      timeoutMs: Math.min(settings.upstreamTimeout, 5_000),
-      logger: log,
-      peers: network.reservedPeers,
-    });
-    metrics.countCallSockets(network.name, () => upstreams.openCallSockets());
-    // eth_blockNumber calls waiting for this replica's nodes to reach the shared head each listen for a while.
-    if (redis) upstreams.setMaxListeners(0);
-    const sharedHead =
-      redis &&
-      new SharedHead({
-        store: redis.store,
-        network: network.name,
-        waitForHead: (target) => untilHead(upstreams, target, Math.min(network.blockTimeMs, 1_000)),
-      });
-    const handler = new CallHandler({
-      upstreams,
-      getLogsMaxRange: network.gateway.getLogsMaxRange,
-      blockTimeMs: network.blockTimeMs,
-      ...(redis?.senderLimiter
-        ? { senderLimiter: redis.senderLimiter }
-        : settings.transactionLimit
-          ? {
-              senderLimiter: configuredRateLimiter({
-                requestsPerSecond: settings.transactionLimit.perSenderPerSecond,
-                ...(settings.transactionLimit.burst ? { burst: settings.transactionLimit.burst } : {}),
-              }),
-            }
-          : {}),
-      transactionPeers: network.gateway.sendTransactionsToPeers
-        ? network.reservedPeers.map((peer) => ({ name: peer.name, httpUrl: peer.http }))
-        : [],
-      upstreamTimeoutMs: settings.upstreamTimeout,
-      hedge: network.gateway.hedge,
-      hungNodes: network.gateway.hungNodes,
-      cache: network.gateway.cache,
-      // Answers by number are cached only at or below the block the reserved peers agree is finalized.
-      finalizedNumber: () => upstreams.finalized()?.number,
-      ...(sharedHead ? { sharedHead } : {}),
-      metrics,
-      logger: log,
-      count: () => totals.set(network.name, (totals.get(network.name) ?? 0) + 1),
-    });
-    const feed = new HeadFeed({
-      upstreams,
-      timeoutMs: Math.min(settings.upstreamTimeout, 5_000),
-      logger: log,
-      // A head is in the shared mark before any client is sent it.
-      ...(sharedHead ? { beforeAnnounce: (height: number) => sharedHead.raise(height) } : {}),
-    });
-    const streams = new NetworkStreams(feed, handler, log, () => {
-      const local = upstreams.servedHead();
-      return sharedHead && local !== undefined ? sharedHead.current(local) : undefined;
-    });
-    const filters: Filters = redis
-      ? new RedisFilters({
-          store: redis.store,
-          network: network.name,
-          maxPerClient: settings.maxFiltersPerAddress,
-          timeoutMs: settings.filterTimeout,
-          // Changes up to the head any replica served (waiting briefly for this one's nodes), so a client that saw
-          // a block on one replica finds its changes on the next one it polls.
-          servedHead: async () => {
-            const local = upstreams.servedHead();
-            if (local === undefined || !sharedHead) return local;
-            const shared = await sharedHead.head(local);
-            return Math.min(shared, upstreams.servedHead() ?? local);
-          },
-          fetch: (request) => handler.fetch(request),
-          getLogs: (request) => handler.handle(request),
-        })
-      : new FilterStore({
-          streams,
-          getLogs: (request) => handler.handle(request),
-          maxPerClient: settings.maxFiltersPerAddress,
-          timeoutMs: settings.filterTimeout,
-          ...(workers ? filterStoreWorkers(workers, network.name) : {}),
-        });
-    handler.useFilters(filters);
-    upstreams.on("change", () => {
-      metrics.panicMode.set({ network: network.name }, upstreams.panic() ? 1 : 0);
-      const served = upstreams.servedHead();
-      if (served !== undefined) metrics.servedHead.set({ network: network.name }, served);
-      // Each new head above the shared mark raises it at once (one write per new head, none per call), not only at the
-      // next call: filter polls on other replicas read up to it.
-      if (served !== undefined && sharedHead) void sharedHead.raise(served);
-    });
-    metrics.panicMode.set({ network: network.name }, 0);
-    runtimes.set(network.name, { upstreams, handler, feed, streams, filters });
+    runtimes.set(
+      network.name,
+      openNetworkRuntime(network, {
+        config,
+        source: options.source,
+        logger,
+        metrics,
+        redis,
+        ...(workers ? { filterWorkers: workers } : {}),
+        count: () => totals.set(network.name, (totals.get(network.name) ?? 0) + 1),
+      }),
+    );
     routes.push({
       network: network.name,
       hosts: network.gateway.hosts.map((h) => h.toLowerCase()),
@@ -236,7 +127,6 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   filterSweep.unref();
 
   const limiter = options.rateLimiter ?? redis?.rateLimiter ?? configuredRateLimiter(settings.rateLimit);
-  type Refusal = { body: JsonRpcResponse | JsonRpcResponse[]; retryAfterMs: number } | undefined;
   /** The refusal of a body the limit did not admit. */
   const refusal = (
     runtime: NetworkRuntime,
@@ -309,24 +199,25 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
    * Writes an answer: an empty 200 for notifications only (as geth answers them), Retry-After with a rate-limit
    * refusal, gzip-compressed when the client takes it and the answer is large enough to gain from it.
    */
-  const send = (req: IncomingMessage, res: ServerResponse, answer: Answer) => {
-    if (answer.body === undefined) {
+  const send = (req: IncomingMessage, res: ServerResponse, answered: Answer) => {
+    if (answered.body === undefined) {
       res.writeHead(200, { "content-type": "application/json", "content-length": 0 }).end();
       return;
     }
-    const text = serializeBody(answer.body);
+    const text = serializeBody(answered.body);
+    const status = answered.retryAfterMs === undefined ? 200 : 429;
     const extra: Record<string, string> =
-      answer.retryAfterMs === undefined
+      answered.retryAfterMs === undefined
         ? {}
-        : { "retry-after": String(Math.ceil(answer.retryAfterMs / 1000)) };
+        : { "retry-after": String(Math.ceil(answered.retryAfterMs / 1000)) };
     const accepts = req.headers["accept-encoding"];
     if (text.length < GZIP_MIN_BYTES || accepts === undefined || !TAKES_GZIP.test(accepts)) {
-      reply(res, answer.status, text, extra);
+      reply(res, status, text, extra);
       return;
     }
     gzip(text, (error, zipped) => {
-      if (error) return reply(res, answer.status, text, extra);
-      res.writeHead(answer.status, {
+      if (error) return reply(res, status, text, extra);
+      res.writeHead(status, {
         "content-type": "application/json",
         "content-encoding": "gzip",
         vary: "accept-encoding",
@@ -424,30 +315,14 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         chunks.push(chunk);
       });
       req.on("error", () => {});
-      const answerText = (text: string) => {
-        let answer: Answer | Promise<Answer>;
-        try {
-          answer = answerBody(runtimes.get(route.network)!, text, req);
-        } catch (error) {
-          failed(res, error);
-          return;
-        }
-        // Answered without a node (eth_blockNumber, refusals): written at once, no promise in between.
-        if (!(answer instanceof Promise)) send(req, res, answer);
-        else
-          answer.then(
-            (a) => send(req, res, a),
-            (error: unknown) => failed(res, error),
-          );
-      };
       req.on("end", () => {
         if (size > settings.maxBodyBytes) return;
         // A body that came in one chunk is decoded without a copy.
         const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
-        if (!gzipped) return answerText(body.toString("utf8"));
+        if (!gzipped) return answerText(req, res, route.network, body.toString("utf8"));
         // Inflated to at most maxBodyBytes, so a small compressed body cannot become a huge one.
         gunzip(body, { maxOutputLength: settings.maxBodyBytes }, (error, inflated) => {
-          if (!error) return answerText(inflated.toString("utf8"));
+          if (!error) return answerText(req, res, route.network, inflated.toString("utf8"));
           if ((error as NodeJS.ErrnoException).code === "ERR_BUFFER_TOO_LARGE") return tooLarge(res);
           replyError(res, 400, RPC_ERROR.PARSE_ERROR, "parse error: the body is not valid gzip");
         });
@@ -455,45 +330,33 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     },
   );
 
-  function answerBody(runtime: NetworkRuntime, text: string, req: IncomingMessage): Answer | Promise<Answer> {
-    const parsed = parseBody(text, settings.maxBatchLength);
-    const address = clientAddress(req, settings.trustForwardedFor);
-    if (limiter) {
-      const refused = admit(runtime, parsed, address);
-      if (refused instanceof Promise)
-        return refused.then((r) => (r ? { status: 429, ...r } : answerAdmitted(runtime, parsed, address)));
-      if (refused) return { status: 429, ...refused };
-    }
-    return answerAdmitted(runtime, parsed, address);
-  }
-
-  function answerAdmitted(
-    runtime: NetworkRuntime,
-    parsed: ParsedBody,
-    address: string,
-  ): Answer | Promise<Answer> {
-    const body = answerParsed(runtime, parsed, address);
-    return body instanceof Promise ? body.then((b) => ({ status: 200, body: b })) : { status: 200, body };
-  }
-
-  function answerParsed(runtime: NetworkRuntime, parsed: ParsedBody, address: string): Body | Promise<Body> {
-    if (parsed.kind === "error") return parsed.response;
-    if (parsed.kind === "single") {
-      if (!parsed.item.ok) return parsed.item.response;
-      const notification = parsed.item.request.id === undefined;
-      const response = runtime.handler.handle(parsed.item.request, address);
-      if (response instanceof Promise) return notification ? response.then(() => undefined) : response;
-      return notification ? undefined : response;
-    }
-    return Promise.all(
-      parsed.items.map((item) => (item.ok ? runtime.handler.handle(item.request, address) : item.response)),
-    ).then((responses) => {
-      const answered = responses.filter((_, i) => {
-        const item = parsed.items[i]!;
-        return !item.ok || item.request.id !== undefined;
-      });
-      return answered.length > 0 ? answered : undefined;
+  /** Each network's steps of answering a body, made once (see AnswerSteps). */
+  const stepsOf = new Map<string, AnswerSteps>();
+  for (const [network, runtime] of runtimes)
+    stepsOf.set(network, {
+      ...(limiter ? { admit: (parsed: ParsedBody, client: string) => admit(runtime, parsed, client) } : {}),
+      call: (request, client) => runtime.handler.handle(request, client),
     });
+
+  /** Answers a body and writes the answer: at once when no node was asked (eth_blockNumber, refusals). */
+  function answerText(req: IncomingMessage, res: ServerResponse, network: string, text: string): void {
+    let answered: Answer | Promise<Answer>;
+    try {
+      answered = answer(
+        parseBody(text, settings.maxBatchLength),
+        stepsOf.get(network)!,
+        clientAddress(req, settings.trustForwardedFor),
+      );
+    } catch (error) {
+      failed(res, error);
+      return;
+    }
+    if (!(answered instanceof Promise)) send(req, res, answered);
+    else
+      answered.then(
+        (a) => send(req, res, a),
+        (error: unknown) => failed(res, error),
+      );
   }
 
   const refuseConnection = (socket: Duplex, network: string) => {
@@ -524,10 +387,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
           pingIntervalMs: settings.pingInterval,
           maxInFlight: settings.maxInFlightPerConnection,
         },
-        (parsed) => {
-          const refused = admit(runtime, parsed, address);
-          return refused instanceof Promise ? refused.then((r) => r?.body) : refused?.body;
-        },
+        (parsed) => admit(runtime, parsed, address),
         metrics,
         logger.child({ component: "gateway", network: route.network }),
       );
@@ -625,41 +485,4 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       await closeUpstreamPools();
     },
   };
-}
-
-/** A network's filter store as one of several workers: its ids name this worker, its counts are per network. */
-function filterStoreWorkers(
-  workers: FilterWorkers,
-  network: string,
-): Pick<FilterStoreOptions, "owner" | "quota" | "forward"> {
-  const key = (client: string) => `${network} ${client}`;
-  return {
-    owner: workers.owner,
-    quota: {
-      acquire: (client) => workers.quota.acquire(key(client)),
-      release: (client) => workers.quota.release(key(client)),
-    },
-    forward: (owner, request, client) => workers.forward(owner, network, request, client),
-  };
-}
-
-/** Resolves once the network's served head reaches `target`, or after `timeoutMs`: the served head then. */
-function untilHead(
-  upstreams: NetworkUpstreams,
-  target: number,
-  timeoutMs: number,
-): Promise<number | undefined> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      upstreams.off("change", check);
-      resolve(upstreams.servedHead());
-    };
-    const check = () => {
-      if ((upstreams.servedHead() ?? -1) >= target) done();
-    };
-    const timer = setTimeout(done, timeoutMs);
-    upstreams.on("change", check);
-    check();
-  });
 }

@@ -10,6 +10,13 @@ import { CombinedUpstreamSource } from "./upstreams/combinedSource.js";
 import { StaticUpstreamSource } from "./upstreams/staticSource.js";
 import type { UpstreamSource } from "./upstreams/upstreamSource.js";
 
+/** The `lightfleet gateway` command's flags. */
+export interface GatewayFlags {
+  config: string;
+  port?: number;
+  adminPort?: number;
+}
+
 export interface GatewayProcess {
   gateway: Gateway;
   source: UpstreamSource;

@@ -1,16 +1,11 @@
 import cluster from "node:cluster";
-import { startAdminServer } from "../admin/adminServer.js";
 import { loadConfig } from "../config/loadConfig.js";
 import { createLogger } from "../log/logger.js";
 import { createRegistry } from "../metrics/registry.js";
-import { networksWithoutHead, openGateway, slicesFresh } from "./gatewayProcess.js";
-import { GracefulShutdown } from "./gracefulShutdown.js";
-
-export interface GatewayFlags {
-  config: string;
-  port?: number;
-  adminPort?: number;
-}
+import { serveUntilStopping } from "./adminAndShutdown.js";
+import { workerCount } from "./cluster/availableCores.js";
+import type { GatewayFlags } from "./gatewayProcess.js";
+import { networksWithoutHead, openGateway } from "./gatewayProcess.js";
 
 /**
  * `lightfleet gateway`, until SIGINT or SIGTERM. With `gateway.workers` above 1, this process becomes the cluster
@@ -19,34 +14,27 @@ export interface GatewayFlags {
 export async function runGateway(flags: GatewayFlags): Promise<void> {
   const config = await loadConfig(flags.config);
   const logger = createLogger(config.log);
-  if (config.gateway.workers > 1 || cluster.isWorker) {
+  const workers = workerCount(config.gateway.workers);
+  if (workers > 1 || cluster.isWorker) {
     const { runPrimary, runWorker } = await import("./cluster/gatewayCluster.js");
-    if (cluster.isPrimary) await runPrimary(config, logger, flags);
+    if (cluster.isPrimary) await runPrimary(config, logger, flags, workers);
     else await runWorker(config, logger, flags);
     return;
   }
   const registry = createRegistry();
   const { gateway, source, slices } = await openGateway(config, logger, registry, flags.port);
-  const admin = await startAdminServer({
-    host: config.admin.host,
-    port: flags.adminPort ?? config.admin.port,
+  const admin = await serveUntilStopping(config, logger, flags, {
     registry,
-    logger,
-  });
-  if (slices) admin.addLiveness({ name: "endpointslices", check: () => slicesFresh(slices.oldestSync()) });
-  admin.addReadiness({
-    name: "gateway",
-    check: () => {
+    ready: () => {
       const missing = networksWithoutHead(config, (n) => gateway.servedHead(n));
       return missing.length === 0
         ? { ok: true }
         : { ok: false, message: `no head yet for ${missing.join(", ")}` };
     },
+    ...(slices ? { slicesSynced: () => slices.oldestSync() } : {}),
+    drain: () => gateway.drain(),
+    describe: { url: gateway.url },
   });
-  const shutdown = new GracefulShutdown(config.gateway.shutdownDelay, logger);
-  admin.addReadiness(shutdown.readiness);
-  logger.info({ url: gateway.url, admin: admin.url }, "gateway serving");
-  await shutdown.untilStopping(() => gateway.drain());
   logger.info("gateway stopping: draining requests, closing WebSockets");
   await gateway.stop();
   await source.close?.();

@@ -54,7 +54,7 @@ describe("the chart's lightfleet config", () => {
     expect(config).toMatchObject({
       dataDir: "/data",
       admin: { port: 9464 },
-      gateway: { port: 8545, workers: 1, maxBatchLength: 50 },
+      gateway: { port: 8545, workers: "auto", maxBatchLength: 50 },
       keys: { port: 8080 },
       log: { level: "debug", format: "json" },
       controller: { namespace: "" },
@@ -65,6 +65,36 @@ describe("the chart's lightfleet config", () => {
     expect(namespaced.controller.namespace).toBe("lightfleet");
     const workers = parse(configFile((await renderChart({ set: ["gateway.workers=4"] })).objects));
     expect(workers.gateway.workers).toBe(4);
+  });
+
+  it("runs the gateway with workers: auto and a CPU request and limit of gateway.cores; a count of workers sets the request", async () => {
+    const gatewayResources = (objects: K8sObject[]) => {
+      const deployment = objects.find((o) => o.kind === "Deployment" && o.metadata.name.endsWith("-gateway"));
+      const spec = deployment?.spec as
+        | {
+            template: {
+              spec: { containers: Array<{ resources?: Record<string, Record<string, unknown>> }> };
+            };
+          }
+        | undefined;
+      return spec?.template.spec.containers[0]?.resources;
+    };
+    const byDefault = (await renderChart()).objects;
+    expect(parse(configFile(byDefault)).gateway.workers).toBe("auto");
+    expect(gatewayResources(byDefault)).toMatchObject({ requests: { cpu: "2" }, limits: { cpu: "2" } });
+    const threeCores = await renderChart({ set: ["gateway.cores=3"] });
+    expect(gatewayResources(threeCores.objects)).toMatchObject({
+      requests: { cpu: "3" },
+      limits: { cpu: "3" },
+    });
+    const four = await renderChart({ set: ["gateway.workers=4"] });
+    expect(gatewayResources(four.objects)?.requests).toMatchObject({ cpu: "4" });
+    expect(gatewayResources(four.objects)?.limits).toBeUndefined();
+    const byHand = await renderChart({ set: ["gateway.resources.requests.cpu=500m"] });
+    expect(gatewayResources(byHand.objects)).toMatchObject({
+      requests: { cpu: "500m" },
+      limits: { cpu: "2" },
+    });
   });
 
   it("values its schema cannot judge (a preset and a chain id that disagree) are refused by helm, by path, as by config check", async () => {

@@ -35,13 +35,14 @@ describe("lightfleet gateway", () => {
     const child = serving.child;
     children.push(child);
 
+    // Ready once it serves a head: before, eth_blockNumber goes to a node, which may not be reached yet under load.
+    await waitFor(async () => (await fetch(`${serving.admin}/readyz`)).status === 200, { what: "ready" });
     const provider = new JsonRpcProvider(`${serving.url}/`, Network.from(31_337), { staticNetwork: true });
     try {
       expect(await provider.getBlockNumber()).toBe(3);
     } finally {
       provider.destroy();
     }
-    await waitFor(async () => (await fetch(`${serving.admin}/readyz`)).status === 200, { what: "ready" });
     expect(await (await fetch(`${serving.admin}/metrics`)).text()).toMatch(
       /lightfleet_gateway_requests_total\{network="devnet",method="eth_blockNumber",outcome="ok"\}/,
     );

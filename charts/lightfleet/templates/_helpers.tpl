@@ -129,7 +129,7 @@ its EndpointSlices (each pod an upstream), or by its one address. */}}
 {{- $base := dict
   "dataDir" "/data"
   "admin" (dict "host" "0.0.0.0" "port" (int .Values.adminPort))
-  "gateway" (dict "host" "0.0.0.0" "port" (int .Values.gateway.port) "workers" (int .Values.gateway.workers) "shutdownDelay" (printf "%ds" (int .Values.gateway.shutdownDelaySeconds)) "sharedState" (include "lightfleet.gatewaySharedStateConfig" . | fromJson))
+  "gateway" (dict "host" "0.0.0.0" "port" (int .Values.gateway.port) "workers" (include "lightfleet.gatewayWorkers" . | fromJson).workers "shutdownDelay" (printf "%ds" (int .Values.gateway.shutdownDelaySeconds)) "sharedState" (include "lightfleet.gatewaySharedStateConfig" . | fromJson))
   "keys" (dict "host" "0.0.0.0" "port" (int .Values.keys.port))
   "controller" (dict
     "namespace" (include "lightfleet.watchNamespace" .)
@@ -363,4 +363,33 @@ the config format's own verdicts, preset by preset. */}}
 {{/* The pool class: the controller runs the LightNodePools labelled lightfleet.io/class with it (as IngressClass). */}}
 {{- define "lightfleet.poolClass" -}}
 {{- default (include "lightfleet.fullname" .) .Values.controller.poolClass }}
+{{- end }}
+
+{{/*
+gateway.workers as the config takes it: "auto" or a count.
+*/}}
+{{- define "lightfleet.gatewayWorkers" -}}
+{{- if eq (toString .Values.gateway.workers) "auto" -}}
+{{- dict "workers" "auto" | toJson -}}
+{{- else -}}
+{{- dict "workers" (int .Values.gateway.workers) | toJson -}}
+{{- end -}}
+{{- end }}
+
+{{/*
+The gateway container's resources: gateway.resources, with the CPU following the workers where it does not say: a
+count of workers requests that many cores; `auto` requests and limits gateway.cores (the limit is the cgroup quota the
+gateway reads to count its workers).
+*/}}
+{{- define "lightfleet.gatewayResources" -}}
+{{- $resources := deepCopy (.Values.gateway.resources | default dict) }}
+{{- $requests := $resources.requests | default dict }}
+{{- $limits := $resources.limits | default dict }}
+{{- $auto := eq (toString .Values.gateway.workers) "auto" }}
+{{- $cores := ternary (toString .Values.gateway.cores) (toString (int .Values.gateway.workers)) $auto }}
+{{- if not (hasKey $requests "cpu") }}{{- $_ := set $requests "cpu" $cores }}{{- end }}
+{{- if and $auto (not (hasKey $limits "cpu")) }}{{- $_ := set $limits "cpu" $cores }}{{- end }}
+{{- $_ := set $resources "requests" $requests }}
+{{- if $limits }}{{- $_ := set $resources "limits" $limits }}{{- end }}
+{{- toYaml $resources }}
 {{- end }}

@@ -38,9 +38,10 @@ export const gatewaySchema = z.strictObject({
   port: z.number().int().min(0).max(65_535).default(8545),
   /**
    * `lightfleet gateway` only: processes serving the port (node:cluster). 1 serves in-process; more fork that many
-   * workers, each with its own upstream connections, behind a primary that serves the admin port.
+   * workers, each with its own upstream connections, behind a primary that serves the admin port. `auto`: one per
+   * core the process may use (its CPUs, fewer under a cgroup CPU limit).
    */
-  workers: z.number().int().min(1).max(256).default(1),
+  workers: z.union([z.literal("auto"), z.number().int().min(1).max(256)]).default(1),
   /** Filters, limits, caps and the head's high-water mark: in-process (default) or shared through Redis. */
   sharedState: sharedStateSchema.default({ backend: "memory" }),
   /** Largest HTTP request body, in bytes (HTTP 413 beyond). */

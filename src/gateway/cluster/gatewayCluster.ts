@@ -1,12 +1,11 @@
 import cluster from "node:cluster";
 import type { Worker } from "node:cluster";
-import { startAdminServer } from "../../admin/adminServer.js";
 import type { Config } from "../../config/schema.js";
 import type { Logger } from "../../log/logger.js";
 import { createRegistry } from "../../metrics/registry.js";
-import { networksWithoutHead, openGateway, slicesFresh, untilSignal } from "../gatewayProcess.js";
-import { GracefulShutdown } from "../gracefulShutdown.js";
-import type { GatewayFlags } from "../runGateway.js";
+import { serveUntilStopping } from "../adminAndShutdown.js";
+import type { GatewayFlags } from "../gatewayProcess.js";
+import { networksWithoutHead, openGateway, untilSignal } from "../gatewayProcess.js";
 import { answerMetricsRequests, ClusterMetrics } from "./clusterMetrics.js";
 import { configuredRateLimiter } from "../limits/ipRateLimiter.js";
 import {
@@ -47,12 +46,16 @@ const RESTART_BACKOFF_MS = 1_000;
 const FILTER_FORWARD_SLACK_MS = 5_000;
 
 /**
- * The cluster primary: forks `gateway.workers` workers sharing the public port, serves the admin port (metrics summed
+ * The cluster primary: forks `count` workers (`gateway.workers`, `auto` resolved) sharing the public port, serves the admin port (metrics summed
  * over the workers, ready when every worker serves a head), replaces a worker that dies and drains them all on SIGINT
  * or SIGTERM.
  */
-export async function runPrimary(config: Config, logger: Logger, flags: GatewayFlags): Promise<void> {
-  const count = config.gateway.workers;
+export async function runPrimary(
+  config: Config,
+  logger: Logger,
+  flags: GatewayFlags,
+  count: number,
+): Promise<void> {
   // Round robin by the primary spreads connections evenly; NODE_CLUSTER_SCHED_POLICY=none leaves it to the kernel.
   if (process.env.NODE_CLUSTER_SCHED_POLICY === undefined) cluster.schedulingPolicy = cluster.SCHED_RR;
   const statuses = new Map<number, WorkerStatus>();
@@ -152,26 +155,9 @@ export async function runPrimary(config: Config, logger: Logger, flags: GatewayF
     else setTimeout(() => stopping || fork(), RESTART_BACKOFF_MS);
   });
 
-  const admin = await startAdminServer({
-    host: config.admin.host,
-    port: flags.adminPort ?? config.admin.port,
+  const admin = await serveUntilStopping(config, logger, flags, {
     registry: metrics,
-    logger,
-  });
-  if (config.networks.some((n) => n.gateway.service))
-    admin.addLiveness({
-      name: "endpointslices",
-      check: () => {
-        // Like one process: a cache not listed yet does not fail liveness, the stalest listed one may.
-        const synced = [...statuses.values()].flatMap((s) =>
-          s.slicesSynced == null ? [] : [s.slicesSynced],
-        );
-        return slicesFresh(synced.length > 0 ? Math.min(...synced) : undefined);
-      },
-    });
-  admin.addReadiness({
-    name: "gateway",
-    check: () => {
+    ready: () => {
       if (statuses.size < count)
         return { ok: false, message: `${statuses.size} of ${count} workers serving` };
       const missing = networksWithoutHead(config, (n) =>
@@ -181,16 +167,23 @@ export async function runPrimary(config: Config, logger: Logger, flags: GatewayF
         ? { ok: true }
         : { ok: false, message: `no head yet for ${missing.join(", ")} in every worker` };
     },
-  });
-  const url = [...statuses.values()][0]!.url;
-  logger.info({ url, admin: admin.url, workers: count }, "gateway serving");
-
-  const shutdown = new GracefulShutdown(config.gateway.shutdownDelay, logger);
-  admin.addReadiness(shutdown.readiness);
-  // The workers serve on through the delay; the primary's /readyz is the pod's.
-  await shutdown.untilStopping(() => {
-    for (const worker of Object.values(cluster.workers ?? {}))
-      if (worker?.isConnected()) worker.send({ kind: "lightfleet-gateway-drain" } satisfies DrainWorker);
+    // Like one process: a cache not listed yet does not fail liveness, the stalest listed one may.
+    ...(config.networks.some((n) => n.gateway.service)
+      ? {
+          slicesSynced: () => {
+            const synced = [...statuses.values()].flatMap((s) =>
+              s.slicesSynced == null ? [] : [s.slicesSynced],
+            );
+            return synced.length > 0 ? Math.min(...synced) : undefined;
+          },
+        }
+      : {}),
+    // The workers serve on through the delay; the primary's /readyz is the pod's.
+    drain: () => {
+      for (const worker of Object.values(cluster.workers ?? {}))
+        if (worker?.isConnected()) worker.send({ kind: "lightfleet-gateway-drain" } satisfies DrainWorker);
+    },
+    describe: { url: [...statuses.values()][0]!.url, workers: count },
   });
   stopping = true;
   logger.info("gateway stopping: draining every worker's requests, closing WebSockets");

@@ -10,16 +10,6 @@ import type { StreamListener } from "../ws/networkStreams.js";
 import { filterOwner, newFilterId } from "./filterId.js";
 import { readNewLogFilter } from "./logFilterParams.js";
 
-/** The filter methods the gateway serves itself. */
-export const FILTER_METHODS = new Set([
-  "eth_newFilter",
-  "eth_newBlockFilter",
-  "eth_newPendingTransactionFilter",
-  "eth_getFilterChanges",
-  "eth_getFilterLogs",
-  "eth_uninstallFilter",
-]);
-
 /** geth's answer for a filter it does not have (never made, uninstalled or expired); clients know it. */
 const FILTER_NOT_FOUND = -32000;
 

@@ -29,6 +29,11 @@ const BLOCK_HASH_PARAM: Record<string, number> = {
   eth_getUncleByBlockHashAndIndex: 0,
 };
 
+/** The methods with a block parameter. */
+export const BLOCK_PARAM_METHODS = Object.keys(BLOCK_PARAM);
+/** The methods reading one block by its hash. */
+export const BLOCK_HASH_METHODS = Object.keys(BLOCK_HASH_PARAM);
+
 export function blockParamIndex(method: string): number | undefined {
   return BLOCK_PARAM[method];
 }

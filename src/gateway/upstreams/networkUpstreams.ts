@@ -1,3 +1,4 @@
+import type { Upstreams } from "./upstreams.js";
 import { EventEmitter } from "node:events";
 import type { PeerConfig } from "../../config/sections/network.js";
 import type { BlockRef, PeerObservation } from "../../health/types.js";
@@ -71,7 +72,15 @@ export interface NetworkUpstreamsOptions {
  * 0.44-0.47x to 0.50-0.70x nginx's rate in `npm run bench:gateway`). While it is not open (connecting, or
  * reconnecting after a failure), calls use HTTP.
  */
-export class NetworkUpstreams extends EventEmitter {
+/** A hash's place on the nodes' chains, and on the serving nodes' (null: not asked yet). */
+interface HashLookup {
+  block: { number: number; holders: Set<string> } | undefined;
+  served: number | undefined | null;
+}
+
+const MAX_HASH_LOOKUPS = 10_000;
+
+export class NetworkUpstreams extends EventEmitter implements Upstreams {
   private readonly members = new Map<string, Member>();
   private served: number | undefined;
   private agreement: HeadAgreement = agreeOnHead([], []);
@@ -82,6 +91,12 @@ export class NetworkUpstreams extends EventEmitter {
   /** The safe and finalized blocks, followed like the head (asked again at each agreed head). */
   private readonly tags: AgreedTags;
   private tagsRetriedAt = 0;
+  /**
+   * Hash look-ups since the nodes' chains or the set last changed (cleared at every head, every recount, every change
+   * of the set): a cached answer is checked against them at every hit, and a scan of every node's recent chain per
+   * hit cost more than the rest of the hit. Reachability is not an event: it is seen at the next recount.
+   */
+  private readonly hashLookups = new Map<string, HashLookup>();
 
   constructor(private readonly options: NetworkUpstreamsOptions) {
     super();
@@ -193,6 +208,41 @@ export class NetworkUpstreams extends EventEmitter {
    * 128 blocks deep); undefined for a hash none of them has seen recently (older, or on no node's chain).
    */
   blockOfHash(hash: string): { number: number; holders: Set<string> } | undefined {
+    return this.lookUp(hash).block;
+  }
+
+  /**
+   * The height of a recent block hash that a node serving now holds on its chain (a routed node's; any reachable
+   * node's in panic mode): while it does, an answer about that block is still the chain's.
+   */
+  servedHeightOfHash(hash: string): number | undefined {
+    const lookup = this.lookUp(hash);
+    if (lookup.served === null) {
+      const known = lookup.block;
+      let served: number | undefined;
+      if (known) {
+        const candidates = this.candidates();
+        const routed = candidates.filter((c) => c.routed && c.reachable);
+        const serving = routed.length > 0 ? routed : candidates;
+        served = serving.some((c) => known.holders.has(c.name)) ? known.number : undefined;
+      }
+      lookup.served = served;
+    }
+    return lookup.served;
+  }
+
+  private lookUp(hash: string): HashLookup {
+    let lookup = this.hashLookups.get(hash);
+    if (!lookup) {
+      // Bounded: a client asking for made-up hashes only empties it.
+      if (this.hashLookups.size >= MAX_HASH_LOOKUPS) this.hashLookups.clear();
+      lookup = { block: this.scanForHash(hash), served: null };
+      this.hashLookups.set(hash, lookup);
+    }
+    return lookup;
+  }
+
+  private scanForHash(hash: string): { number: number; holders: Set<string> } | undefined {
     let number: number | undefined;
     const holders = new Set<string>();
     for (const member of this.members.values()) {
@@ -319,6 +369,7 @@ export class NetworkUpstreams extends EventEmitter {
    * of the node that just reported it, when that is the agreed block) and a new served head.
    */
   private updateAgreement(reporter: Member | undefined, header: unknown): void {
+    this.hashLookups.clear();
     const previous = this.agreement.head;
     const served = this.served;
     this.agreement = agreeOnHead(this.voters(), this.usablePeers());

@@ -1,5 +1,5 @@
 import type { Logger } from "../../log/logger.js";
-import type { CallHandler } from "../rpc/callHandler.js";
+import type { JsonRpcRequest, JsonRpcResponse } from "../../rpc/jsonRpc.js";
 import type { FeedBlock, HeadFeed } from "./headFeed.js";
 import type { Log } from "./logFilter.js";
 
@@ -8,6 +8,11 @@ export interface StreamListener {
   onBlock(block: FeedBlock, logs: () => Promise<Log[]>): void;
   /** A block replaced by a reorg, with the logs it had announced (called in order with onBlock). */
   onRemoved(block: FeedBlock, logs: Promise<Log[]>): void;
+}
+
+/** Calls of the gateway's own (the logs of a block), routed like a client's. */
+export interface OwnCalls {
+  fetch(request: JsonRpcRequest): Promise<JsonRpcResponse>;
 }
 
 const LOG_CACHE_BLOCKS = 128;
@@ -22,7 +27,7 @@ export class NetworkStreams {
 
   constructor(
     private readonly feed: HeadFeed,
-    private readonly handler: CallHandler,
+    private readonly calls: OwnCalls,
     private readonly logger: Logger,
     /**
      * The lowest head a new newHeads subscription may be sent (with shared state: the head over every replica, so a
@@ -56,7 +61,7 @@ export class NetworkStreams {
   private logsOf(block: FeedBlock): Promise<Log[]> {
     let logs = this.logsByHash.get(block.hash);
     if (!logs) {
-      logs = this.handler
+      logs = this.calls
         .fetch({ jsonrpc: "2.0", id: 1, method: "eth_getLogs", params: [{ blockHash: block.hash }] })
         .then((response) =>
           "result" in response && Array.isArray(response.result) ? (response.result as Log[]) : [],

@@ -4,10 +4,12 @@ import type { Logger } from "../../log/logger.js";
 import type { GatewayMetrics } from "../../metrics/gatewayMetrics.js";
 import type { JsonRpcRequest, JsonRpcResponse } from "../../rpc/jsonRpc.js";
 import { RPC_ERROR } from "../../rpc/jsonRpc.js";
-import type { CallHandler } from "../rpc/callHandler.js";
+import type { CallExecutor } from "../pipeline/callExecutor.js";
 import { errorResponse, parseBody } from "../rpc/parseRequest.js";
 import type { ParsedBody } from "../rpc/parseRequest.js";
 import { serializeBody } from "../rpc/serialize.js";
+import { answer } from "../pipeline/answer.js";
+import type { AnswerSteps, Refusal } from "../pipeline/answer.js";
 import type { FeedBlock } from "./headFeed.js";
 import { newSubscriptionId, subscriptionIdBytes } from "./headsNotification.js";
 import type { Log, LogFilter } from "./logFilter.js";
@@ -47,23 +49,22 @@ export class WsSession {
   private queued = 0;
   /** Frames read while maxInFlight were being answered; bounded by what the paused socket had already read. */
   private readonly waiting: Array<[WebSocket.RawData, boolean]> = [];
+  /** The steps of answering a frame (the same answer as HTTP's), with this connection's subscriptions in front. */
+  private readonly steps: AnswerSteps = {
+    admit: (parsed) => this.admit(parsed),
+    call: (request) => this.call(request),
+  };
 
   constructor(
     private readonly socket: WebSocket,
     /** The socket `ws` upgraded: newHeads frames, framed once per block, are written to it directly. */
     private readonly frames: Writable,
     /** The network's call handler, for this connection's client address. */
-    private readonly handler: Pick<CallHandler, "network" | "handle">,
+    private readonly handler: Pick<CallExecutor, "network" | "handle">,
     private readonly streams: NetworkStreams,
     private readonly limits: WsLimits,
     /** The per-address rate limit: the refusal to send when a frame's calls do not fit. */
-    private readonly admit: (
-      parsed: ParsedBody,
-    ) =>
-      | JsonRpcResponse
-      | JsonRpcResponse[]
-      | undefined
-      | Promise<JsonRpcResponse | JsonRpcResponse[] | undefined>,
+    private readonly admit: (parsed: ParsedBody) => Refusal | Promise<Refusal>,
     private readonly metrics: GatewayMetrics,
     private readonly logger: Logger,
   ) {
@@ -168,24 +169,9 @@ export class WsSession {
     const text = Array.isArray(data)
       ? Buffer.concat(data).toString("utf8")
       : Buffer.from(data as ArrayBuffer).toString("utf8");
-    const parsed = parseBody(text, this.limits.maxBatchLength);
-    const admitted = this.admit(parsed);
-    const refusal = admitted instanceof Promise ? await admitted : admitted;
-    if (refusal) return this.send(refusal);
-    if (parsed.kind === "error") return this.send(parsed.response);
-    if (parsed.kind === "single") {
-      const response = parsed.item.ok ? await this.call(parsed.item.request) : parsed.item.response;
-      if (response && (!parsed.item.ok || parsed.item.request.id !== undefined)) this.send(response);
-      return;
-    }
-    const responses = await Promise.all(
-      parsed.items.map((item) => (item.ok ? this.call(item.request) : item.response)),
-    );
-    const answered = responses.filter((r, i) => {
-      const item = parsed.items[i]!;
-      return r !== undefined && (!item.ok || item.request.id !== undefined);
-    });
-    if (answered.length > 0) this.send(answered);
+    const answered = answer(parseBody(text, this.limits.maxBatchLength), this.steps);
+    const { body } = answered instanceof Promise ? await answered : answered;
+    if (body !== undefined) this.send(body);
   }
 
   private call(request: JsonRpcRequest): JsonRpcResponse | Promise<JsonRpcResponse> {

@@ -1,0 +1,253 @@
+import type { HedgeConfig, HungNodesConfig } from "../../config/sections/latency.js";
+import type { GatewayMetrics } from "../../metrics/gatewayMetrics.js";
+import type { CountCell } from "../../metrics/pendingCounts.js";
+import type { JsonRpcRequest, JsonRpcResponse } from "../../rpc/jsonRpc.js";
+import { RpcTransportError } from "../../rpc/jsonRpc.js";
+import type { Candidate } from "../upstreams/balancer.js";
+import { rankCandidates } from "../upstreams/balancer.js";
+import type { BroadcastTarget } from "../upstreams/broadcastTransaction.js";
+import { broadcastRawTransaction } from "../upstreams/broadcastTransaction.js";
+import { CallTracker } from "../upstreams/callTracker.js";
+import { chooseNode } from "../upstreams/chooseNode.js";
+import { forward } from "../upstreams/forward.js";
+import { HedgeBudget } from "../upstreams/hedgeBudget.js";
+import type { Upstreams } from "../upstreams/upstreams.js";
+import { isIdempotent } from "../rpc/methodPolicy.js";
+import type { Answered } from "./failureAnswer.js";
+import { failureAnswer } from "./failureAnswer.js";
+import type { ForwardPlan } from "./plan.js";
+
+export interface NodeCallsOptions {
+  upstreams: Upstreams;
+  upstreamTimeoutMs: number;
+  metrics: GatewayMetrics;
+  /** Counts every call sent to a node (the autoscaler's request rate: the calls nodes serve). */
+  count: () => void;
+  hedge: HedgeConfig;
+  hungNodes: HungNodesConfig;
+  /** Where raw transactions go besides the routed nodes (the reserved peers, when configured). */
+  transactionPeers: ReadonlyArray<{ name: string; httpUrl: string }>;
+}
+
+/**
+ * The calls a network's plans send to its nodes: a forwarded call to the best node (hedged, moved on from hung and
+ * failed nodes), and a signed transaction to all of them. Keeps what that takes: the nodes' latency and failures,
+ * the hedge budget, the turn among equal nodes, the in-flight and per-node counts.
+ */
+export class NodeCalls {
+  /** Rotates among equally good nodes. */
+  private turn = 0;
+  private readonly budget: HedgeBudget;
+  private readonly tracker: CallTracker;
+  private readonly inFlight: CountCell;
+
+  constructor(private readonly options: NodeCallsOptions) {
+    const { upstreams, hedge, hungNodes, metrics } = options;
+    this.inFlight = metrics.inFlightOf(upstreams.network);
+    this.budget = new HedgeBudget(hedge.budget, hedge.burst);
+    this.tracker = new CallTracker(hedge, hungNodes, () => performance.now());
+    upstreams.on("change", () => this.tracker.retain(new Set(upstreams.candidates().map((c) => c.name))));
+  }
+
+  private get network(): string {
+    return this.options.upstreams.network;
+  }
+
+  /**
+   * `raw`: a successful answer may keep the node's result as JSON text (the caller only serializes it).
+   *
+   * The call goes to the best node. A read also goes, while it is unanswered, to a second node when its node fails
+   * (connection lost), hangs (outstanding past the node's own bound) or is slower than its usual (a hedge, within the
+   * budget); the first answer wins and the others are dropped. At most three nodes are asked.
+   */
+  send(plan: ForwardPlan, raw: boolean): Promise<Answered> {
+    const { request } = plan;
+    const { upstreams, metrics, hedge } = this.options;
+    const network = this.network;
+    const idempotent = isIdempotent(request.method);
+    const hedged = idempotent && hedge.enabled && !hedge.excludeMethods.includes(request.method);
+    return new Promise<Answered>((resolve) => {
+      const tried = new Set<string>();
+      const timers = new Set<NodeJS.Timeout>();
+      let pending = 0;
+      let done = false;
+      let retries = idempotent ? 2 : 0;
+      let lastError: RpcTransportError | undefined;
+      const finish = (answered: Answered) => {
+        if (done) return;
+        done = true;
+        for (const timer of timers) clearTimeout(timer);
+        resolve(answered);
+      };
+      const failed = () =>
+        finish(
+          failureAnswer(
+            request.id,
+            lastError ? { kind: "node", error: lastError } : { kind: "noNode", network },
+          ),
+        );
+      const after = (ms: number, task: () => void) => {
+        const timer = setTimeout(() => {
+          timers.delete(timer);
+          if (!done) task();
+        }, ms);
+        timers.add(timer);
+      };
+      const retry = () =>
+        retries > 0 && launch("retry", this.choose(plan, tried, pending === 0)) && retries-- > 0;
+      const launch = (kind: "first" | "retry" | "hedge", choice: Candidate | undefined): boolean => {
+        const answer = choice && upstreams.call(choice.name, request, this.options.upstreamTimeoutMs, raw);
+        if (!choice || !answer) return false;
+        tried.add(choice.name);
+        // The autoscaler's count, as lightfleet_gateway_upstream_requests_total: what the gateway answers itself or
+        // refuses never reaches a node and must not grow the pool.
+        this.options.count();
+        if (kind === "retry") metrics.retries.inc({ network });
+        if (kind === "hedge") metrics.hedges.inc({ network, outcome: "sent" });
+        else this.budget.earn();
+        const release = upstreams.acquire(choice.name);
+        const ticket = this.tracker.start(choice.name, request.method);
+        this.inFlight.n++;
+        pending++;
+        let settled = false;
+        const settle = () => {
+          settled = true;
+          pending--;
+          this.inFlight.n--;
+          release();
+        };
+        answer.then(
+          (response) => {
+            settle();
+            this.tracker.answered(ticket);
+            const outcome = "error" in response ? "rpc_error" : "ok";
+            this.upstreamCount(choice.name, outcome).n++;
+            if (!done && kind === "hedge") metrics.hedges.inc({ network, outcome: "won" });
+            finish({ response, outcome });
+          },
+          (error: unknown) => {
+            settle();
+            this.tracker.failed(ticket);
+            const reason = error instanceof RpcTransportError ? error.reason : "connection";
+            this.upstreamCount(choice.name, reason).n++;
+            lastError =
+              error instanceof RpcTransportError ? error : new RpcTransportError(String(error), "connection");
+            if (done || pending > 0) return;
+            // Only a connection failure is retried (and only reads: the node may have seen the call before its
+            // connection went). A timeout is not: the node may still be doing the work.
+            if (reason === "connection" && retry()) return;
+            failed();
+          },
+        );
+        if (!idempotent) return true;
+        // Hung: past its own bound the node gets no new calls (the tracker says so) and this read moves on.
+        const hungAfter = this.tracker.hungBound(choice.name);
+        const onHung = () => {
+          if (!settled) retry();
+        };
+        const hedgeAfter =
+          kind === "first" && hedged ? this.tracker.hedgeDelay(choice.name, request.method) : Infinity;
+        // One timer at a time per attempt (the hot path): the hedge, then the hung bound; a read moved on for a hung
+        // node needs no hedge.
+        if (hedgeAfter >= hungAfter) after(hungAfter, onHung);
+        else
+          after(hedgeAfter, () => {
+            after(hungAfter - hedgeAfter, onHung);
+            if (settled || pending > 1 || retries <= 0) return;
+            const second = this.choose(plan, tried, false);
+            if (!second) return;
+            if (!this.budget.take()) {
+              metrics.hedges.inc({ network, outcome: "budget_refused" });
+              return;
+            }
+            if (launch("hedge", second)) retries--;
+          });
+        return true;
+      };
+      if (!launch("first", this.choose(plan, tried, true))) failed();
+    });
+  }
+
+  /** The node for the next attempt of a call (see chooseNode). */
+  private choose(
+    { minBlock, blockHash }: ForwardPlan,
+    tried: ReadonlySet<string>,
+    nothingInFlight: boolean,
+  ): Candidate | undefined {
+    const { upstreams } = this.options;
+    return chooseNode({
+      candidates: upstreams.candidates(),
+      minBlock,
+      tried,
+      avoid: this.tracker.avoided(),
+      nothingInFlight,
+      holders: blockHash ? upstreams.blockOfHash(blockHash)?.holders : undefined,
+      turn: this.turn++,
+    });
+  }
+
+  /**
+   * A signed transaction goes to every node that may serve (the routed ones; every reachable one in panic mode) and
+   * the configured peers, all at once; the client gets its hash once, at the first node that took it.
+   */
+  async broadcast(request: JsonRpcRequest, hash: string): Promise<Answered> {
+    const { upstreams, upstreamTimeoutMs } = this.options;
+    const id = request.id ?? null;
+    const raw = (request.params as string[])[0]!;
+    const counted = <T extends JsonRpcResponse>(name: string, answer: Promise<T>): Promise<T> => {
+      this.options.count();
+      this.inFlight.n++;
+      return answer.then(
+        (response) => {
+          this.inFlight.n--;
+          this.upstreamCount(name, "error" in response ? "rpc_error" : "ok").n++;
+          return response;
+        },
+        (error: unknown) => {
+          this.inFlight.n--;
+          this.upstreamCount(name, error instanceof RpcTransportError ? error.reason : "connection").n++;
+          throw error;
+        },
+      );
+    };
+    const call = (name: string) => (method: string, params: unknown[]) => {
+      const answer = upstreams.call(
+        name,
+        { jsonrpc: "2.0", id: 1, method, params },
+        upstreamTimeoutMs,
+        false,
+      );
+      return answer
+        ? counted(name, answer)
+        : Promise.reject(new RpcTransportError(`${name} left the pool`, "connection"));
+    };
+    const targets: BroadcastTarget[] = rankCandidates(upstreams.candidates(), undefined, new Set()).map(
+      (node) => ({ name: node.name, call: call(node.name) }),
+    );
+    for (const peer of this.options.transactionPeers)
+      targets.push({
+        name: peer.name,
+        call: (method, params) =>
+          counted(
+            peer.name,
+            forward(peer.httpUrl, { jsonrpc: "2.0", id: 1, method, params }, upstreamTimeoutMs),
+          ),
+      });
+    const result = await broadcastRawTransaction(raw, hash, targets);
+    if (result.ok) return { response: { jsonrpc: "2.0", id, result: hash }, outcome: "ok" };
+    if (result.response) return { response: { ...result.response, id }, outcome: "rpc_error" };
+    return failureAnswer(
+      id,
+      result.failure ? { kind: "node", error: result.failure } : { kind: "noNode", network: this.network },
+    );
+  }
+
+  private upstreamCount(upstream: string, outcome: string): CountCell {
+    const network = this.network;
+    return this.options.metrics.pendingUpstreamRequests.cell(`${network}\n${upstream}\n${outcome}`, {
+      network,
+      upstream,
+      outcome,
+    });
+  }
+}

@@ -1,0 +1,32 @@
+import type { BlockRef } from "../../health/types.js";
+import type { JsonRpcRequest, JsonRpcResponse } from "../../rpc/jsonRpc.js";
+import type { Candidate } from "./balancer.js";
+
+/**
+ * What the call path asks of one network's nodes (NetworkUpstreams in the gateway; a fake in a test): their state for
+ * planning and choosing, and calls to one of them.
+ */
+export interface Upstreams {
+  readonly network: string;
+  readonly chainId: number;
+  /** The highest agreed head, never going back; undefined before the first. */
+  servedHead(): number | undefined;
+  safe(): BlockRef | undefined;
+  finalized(): BlockRef | undefined;
+  /** A recent block hash's height and the nodes whose recent chain holds it; undefined when none has seen it. */
+  blockOfHash(hash: string): { number: number; holders: ReadonlySet<string> } | undefined;
+  /** The height of a recent block hash that a node serving now (routed; any in panic mode) holds on its chain. */
+  servedHeightOfHash(hash: string): number | undefined;
+  candidates(): Candidate[];
+  /** One call to one node; undefined when the node has left the set. */
+  call(
+    name: string,
+    request: JsonRpcRequest,
+    timeoutMs: number,
+    raw: boolean,
+  ): Promise<JsonRpcResponse> | undefined;
+  /** Counts a call in flight on a node; call the returned function when it is done. */
+  acquire(name: string): () => void;
+  /** "change": the served head or the set of nodes changed. */
+  on(event: "change", listener: () => void): unknown;
+}
