@@ -84,6 +84,20 @@ export function gethNodeArgs(options: {
   ];
 }
 
+/**
+ * The command of a fleet member of a geth devnet (`networks[].nodes.command`): the placeholders are filled in per
+ * member, and the devnet readies `{dataDir}` before each start.
+ */
+export const GETH_MEMBER_COMMAND: readonly string[] = [
+  "{geth}",
+  ...gethNodeArgs({
+    dataDir: "{dataDir}",
+    httpPort: "{port}",
+    enginePort: "{enginePort}",
+    jwtSecret: "{jwtSecret}",
+  }),
+];
+
 export interface GethProcess {
   httpPort: number;
   enginePort: number;
