@@ -64,13 +64,13 @@ export function resolveDevnetOptions(
   if (implementation !== "anvil" && implementation !== "geth") {
     throw new DevnetInputError(`--implementation must be anvil or geth (got ${implementation})`);
   }
-  const gethBinary = flags.geth ?? section?.gethBinary;
-  if (gethBinary !== undefined && implementation !== "geth") {
+  const gethBinary = implementation === "geth" ? (flags.geth ?? section?.gethBinary) : undefined;
+  if (flags.geth !== undefined && implementation !== "geth") {
     throw new DevnetInputError("--geth applies to --implementation geth only");
   }
   return {
     networks,
-    implementation,
+    ...(implementation === "geth" ? { implementation } : {}),
     ...(gethBinary !== undefined ? { gethBinary } : {}),
     blockTimeMs,
     basePort,

@@ -32,11 +32,11 @@ export const devnetSchema = z
     latencyFronts: z.boolean().optional(),
     /**
      * What the nodes run: anvil (the block driver mines every node alike), or geth (real geth nodes kept on one chain
-     * by the block driver through their engine API; docs/devnet.md says which faults act how).
+     * by the block driver through their engine API; docs/devnet.md says which faults act how). Default anvil.
      */
-    implementation: z.enum(["anvil", "geth"]).default("anvil"),
-    /** The geth executable, for implementation geth (`npm run geth` builds one into ~/.cache/lightfleet). */
-    gethBinary: z.string().min(1).default("geth"),
+    implementation: z.enum(["anvil", "geth"]).optional(),
+    /** The geth executable, for implementation geth (`npm run geth` builds one into ~/.cache/lightfleet); default `geth` on PATH. */
+    gethBinary: z.string().min(1).optional(),
   })
   .superRefine((devnet, ctx) => {
     const seen = new Set<string>();
