@@ -1,7 +1,10 @@
+import { Wallet } from "ethers";
 import { afterEach, describe, expect, it } from "vitest";
 import type { Devnet } from "../../src/devnet/devnet.js";
 import { startDevnet } from "../../src/devnet/devnet.js";
+import { DEV_ACCOUNT } from "../../src/devnet/devTransactions.js";
 import { DevnetInputError } from "../../src/devnet/errors.js";
+import { SLOW_PROFILES, latencySampler, seededRandom } from "../../src/devnet/latencyProfile.js";
 import { HttpRpcClient } from "../../src/rpc/httpRpcClient.js";
 import { gethForTests } from "../support/geth/gethBinary.js";
 import { waitFor } from "../support/waitFor.js";
@@ -12,7 +15,12 @@ afterEach(async () => {
   await Promise.all(running.splice(0).map((d) => d.stop()));
 });
 
-async function gethDevnet(skip: () => void, fullNodes = 2, lightNodes = 1): Promise<Devnet | undefined> {
+async function gethDevnet(
+  skip: () => void,
+  fullNodes = 2,
+  lightNodes = 1,
+  latencyFronts = false,
+): Promise<Devnet | undefined> {
   const geth = await gethForTests();
   if (!geth.path) {
     console.warn(`skipped: ${geth.missing}`);
@@ -23,6 +31,7 @@ async function gethDevnet(skip: () => void, fullNodes = 2, lightNodes = 1): Prom
     implementation: "geth",
     gethBinary: geth.path,
     blockTimeMs: 0,
+    latencyFronts,
     networks: [{ name: "devnet", chainId: 31_337, fullNodes, lightNodes }],
   });
   running.push(devnet);
@@ -50,17 +59,31 @@ describe("the devnet on geth", () => {
     const first = await rpc(light).call<{ transactions: string[] }>("eth_getBlockByNumber", ["0x1", false]);
     expect(first.transactions).toHaveLength(1);
 
-    // A transaction a client sends to the light node goes into the next block on every node.
+    // The devnet's own transaction, and one a client sends straight to the light node, go into the next block.
     const sent = await devnet.sendTransaction("devnet", {
       to: "0x00000000000000000000000000000000000000aa",
       value: 5n,
     });
+    const client = new Wallet("0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d");
+    const raw = await client.signTransaction({
+      type: 2,
+      chainId: 31_337,
+      nonce: 0,
+      to: "0x00000000000000000000000000000000000000bb",
+      value: 7n,
+      gasLimit: 21_000,
+      maxFeePerGas: 10_000_000_000n,
+      maxPriorityFeePerGas: 1n,
+    });
+    const clientHash = await rpc(light).call<string>("eth_sendRawTransaction", [raw]);
     await devnet.mine();
-    const receipt = await rpc(urlOf(devnet, "devnet-full-1")).call<{ status: string } | null>(
-      "eth_getTransactionReceipt",
-      [sent.hash],
-    );
-    expect(receipt?.status).toBe("0x1");
+    for (const hash of [sent.hash, clientHash]) {
+      const receipt = await rpc(urlOf(devnet, "devnet-full-1")).call<{ status: string } | null>(
+        "eth_getTransactionReceipt",
+        [hash],
+      );
+      expect(receipt?.status).toBe("0x1");
+    }
 
     await devnet.fault("devnet-light-0", { kind: "lag", blocks: 2 });
     await mineTimes(devnet, 4);
@@ -99,9 +122,22 @@ describe("the devnet on geth", () => {
     expect(devnet.status().networks[0]!.halted).toBe(false);
   }, 120_000);
 
-  it("refuses a reorg with a message saying why, and halts when every full node is stalled", async (context) => {
-    const devnet = await gethDevnet(() => context.skip(), 1, 0);
+  it("slows a light node's state reads in its front, refuses a reorg saying why, and halts when every full node is stalled", async (context) => {
+    const devnet = await gethDevnet(() => context.skip(), 1, 1, true);
     if (!devnet) return;
+    const light = devnet.nodes().find((n) => n.name === "devnet-light-0")!;
+    await devnet.fault("devnet-light-0", { kind: "slow", profile: "severe", seed: 7 });
+    const delays = latencySampler(SLOW_PROFILES.severe, seededRandom(7));
+    for (let i = 0; i < 3; i++) {
+      const started = performance.now();
+      await rpc(light.httpUrl).call("eth_getBalance", [DEV_ACCOUNT, "latest"]);
+      expect(performance.now() - started).toBeGreaterThanOrEqual(delays() - 5);
+    }
+    await expect(devnet.fault("devnet-full-0", { kind: "slow", profile: "light" })).rejects.toThrow(
+      /no latency front/,
+    );
+    await devnet.fault("devnet-light-0", { kind: "heal" });
+
     await expect(devnet.reorg("devnet", 1)).rejects.toThrow(DevnetInputError);
     await expect(devnet.reorg("devnet", 1)).rejects.toThrow(/not available on the geth devnet/);
     await devnet.fault("devnet-full-0", { kind: "stall" });
@@ -109,5 +145,8 @@ describe("the devnet on geth", () => {
     await mineTimes(devnet, 2);
     expect(devnet.head("devnet").number).toBe(before);
     expect(devnet.status().networks[0]!.halted).toBe(true);
+    await devnet.fault("devnet-full-0", { kind: "heal" });
+    await devnet.mine();
+    expect(devnet.head("devnet").number).toBe(before + 1);
   }, 60_000);
 });

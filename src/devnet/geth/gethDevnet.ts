@@ -100,12 +100,19 @@ export async function startGethDevnet(options: StartGethDevnetOptions): Promise<
           (_, i) => [`${spec.name}-light-${i}`, "light"] as const,
         ),
       ];
-      for (const [name, role] of names) {
+      // Started together (a geth takes seconds to start on a loaded machine), listed in name order.
+      const members = await Promise.allSettled(
+        names.map(([name, role]) => startMember(name, role, nextPort === 0 ? 0 : nextPort++)),
+      );
+      const failed = members.find((m) => m.status === "rejected");
+      if (failed) throw failed.reason;
+      for (const m of members) if (m.status === "fulfilled") network.nodes.push(m.value);
+
+      async function startMember(name: string, role: NodeRole, httpPort: number): Promise<GethMember> {
         const dataDir = join(dir, name);
-        const httpPort = nextPort === 0 ? 0 : nextPort++;
         const spawn = async (http: number) => {
           await initGethDataDir(options.gethBinary, dataDir, network.genesis);
-          return startGethProcess({
+          const node = await startGethProcess({
             binary: options.gethBinary,
             name,
             dataDir,
@@ -114,9 +121,10 @@ export async function startGethDevnet(options: StartGethDevnetOptions): Promise<
             enginePort: 0,
             logger,
           });
+          started.push(node);
+          return node;
         };
         let current = await spawn(httpPort);
-        started.push(current);
         const control: MemberControl = {
           pid: () => (current.alive() ? current.process.pid : undefined),
           kill: () => current.kill(),
@@ -124,7 +132,6 @@ export async function startGethDevnet(options: StartGethDevnetOptions): Promise<
           respawn: async () => {
             await current.kill();
             current = await spawn(current.httpPort);
-            started.push(current);
             return `http://127.0.0.1:${current.enginePort}`;
           },
           stop: () => current.stop(),
@@ -145,7 +152,7 @@ export async function startGethDevnet(options: StartGethDevnetOptions): Promise<
           });
           fronts.push(member.front);
         }
-        network.nodes.push(member);
+        return member;
       }
     }
     if (options.latencyFronts) driver.frontAttached = (front) => fronts.push(front);

@@ -9,13 +9,22 @@ import { DEV_ACCOUNT } from "../devTransactions.js";
 
 const run = promisify(execFile);
 
+/**
+ * Accounts funded besides the devnet's own: anvil's second and third default accounts (mnemonic "test test ... junk"),
+ * for clients' transactions, as on the anvil devnet.
+ */
+export const GETH_CLIENT_ACCOUNTS = [
+  "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
+  "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC",
+];
+
 /** Ether the devnet's dev account holds at genesis (as on anvil, 10,000). */
 const DEV_BALANCE = `0x${(10_000n * 10n ** 18n).toString(16)}`;
 
 /**
  * The genesis of one geth network: geth's dev genesis (its system contracts and precompiles funded as they must be),
  * post-merge from block 0, up to Osaka (the fork after it needs engine API calls of its own), on `chainId`, at
- * `timestamp`, with the devnet's dev account funded.
+ * `timestamp`, with the devnet's dev account and two client accounts funded.
  */
 export async function gethGenesis(
   binary: string,
@@ -38,7 +47,8 @@ export async function gethGenesis(
   genesis.config.chainId = chainId;
   delete genesis.config.bogotaTime;
   genesis.timestamp = `0x${timestamp.toString(16)}`;
-  genesis.alloc[DEV_ACCOUNT.toLowerCase().slice(2)] = { balance: DEV_BALANCE };
+  for (const account of [DEV_ACCOUNT, ...GETH_CLIENT_ACCOUNTS])
+    genesis.alloc[account.toLowerCase().slice(2)] = { balance: DEV_BALANCE };
   return genesis;
 }
 
