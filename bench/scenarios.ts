@@ -63,7 +63,7 @@ const config = join(dir, "bench.yaml");
 writeFileSync(
   config,
   `
-log: { level: error, format: json }
+log: { level: ${process.env.BENCH_LOG_LEVEL ?? "error"}, format: json }
 admin: { host: 127.0.0.1, port: 0 }
 gateway: { host: 127.0.0.1, port: 0, headPollInterval: 250ms }
 keys: { host: 127.0.0.1, port: 0 }
@@ -506,7 +506,14 @@ async function settle(): Promise<void> {
     () => routed().length === 3 && devnet.status().nodes.every((n) => n.reachable !== false),
     "all routed",
     90_000,
-  );
+  ).catch((error: Error) => {
+    // Says what was left: the nodes out of routing and the devnet's view of each node.
+    const nodes = devnet.status().nodes.map(
+      (n) => `${n.name} head ${n.head?.number ?? "-"} reachable ${n.reachable} ${n.lastError ?? ""}`,
+    );
+    const states = controller.lastOutput(NETWORK)?.nodes.map((n) => `${n.name} ${n.state} routed ${n.routed}`);
+    throw new Error(`${error.message}: devnet ${nodes.join("; ")}; controller ${states?.join("; ")}`);
+  });
 }
 
 const selected = args;
