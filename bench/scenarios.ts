@@ -508,10 +508,14 @@ async function settle(): Promise<void> {
     90_000,
   ).catch((error: Error) => {
     // Says what was left: the nodes out of routing and the devnet's view of each node.
-    const nodes = devnet.status().nodes.map(
-      (n) => `${n.name} head ${n.head?.number ?? "-"} reachable ${n.reachable} ${n.lastError ?? ""}`,
-    );
-    const states = controller.lastOutput(NETWORK)?.nodes.map((n) => `${n.name} ${n.state} routed ${n.routed}`);
+    const nodes = devnet
+      .status()
+      .nodes.map(
+        (n) => `${n.name} head ${n.head?.number ?? "-"} reachable ${n.reachable} ${n.lastError ?? ""}`,
+      );
+    const states = controller
+      .lastOutput(NETWORK)
+      ?.nodes.map((n) => `${n.name} ${n.state} routed ${n.routed}`);
     throw new Error(`${error.message}: devnet ${nodes.join("; ")}; controller ${states?.join("; ")}`);
   });
 }
