@@ -1,5 +1,8 @@
 import { Wallet } from "ethers";
-import { afterEach, describe, expect, it } from "vitest";
+import { spawn } from "node:child_process";
+import { join } from "node:path";
+import { afterEach, describe, expect, it, onTestFinished } from "vitest";
+import type { DevnetStatus } from "../../src/devnet/devnet.js";
 import type { Devnet } from "../../src/devnet/devnet.js";
 import { startDevnet } from "../../src/devnet/devnet.js";
 import { DEV_ACCOUNT } from "../../src/devnet/devTransactions.js";
@@ -7,6 +10,8 @@ import { DevnetInputError } from "../../src/devnet/errors.js";
 import { SLOW_PROFILES, latencySampler, seededRandom } from "../../src/devnet/latencyProfile.js";
 import { HttpRpcClient } from "../../src/rpc/httpRpcClient.js";
 import { gethForTests } from "../support/geth/gethBinary.js";
+import { expectProcessesGone } from "../support/devnet.js";
+import { ROOT, runCli } from "../support/runCli.js";
 import { waitFor } from "../support/waitFor.js";
 
 const rpc = (url: string) => new HttpRpcClient(url, 10_000);
@@ -149,4 +154,70 @@ describe("the devnet on geth", () => {
     await devnet.mine();
     expect(devnet.head("devnet").number).toBe(before + 1);
   }, 60_000);
+});
+
+describe("lightfleet devnet --implementation geth", () => {
+  it("runs geth nodes, takes fault commands, refuses reorg with the reason, and stops every node on Ctrl-C", async (context) => {
+    const geth = await gethForTests();
+    if (!geth.path) {
+      console.warn(`skipped: ${geth.missing}`);
+      return context.skip();
+    }
+    const child = spawn(
+      process.execPath,
+      [
+        ...[
+          "--import",
+          "tsx",
+          join(ROOT, "src/cli.ts"),
+          "devnet",
+          "--implementation",
+          "geth",
+          "--geth",
+          geth.path,
+        ],
+        ...["--light-nodes", "1", "--block-time", "0", "--admin-port", "0"],
+      ],
+      { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] },
+    );
+    let output = "";
+    child.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    const stopped = new Promise((resolve) => child.once("exit", resolve));
+    onTestFinished(async () => {
+      if (child.exitCode === null) child.kill("SIGINT");
+      await stopped;
+    });
+    const adminUrl = await waitFor(() => /^admin: (http:\/\/\S+)/m.exec(output)?.[1], {
+      timeoutMs: 60_000,
+      what: () => `the devnet banner (output so far: ${output})`,
+    });
+    const status = async () => (await (await fetch(`${adminUrl}/devnet/status`)).json()) as DevnetStatus;
+    const pids = (await status()).nodes.map((n) => n.pid).filter((pid): pid is number => pid !== undefined);
+    expect(pids).toHaveLength(2);
+    const client = new HttpRpcClient((await status()).nodes[0]!.httpUrl, 10_000);
+    expect(await client.call<string>("web3_clientVersion")).toMatch(/^Geth\//);
+
+    const mined = await runCli(["devnet", "mine", "--admin", adminUrl]);
+    expect(mined.stdout).toMatch(/^devnet: head 2 0x[0-9a-f]{64}\n$/);
+    const stall = await runCli(["devnet", "stall", "devnet-light-0", "--admin", adminUrl]);
+    expect(stall).toMatchObject({ code: 0, stdout: "devnet-light-0: stall (head 2)\n" });
+    const reorg = await runCli(["devnet", "reorg", "devnet", "1", "--admin", adminUrl]);
+    expect(reorg.code).toBe(2);
+    expect(reorg.stderr).toMatch(/^lightfleet devnet: reorg is not available on the geth devnet/);
+
+    child.kill("SIGINT");
+    await stopped;
+    expect(child.exitCode).toBe(0);
+    await expectProcessesGone(pids);
+  }, 120_000);
+
+  it("says clearly when geth cannot be run", async () => {
+    const result = await runCli(["devnet", "--implementation", "geth", "--geth", "/nonexistent/geth"]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(
+      /^lightfleet devnet: cannot run geth at \/nonexistent\/geth \(set devnet\.gethBinary/,
+    );
+    expect(result.stderr).not.toMatch(/\n\s+at /);
+  });
 });

@@ -6,6 +6,7 @@ import { promisify } from "node:util";
 import type { Logger } from "../../log/logger.js";
 import { signalChild, spawnChild, stopChild } from "../../process/spawnChild.js";
 import { DEV_ACCOUNT } from "../devTransactions.js";
+import { DevnetInputError } from "../errors.js";
 
 const run = promisify(execFile);
 
@@ -35,8 +36,9 @@ export async function gethGenesis(
   try {
     ({ stdout } = await run(binary, ["--dev", "dumpgenesis"], { maxBuffer: 16 * 1024 * 1024 }));
   } catch (error) {
-    throw new Error(
-      `cannot run geth at ${binary} (devnet.gethBinary, --geth): ${(error as Error).message.split("\n")[0]}`,
+    throw new DevnetInputError(
+      `cannot run geth at ${binary} (set devnet.gethBinary or --geth; npm run geth builds one): ` +
+        (error as Error).message.split("\n")[0],
     );
   }
   const genesis = JSON.parse(stdout) as {
