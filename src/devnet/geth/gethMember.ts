@@ -182,13 +182,13 @@ export class GethMember {
   applyFault(fault: ActiveFault | { kind: "heal" }): Promise<void> {
     return this.exclusive(async () => {
       if (fault.kind === "heal") {
-        const previous = this.fault;
-        this.fault = undefined;
-        if (previous?.kind === "kill" && this.control?.respawn) {
+        if (this.fault?.kind === "kill" && this.control?.respawn) {
+          // Still killed while it starts: a full node counts toward a halt until it is back.
           const engineUrl = await this.control.respawn();
           if (engineUrl) this.engine.url = engineUrl;
           this.verified = false;
         }
+        this.fault = undefined;
         // A forked node goes back to the canonical chain in the next round (a reorg on the node).
         return;
       }
