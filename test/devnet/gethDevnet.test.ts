@@ -156,6 +156,33 @@ describe("the devnet on geth", () => {
   }, 60_000);
 });
 
+describe("a geth node brought back from far behind", () => {
+  it("is handed more than 128 blocks whose timestamps are past, and reaches the head", async (context) => {
+    const geth = await gethForTests();
+    if (!geth.path) {
+      console.warn(`skipped: ${geth.missing}`);
+      return context.skip();
+    }
+    // Timestamps from 1,000 s ago, one a block: a chain that ran in real time (the replay once stopped at block 130,
+    // geth answering SYNCING once its head was 129 blocks behind the blocks it was handed).
+    const devnet = await startDevnet({
+      implementation: "geth",
+      gethBinary: geth.path,
+      blockTimeMs: 0,
+      genesisTimestamp: Math.floor(Date.now() / 1000) - 1_000,
+      now: () => 0,
+      networks: [{ name: "devnet", chainId: 31_337, fullNodes: 1, lightNodes: 1 }],
+    });
+    running.push(devnet);
+    await mineTimes(devnet, 160);
+    await devnet.fault("devnet-light-0", { kind: "kill" });
+    await devnet.fault("devnet-light-0", { kind: "heal" });
+    const light = devnet.status().nodes.find((n) => n.name === "devnet-light-0")!;
+    expect(light.lastError).toBeUndefined();
+    expect(await headOf(light.httpUrl)).toMatchObject({ number: "0xa1", hash: devnet.head("devnet").hash });
+  }, 120_000);
+});
+
 describe("lightfleet devnet --implementation geth", () => {
   it("runs geth nodes, takes fault commands, refuses reorg with the reason, and stops every node on Ctrl-C", async (context) => {
     const geth = await gethForTests();

@@ -12,6 +12,8 @@ import type { GethNetwork } from "./gethDevnet.js";
 import { RpcError } from "../../rpc/jsonRpc.js";
 
 const RPC_TIMEOUT_MS = 10_000;
+/** Blocks handed to a node between two moves of its head while it is brought up to its target. */
+const REPLAY_HEAD_STEP = 32;
 
 /** How a member's process is controlled; `respawn` of an owned node answers its new engine URL. */
 export interface MemberControl {
@@ -254,7 +256,12 @@ export class GethMember {
       if (target !== undefined && latest.hash !== this.network.hashes[target]) {
         const from = await this.commonHeight(latest, target);
         if (from < target) {
-          for (let n = from + 1; n <= target; n++) await this.engine.newPayload(this.network.payloads[n]!);
+          for (let n = from + 1; n <= target; n++) {
+            await this.engine.newPayload(this.network.payloads[n]!);
+            // The head moves along every REPLAY_HEAD_STEP blocks, as a consensus client's would: geth keeps the state
+            // of at most 128 blocks past its head in memory, and answers SYNCING to a block whose parent's is gone.
+            if (n < target && n % REPLAY_HEAD_STEP === 0) await this.engine.setHead(this.network.hashes[n]!);
+          }
           await this.engine.setHead(this.network.hashes[target]!);
           latest = await this.latest();
         }
