@@ -90,6 +90,8 @@ const SYSTEM = [
   // geth (built by npm run geth)
   "test/conformance/**/*.test.ts",
   "test/devnet/gethEngineChain.test.ts",
+  "test/devnet/gethDevnet.test.ts",
+  "test/up/gethUp.test.ts",
   // the image in podman containers; actionlint (built with Go)
   "test/image/image.test.ts",
   "test/image/release.test.ts",

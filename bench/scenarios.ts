@@ -4,7 +4,10 @@
  * restarts missed and unwarranted, how long a bad node stayed routed after it turned bad (goal: one block interval plus
  * one probe interval), and blocks served (newHeads and `latest`) that the full nodes do not have by hash.
  *
- *   npx tsx bench/scenarios.ts [scenario ...]     (default: every scenario; see SCENARIOS for the names)
+ *   npx tsx bench/scenarios.ts [--implementation anvil|geth] [scenario ...]
+ *
+ * (default: every scenario, see SCENARIOS for the names; on anvil). With `--implementation geth` the devnet and the
+ * light nodes are geth (the build of `npm run geth`, made now if missing), kept on one chain through the engine API.
  *
  * Each scenario starts from a pool of three routed light nodes and two full nodes, ends with everything healed and
  * routed again, and is bounded in time. Not a test: it prints what it measured.
@@ -22,6 +25,30 @@ import { HttpRpcClient } from "../src/rpc/httpRpcClient.js";
 import { startAnvil } from "../src/devnet/anvil.js";
 import { withDevnetPeers } from "../src/up/devnetPeers.js";
 import { startUp } from "../src/up/runUp.js";
+import { GETH_MEMBER_COMMAND } from "../src/devnet/geth/gethProcess.js";
+import { ensureGeth } from "../test/support/geth/gethBinary.js";
+
+const args = process.argv.slice(2);
+const flagAt = args.indexOf("--implementation");
+const implementation = flagAt === -1 ? "anvil" : args[flagAt + 1];
+if (implementation !== "anvil" && implementation !== "geth")
+  throw new Error(`--implementation must be anvil or geth (got ${implementation})`);
+if (flagAt !== -1) args.splice(flagAt, 2);
+const gethBinary =
+  implementation === "geth" ? await ensureGeth((line) => process.stderr.write(`${line}\n`)) : "";
+const memberCommand =
+  implementation === "geth"
+    ? GETH_MEMBER_COMMAND
+    : [
+        "{anvil}",
+        "--port",
+        "{port}",
+        "--chain-id",
+        "{chainId}",
+        "--timestamp",
+        "{genesisTimestamp}",
+        "--no-mining",
+      ];
 
 const NETWORK = "bench";
 const BLOCK_MS = 1_000;
@@ -36,14 +63,15 @@ const config = join(dir, "bench.yaml");
 writeFileSync(
   config,
   `
-log: { level: error, format: json }
+log: { level: ${process.env.BENCH_LOG_LEVEL ?? "error"}, format: json }
 admin: { host: 127.0.0.1, port: 0 }
 gateway: { host: 127.0.0.1, port: 0, headPollInterval: 250ms }
 keys: { host: 127.0.0.1, port: 0 }
 dataDir: ${JSON.stringify(join(dir, "data"))}
 devnet:
   blockTime: ${BLOCK_MS}ms
-  networks: [{ name: ${NETWORK}, chainId: 31337, fullNodes: 2 }]
+  implementation: ${implementation}
+${implementation === "geth" ? `  gethBinary: ${JSON.stringify(gethBinary)}\n` : ""}  networks: [{ name: ${NETWORK}, chainId: 31337, fullNodes: 2 }]
 networks:
   - name: ${NETWORK}
     chainId: 31337
@@ -58,7 +86,7 @@ networks:
       startupGrace: 30s
       failStaticMaxHold: 20s
     nodes:
-      command: ["{anvil}", "--port", "{port}", "--chain-id", "{chainId}", "--timestamp", "{genesisTimestamp}", "--no-mining"]
+      command: ${JSON.stringify(memberCommand)}
       replicas: 3
 `,
 );
@@ -153,17 +181,18 @@ const routed = () =>
     .map((m) => m.name);
 const restartCount = () => new Map(fleet.members(NETWORK).map((m) => [m.name, m.restarts.length]));
 
-/** Stops a light node's process without killing it (a hung node), and lets it go on. */
-function anvilPid(node: string): number | undefined {
+/** The process of a light node (anvil or geth, by its port), to stop it without killing it (a hung node). */
+function nodePid(node: string): number | undefined {
   const port = new URL(fleet.members(NETWORK).find((m) => m.name === node)!.httpUrl).port;
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
     try {
-      const args = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0");
+      const argv = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0");
+      const flag = implementation === "geth" ? "--http.port" : "--port";
       if (
-        /(^|\/)anvil$/.test(args[0] ?? "") &&
-        args.includes("--port") &&
-        args[args.indexOf("--port") + 1] === port
+        /(^|\/)(anvil|geth)$/.test(argv[0] ?? "") &&
+        argv.includes(flag) &&
+        argv[argv.indexOf(flag) + 1] === port
       )
         return Number(entry);
     } catch {
@@ -267,7 +296,7 @@ const SCENARIOS: Scenario[] = [
     bad: [LIGHT[1]!],
     warranted: 1,
     inject: async () => {
-      const pid = anvilPid(LIGHT[1]!);
+      const pid = nodePid(LIGHT[1]!);
       if (pid !== undefined) hung.add(pid);
       signal(pid, "SIGSTOP");
       return new Map([[LIGHT[1]!, Date.now()]]);
@@ -477,10 +506,21 @@ async function settle(): Promise<void> {
     () => routed().length === 3 && devnet.status().nodes.every((n) => n.reachable !== false),
     "all routed",
     90_000,
-  );
+  ).catch((error: Error) => {
+    // Says what was left: the nodes out of routing and the devnet's view of each node.
+    const nodes = devnet
+      .status()
+      .nodes.map(
+        (n) => `${n.name} head ${n.head?.number ?? "-"} reachable ${n.reachable} ${n.lastError ?? ""}`,
+      );
+    const states = controller
+      .lastOutput(NETWORK)
+      ?.nodes.map((n) => `${n.name} ${n.state} routed ${n.routed}`);
+    throw new Error(`${error.message}: devnet ${nodes.join("; ")}; controller ${states?.join("; ")}`);
+  });
 }
 
-const selected = process.argv.slice(2);
+const selected = args;
 const unknown = selected.filter((s) => !SCENARIOS.some((c) => c.name === s));
 if (unknown.length > 0)
   throw new Error(
@@ -578,7 +618,7 @@ const total = (key: "missed" | "unwarranted" | "unagreed") => rows.reduce((sum, 
 const worst = Math.max(0, ...rows.map((r) => r.routedMs ?? 0));
 process.stdout.write(
   [
-    `health scenarios on the devnet (block ${BLOCK_MS} ms, probe ${PROBE_MS} ms, maxLagBlocks ${MAX_LAG}, 3 light nodes, 2 full nodes):`,
+    `health scenarios on the ${implementation} devnet (block ${BLOCK_MS} ms, probe ${PROBE_MS} ms, maxLagBlocks ${MAX_LAG}, 3 light nodes, 2 full nodes):`,
     format(header),
     ...lines.map(format),
     `totals: ${rows.reduce((s, r) => s + r.made, 0)} restarts for ${rows.reduce((s, r) => s + r.warranted, 0)} warranted, ${total("missed")} missed, ${total("unwarranted")} unwarranted, ${total("unagreed")} unagreed blocks served`,

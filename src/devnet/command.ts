@@ -16,13 +16,11 @@ const collect = (value: string, previous: string[]) => [...previous, value];
 export function registerDevnetCommand(program: Command): void {
   const devnet = program
     .command("devnet")
-    .description("local anvil devnet: run one, or inject faults into a running one");
+    .description("local devnet (anvil or geth): run one, or inject faults into a running one");
 
   devnet
     .command("run", { isDefault: true })
-    .description(
-      "start full (and light) anvil nodes, mine blocks, serve /devnet/* on the admin port; Ctrl-C stops",
-    )
+    .description("start full (and light) nodes, make blocks, serve /devnet/* on the admin port; Ctrl-C stops")
     .option("-c, --config <file>", "YAML config (its devnet: section, else its networks)")
     .option("--network <name:chainId>", "a network to run (repeatable; default devnet:31337)", collect, [])
     .option("--full-nodes <n>", "full nodes per network (default 1)")
@@ -36,6 +34,11 @@ export function registerDevnetCommand(program: Command): void {
       "--latency-fronts",
       "put a front before every light node, so `devnet slow` can delay its state reads",
     )
+    .option(
+      "--implementation <name>",
+      "anvil (default) or geth: real geth nodes kept on one chain through their engine API",
+    )
+    .option("--geth <path>", "the geth executable for --implementation geth (default geth on PATH)")
     .option("--log-format <format>", "auto | json | pretty")
     .action(async (flags: RunFlags) => {
       const { runDevnet } = await import("./runDevnet.js");

@@ -35,6 +35,8 @@ export async function signDevTransaction(
   request: DevTransactionRequest,
   chainId: number,
   nonce: number,
+  /** Wei; anvil takes 0, geth's pool wants at least 1. */
+  tip = 0n,
 ): Promise<SentDevTransaction> {
   const wallet = new Wallet(DEV_ACCOUNT_KEY);
   const raw = await wallet.signTransaction({
@@ -46,7 +48,7 @@ export async function signDevTransaction(
     value: request.value ?? 0n,
     gasLimit: request.gasLimit ?? 1_000_000,
     maxFeePerGas: MAX_FEE_PER_GAS,
-    maxPriorityFeePerGas: 0n,
+    maxPriorityFeePerGas: tip,
   });
   return {
     hash: Transaction.from(raw).hash!,

@@ -41,6 +41,10 @@ export interface StartDevnetOptions {
    * delays state reads there. Default off (a front costs a hop on every call).
    */
   latencyFronts?: boolean;
+  /** The nodes' implementation: anvil (default), or geth kept on one chain through its engine API. */
+  implementation?: "anvil" | "geth";
+  /** The geth executable (implementation geth); default `geth` on PATH. */
+  gethBinary?: string;
 }
 
 export interface AttachOptions {
@@ -94,6 +98,11 @@ export interface Devnet {
   deployLogEmitter(network: string): Promise<SentDevTransaction & { contractAddress: string }>;
   status(): DevnetStatus;
   stop(): Promise<void>;
+  /**
+   * Readies a fleet member before its process starts, and answers the placeholders its command needs (the geth
+   * devnet initialises its data directory and gives it an engine port); absent where nothing is needed.
+   */
+  prepareMember?(member: { name: string; network: string; dataDir: string }): Promise<Record<string, string>>;
 }
 
 /** How often every node is checked even without new blocks, so a restarted node is replayed promptly. */
@@ -117,6 +126,10 @@ interface DevnetNetwork {
 /** Starts anvil full (and light) nodes for every network and the block driver that keeps them in step. */
 export async function startDevnet(options: StartDevnetOptions): Promise<Devnet> {
   validateOptions(options);
+  if (options.implementation === "geth") {
+    const { startGethDevnet } = await import("./geth/gethDevnet.js");
+    return startGethDevnet({ ...options, gethBinary: options.gethBinary ?? "geth" });
+  }
   const logger = options.logger ?? silentLogger();
   const now = options.now ?? Date.now;
   const genesisTimestamp = options.genesisTimestamp ?? Math.floor(now() / 1000);
@@ -474,6 +487,9 @@ function validateOptions(options: StartDevnetOptions): void {
     if ((network.lightNodes ?? 0) < 0 || !Number.isInteger(network.lightNodes ?? 0)) {
       problems.push(`${network.name}: lightNodes must be a whole number of at least 0`);
     }
+  }
+  if (options.implementation !== undefined && !["anvil", "geth"].includes(options.implementation)) {
+    problems.push(`implementation must be anvil or geth (got ${JSON.stringify(options.implementation)})`);
   }
   if (!Number.isFinite(options.blockTimeMs) || options.blockTimeMs < 0) {
     problems.push("blockTimeMs must be 0 (mine on demand) or a positive number of milliseconds");

@@ -12,6 +12,8 @@ export interface DevnetFlags {
   genesisTimestamp?: string;
   basePort?: string;
   latencyFronts?: boolean;
+  implementation?: string;
+  geth?: string;
 }
 
 export const DEFAULT_DEVNET_NETWORK: DevnetNetworkOptions = { name: "devnet", chainId: 31_337 };
@@ -58,8 +60,18 @@ export function resolveDevnetOptions(
     flags.basePort !== undefined ? count("--base-port", flags.basePort, 0) : (section?.basePort ?? 0);
   if (basePort > 65_535) throw new DevnetInputError(`--base-port must be a port number (got ${basePort})`);
   const latencyFronts = flags.latencyFronts ?? section?.latencyFronts;
+  const implementation = flags.implementation ?? section?.implementation ?? "anvil";
+  if (implementation !== "anvil" && implementation !== "geth") {
+    throw new DevnetInputError(`--implementation must be anvil or geth (got ${implementation})`);
+  }
+  const gethBinary = implementation === "geth" ? (flags.geth ?? section?.gethBinary) : undefined;
+  if (flags.geth !== undefined && implementation !== "geth") {
+    throw new DevnetInputError("--geth applies to --implementation geth only");
+  }
   return {
     networks,
+    ...(implementation === "geth" ? { implementation } : {}),
+    ...(gethBinary !== undefined ? { gethBinary } : {}),
     blockTimeMs,
     basePort,
     ...(latencyFronts !== undefined ? { latencyFronts } : {}),

@@ -15,6 +15,8 @@ export const fleetComponent: UpComponent = {
       dataDir: config.dataDir,
       logger,
       placeholders: devnet ? { genesisTimestamp: String(devnet.genesisTimestamp) } : {},
+      // A geth devnet makes each member's data directory a node of its genesis and gives it an engine port.
+      ...(devnet?.prepareMember ? { prepare: (member) => devnet.prepareMember!(member) } : {}),
       // A devnet replays each new incarnation to the head and then keeps it following, as a real light node syncs
       // from its reserved peers; it can also kill it (fault injection).
       // Heal of a killed node starts it again, through the controller (a restart of reason manual).

@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { ConfigError } from "../../src/config/errors.js";
 import { parseConfigText } from "../../src/config/loadConfig.js";
 import { resolveDevnetOptions } from "../../src/devnet/devnetOptions.js";
+import { GETH_MEMBER_COMMAND } from "../../src/devnet/geth/gethProcess.js";
 import { DevnetInputError } from "../../src/devnet/errors.js";
 
 const PEER = "reservedPeers: [{name: f, http: 'http://127.0.0.1:1'}]";
@@ -131,5 +132,40 @@ describe("resolveDevnetOptions", () => {
   ])("refuses %j", (flags, message) => {
     expect(() => resolveDevnetOptions(undefined, flags)).toThrow(DevnetInputError);
     expect(() => resolveDevnetOptions(undefined, flags)).toThrow(message);
+  });
+});
+
+describe("the devnet's implementation", () => {
+  it("is anvil unless the config or --implementation says geth, and --geth names the executable", () => {
+    expect(resolveDevnetOptions(undefined, {}).implementation).toBeUndefined();
+    const config = parseConfigText("devnet:\n  implementation: geth\n  gethBinary: /opt/geth\n", "t", {});
+    expect(resolveDevnetOptions(config, {})).toMatchObject({
+      implementation: "geth",
+      gethBinary: "/opt/geth",
+    });
+    expect(resolveDevnetOptions(undefined, { implementation: "geth", geth: "/x/geth" })).toMatchObject({
+      implementation: "geth",
+      gethBinary: "/x/geth",
+    });
+    expect(resolveDevnetOptions(config, { implementation: "anvil" }).implementation).toBeUndefined();
+  });
+
+  it("refuses an unknown implementation and --geth without geth, saying what is accepted", () => {
+    expect(() => resolveDevnetOptions(undefined, { implementation: "reth" })).toThrow(
+      new DevnetInputError("--implementation must be anvil or geth (got reth)"),
+    );
+    expect(() => resolveDevnetOptions(undefined, { geth: "/x/geth" })).toThrow(
+      /--geth applies to --implementation geth/,
+    );
+    expect(problems("devnet:\n  implementation: reth\n")).toEqual([
+      expect.stringMatching(/^devnet\.implementation: .*"anvil"/),
+    ]);
+  });
+
+  it("ships examples/devnet-geth.yaml, valid, with the member command the geth devnet expects", async () => {
+    const text = await readFile(join(import.meta.dirname, "../../examples/devnet-geth.yaml"), "utf8");
+    const config = parseConfigText(text, "devnet-geth.yaml", {});
+    expect(config.devnet?.implementation).toBe("geth");
+    expect(config.networks[0]!.nodes!.command).toEqual(GETH_MEMBER_COMMAND);
   });
 });

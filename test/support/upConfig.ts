@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { onTestFinished } from "vitest";
+import { GETH_MEMBER_COMMAND } from "../../src/devnet/geth/gethProcess.js";
 
 /** Scaling that reacts within a test's seconds: 1 to 3 nodes, a 2 s rate window, scale-down after 3 s. */
 export function fastScaling(targetRequestsPerNode: number): Record<string, unknown> {
@@ -27,6 +28,10 @@ export interface UpConfigOptions {
   scaling?: Record<string, unknown>;
   /** The devnet's `basePort` (default 0, ephemeral ports). */
   devnetBasePort?: number;
+  /** Runs the devnet and the fleet's light nodes on geth, this executable. */
+  geth?: string;
+  /** Block interval (default 500ms). */
+  blockTime?: string;
 }
 
 /**
@@ -48,17 +53,20 @@ export function writeUpConfig(options: UpConfigOptions = {}): string {
       "keys: { host: 127.0.0.1, port: 0 }",
       `dataDir: ${JSON.stringify(join(dir, "data"))}`,
       "devnet:",
-      "  blockTime: 500ms",
+      `  blockTime: ${options.blockTime ?? "500ms"}`,
+      ...(options.geth ? ["  implementation: geth", `  gethBinary: ${JSON.stringify(options.geth)}`] : []),
       `  basePort: ${options.devnetBasePort ?? 0}`,
       `  networks: [{ name: alpha, chainId: 31337, fullNodes: ${options.fullNodes ?? 2} }]`,
       "networks:",
       "  - name: alpha",
       "    chainId: 31337",
-      "    blockTime: 500ms",
+      `    blockTime: ${options.blockTime ?? "500ms"}`,
       `    health: ${JSON.stringify(health)}`,
       ...(options.scaling ? [`    scaling: ${JSON.stringify(options.scaling)}`] : []),
       "    nodes:",
-      '      command: ["{anvil}", "--port", "{port}", "--chain-id", "{chainId}", "--timestamp", "{genesisTimestamp}", "--no-mining"]',
+      options.geth
+        ? `      command: ${JSON.stringify(GETH_MEMBER_COMMAND)}`
+        : '      command: ["{anvil}", "--port", "{port}", "--chain-id", "{chainId}", "--timestamp", "{genesisTimestamp}", "--no-mining"]',
       `      replicas: ${options.replicas ?? 2}`,
     ].join("\n"),
   );

@@ -13,7 +13,7 @@ const devnetNetworkSchema = z.strictObject({
 });
 
 /**
- * The local anvil devnet (`lightfleet devnet`, and `lightfleet up` when present). Without `networks`, the devnet
+ * The local devnet (`lightfleet devnet`, and `lightfleet up` when present). Without `networks`, the devnet
  * runs one network per entry of the top-level `networks` (same name and chain id), else one network "devnet".
  */
 export const devnetSchema = z
@@ -30,6 +30,13 @@ export const devnetSchema = z
      * reads (default false: a front costs one more hop per call).
      */
     latencyFronts: z.boolean().optional(),
+    /**
+     * What the nodes run: anvil (the block driver mines every node alike), or geth (real geth nodes kept on one chain
+     * by the block driver through their engine API; docs/devnet.md says which faults act how). Default anvil.
+     */
+    implementation: z.enum(["anvil", "geth"]).optional(),
+    /** The geth executable, for implementation geth (`npm run geth` builds one into ~/.cache/lightfleet); default `geth` on PATH. */
+    gethBinary: z.string().min(1).optional(),
   })
   .superRefine((devnet, ctx) => {
     const seen = new Set<string>();

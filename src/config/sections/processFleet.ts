@@ -11,6 +11,9 @@ export const COMMAND_PLACEHOLDERS = [
   "chainId",
   "anvil",
   "genesisTimestamp",
+  "geth",
+  "enginePort",
+  "jwtSecret",
 ] as const;
 
 const PLACEHOLDER = /\{([A-Za-z]+)\}/g;
@@ -19,6 +22,9 @@ const PLACEHOLDER = /\{([A-Za-z]+)\}/g;
  * Light nodes run as child processes by `lightfleet up` (`networks[].nodes:`).
  * The command is a template: `{port}`, `{name}`, `{index}`, `{dataDir}`, `{network}`, `{chainId}` are filled in per
  * member, `{anvil}` is the anvil binary of the @foundry-rs/anvil package, `{genesisTimestamp}` the devnet's genesis.
+ * With a geth devnet, `{geth}` is its geth binary, `{enginePort}` and `{jwtSecret}` the member's engine API port and
+ * the devnet's JWT secret file (the devnet drives each member through them), and `{dataDir}` is made a fresh geth
+ * data directory of the devnet's genesis before every start.
  */
 export const processFleetSchema = z.strictObject({
   command: z

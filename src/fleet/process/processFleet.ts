@@ -33,6 +33,11 @@ export interface ProcessFleetOptions {
   placeholders?: PlaceholderValues;
   /** Called when a member (or a new incarnation of it) answers; e.g. to attach it to the devnet. */
   onStarted?: (member: StartedMember) => Promise<void>;
+  /**
+   * Called before each start of a member, with its data directory; answers placeholders for its command (a geth
+   * devnet readies the directory and gives it an engine port).
+   */
+  prepare?: (member: { name: string; network: string; dataDir: string }) => Promise<PlaceholderValues>;
   /** Called before a member is stopped (restart, scale down, shutdown); e.g. to detach it from the devnet. */
   onStopping?: (member: { name: string; network: string }) => void;
 }
@@ -225,8 +230,10 @@ export class ProcessFleet implements Fleet {
     try {
       const dataDir = resolve(this.options.dataDir, "nodes", slot.name);
       await mkdir(dataDir, { recursive: true });
+      const prepared = (await this.options.prepare?.({ name: slot.name, network, dataDir })) ?? {};
       const command = fillCommand(slot.network.nodes.command, {
         ...this.options.placeholders,
+        ...prepared,
         port: String(slot.port),
         name: slot.name,
         index: String(slot.index),

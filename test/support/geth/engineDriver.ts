@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { createHmac, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -7,9 +7,9 @@ import { promisify } from "node:util";
 import { silentLogger } from "../../../src/log/logger.js";
 import { spawnChild, stopChild } from "../../../src/process/spawnChild.js";
 import { HttpRpcClient } from "../../../src/rpc/httpRpcClient.js";
+import { ZERO_HASH, engineToken } from "../../../src/devnet/geth/engineApi.js";
 
 const run = promisify(execFile);
-const ZERO_HASH = `0x${"00".repeat(32)}`;
 
 /**
  * A post-merge genesis of our own for geth outside --dev: geth's dev genesis (its system contracts and precompiles
@@ -21,13 +21,6 @@ export async function gethGenesis(binary: string, chainId: number): Promise<Reco
   genesis.config.chainId = chainId;
   delete genesis.config.bogotaTime;
   return genesis;
-}
-
-/** An HS256 JWT for the engine API (the `iat` claim is all geth checks, within 60 s). */
-export function engineToken(secret: Buffer, nowSeconds = Math.floor(Date.now() / 1000)): string {
-  const part = (value: object) => Buffer.from(JSON.stringify(value)).toString("base64url");
-  const signed = `${part({ alg: "HS256", typ: "JWT" })}.${part({ iat: nowSeconds })}`;
-  return `${signed}.${createHmac("sha256", secret).update(signed).digest("base64url")}`;
 }
 
 export interface EngineGeth {

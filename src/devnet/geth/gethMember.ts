@@ -1,0 +1,317 @@
+import { randomBytes } from "node:crypto";
+import type { Logger } from "../../log/logger.js";
+import { HttpRpcClient } from "../../rpc/httpRpcClient.js";
+import { STATE_READ_METHODS } from "../../rpc/stateReads.js";
+import type { DrivenNodeStatus, NodeEndpoint, NodeHead } from "../drivenNode.js";
+import type { ActiveFault } from "../faults.js";
+import { targetHeight } from "../faults.js";
+import type { LatencyFront } from "../latencyFront.js";
+import { SLOW_PROFILES, latencySampler, seededRandom } from "../latencyProfile.js";
+import type { BuiltPayload, EngineClient } from "./engineApi.js";
+import type { GethNetwork } from "./gethDevnet.js";
+import { RpcError } from "../../rpc/jsonRpc.js";
+
+const RPC_TIMEOUT_MS = 10_000;
+/** Blocks handed to a node between two moves of its head while it is brought up to its target. */
+const REPLAY_HEAD_STEP = 32;
+
+/** How a member's process is controlled; `respawn` of an owned node answers its new engine URL. */
+export interface MemberControl {
+  pid(): number | undefined;
+  kill(): Promise<void>;
+  respawn?: () => Promise<string | void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * One geth node under the engine-API driver. Syncing is level-based: each round reads the node's head, finds where
+ * it leaves the canonical chain (a fork, a node restarted from an older state) and hands it the canonical blocks from
+ * there up to its target, then makes the target its head. Rounds, builds and fault operations run one at a time.
+ */
+export class GethMember {
+  fault: ActiveFault | undefined;
+  head: NodeHead | undefined;
+  reachable = false;
+  lastError: string | undefined;
+  detached = false;
+  front: LatencyFront | undefined;
+  private readonly rpc: HttpRpcClient;
+  private serial: Promise<void> = Promise.resolve();
+  private queuedSync: Promise<void> | undefined;
+  private verified = false;
+  private lost = false;
+  private slowDelay: (() => number) | undefined;
+
+  constructor(
+    readonly endpoint: NodeEndpoint,
+    readonly owned: boolean,
+    private readonly network: GethNetwork,
+    private readonly engine: EngineClient,
+    readonly control: MemberControl | undefined,
+    private readonly logger: Logger,
+  ) {
+    this.rpc = new HttpRpcClient(endpoint.httpUrl, RPC_TIMEOUT_MS);
+  }
+
+  get name(): string {
+    return this.endpoint.name;
+  }
+
+  get killed(): boolean {
+    return this.fault?.kind === "kill";
+  }
+
+  publicEndpoint(): NodeEndpoint {
+    return this.front
+      ? { ...this.endpoint, httpUrl: this.front.httpUrl, wsUrl: this.front.wsUrl }
+      : this.endpoint;
+  }
+
+  delayFor(methods: readonly string[]): number {
+    if (this.fault?.kind !== "slow" || !this.slowDelay) return 0;
+    return methods.some((m) => STATE_READ_METHODS.has(m)) ? this.slowDelay() : 0;
+  }
+
+  /** Height the node is handed blocks up to; undefined while stalled, killed or forked (it builds its own). */
+  target(): number | undefined {
+    if (this.fault?.kind === "fork") return undefined;
+    return targetHeight(this.fault, this.network.hashes.length - 1);
+  }
+
+  async blockHashAt(number: number): Promise<string | undefined> {
+    const block = await this.rpc.call<{ hash: string } | null>("eth_getBlockByNumber", [
+      `0x${number.toString(16)}`,
+      false,
+    ]);
+    return block?.hash;
+  }
+
+  /** The node must be on this network: its chain id and genesis. Throws otherwise. */
+  async verify(): Promise<void> {
+    const chainId = Number(await this.rpc.call<string>("eth_chainId"));
+    if (chainId !== this.network.chainId) {
+      throw new Error(`${this.name} has chain id ${chainId}, expected ${this.network.chainId}`);
+    }
+    const genesis = this.network.hashes[0];
+    const own = await this.blockHashAt(0);
+    if (genesis !== undefined && own !== genesis) {
+      throw new Error(
+        `${this.name} has genesis ${own}, expected ${genesis}: initialise its data directory with the devnet's ` +
+          "genesis (a fleet member gets it before it starts)",
+      );
+    }
+    this.verified = true;
+  }
+
+  sync(): Promise<void> {
+    if (this.queuedSync) return this.queuedSync;
+    const round = this.exclusive(async () => {
+      this.queuedSync = undefined;
+      await this.syncRound();
+    });
+    this.queuedSync = round;
+    return round;
+  }
+
+  /**
+   * Builds the next canonical block on `parentHash` with the given transactions (sent to its pool first; one the node
+   * refuses for good is left out). The node imports it with the others, in the next sync round.
+   */
+  build(
+    parentHash: string,
+    timestamp: number,
+    pending: string[],
+    feeRecipient: string,
+  ): Promise<BuiltPayload> {
+    let built: BuiltPayload | undefined;
+    return this.exclusive(async () => {
+      for (const raw of [...pending]) {
+        await this.rpc.call("eth_sendRawTransaction", [raw]).catch((error: unknown) => {
+          if (alreadyHas(error)) return;
+          this.logger.warn(
+            { node: this.name, err: (error as Error).message },
+            "devnet: transaction refused, dropped",
+          );
+          pending.splice(pending.indexOf(raw), 1);
+        });
+      }
+      built = await this.engine.build(parentHash, {
+        timestamp,
+        prevRandao: `0x${randomBytes(32).toString("hex")}`,
+        feeRecipient,
+      });
+    }).then(() => built!);
+  }
+
+  /** A forked node's own next block, on its own head: it imports it and makes it its head. */
+  buildOwn(timestamp: number): Promise<void> {
+    return this.exclusive(async () => {
+      const head = await this.latest();
+      const own = await this.engine.build(head.hash, {
+        timestamp: Math.max(timestamp, head.timestamp + 1),
+        prevRandao: `0x${randomBytes(32).toString("hex")}`,
+        feeRecipient: feeRecipient(true),
+      });
+      await this.engine.newPayload(own);
+      await this.engine.setHead(own.executionPayload.blockHash);
+      this.head = { number: Number(own.executionPayload.blockNumber), hash: own.executionPayload.blockHash };
+    });
+  }
+
+  /** Transactions in the node's pool the network has not taken yet, as raw bytes (recorded as taken). */
+  async poolTransactions(taken: Set<string>): Promise<string[]> {
+    const pool = await this.rpc.call<{ pending?: Record<string, Record<string, { hash?: string }>> }>(
+      "txpool_content",
+    );
+    const hashes = Object.values(pool?.pending ?? {}).flatMap((byNonce) =>
+      Object.values(byNonce).flatMap((tx) => (typeof tx.hash === "string" ? [tx.hash.toLowerCase()] : [])),
+    );
+    const found: string[] = [];
+    for (const hash of hashes) {
+      if (taken.has(hash)) continue;
+      const raw = await this.rpc.call<string | null>("eth_getRawTransactionByHash", [hash]);
+      if (!raw) continue;
+      taken.add(hash);
+      found.push(raw);
+      this.logger.info(
+        { node: this.name, hash },
+        "devnet: transaction sent to a node taken into the next block",
+      );
+    }
+    return found;
+  }
+
+  applyFault(fault: ActiveFault | { kind: "heal" }): Promise<void> {
+    return this.exclusive(async () => {
+      if (fault.kind === "heal") {
+        if (this.fault?.kind === "kill" && this.control?.respawn) {
+          // Still killed while it starts: a full node counts toward a halt until it is back.
+          const engineUrl = await this.control.respawn();
+          if (engineUrl) this.engine.url = engineUrl;
+          this.verified = false;
+        }
+        this.fault = undefined;
+        // A forked node goes back to the canonical chain in the next round (a reorg on the node).
+        return;
+      }
+      if (fault.kind === "kill") {
+        this.fault = fault;
+        await this.control?.kill();
+        if (!this.owned) await this.awaitDeath();
+        this.markLost("killed");
+        return;
+      }
+      if (fault.kind === "slow") {
+        const seed = fault.seed ?? Math.floor(Math.random() * 0xffffffff);
+        this.slowDelay = latencySampler(SLOW_PROFILES[fault.profile], seededRandom(seed));
+      }
+      this.fault = fault;
+    });
+  }
+
+  status(): DrivenNodeStatus {
+    const target = this.target();
+    const pid = this.control?.pid();
+    return {
+      ...this.publicEndpoint(),
+      owned: this.owned,
+      ...(pid !== undefined ? { pid } : {}),
+      fault: this.fault ?? null,
+      target: target ?? null,
+      head: this.head ?? null,
+      reachable: this.reachable,
+      ...(this.lastError ? { lastError: this.lastError } : {}),
+    };
+  }
+
+  private exclusive(task: () => Promise<void>): Promise<void> {
+    const run = this.serial.then(task);
+    this.serial = run.catch(() => undefined);
+    return run;
+  }
+
+  private async latest(): Promise<NodeHead & { timestamp: number }> {
+    const block = await this.rpc.call<{ number: string; hash: string; timestamp: string }>(
+      "eth_getBlockByNumber",
+      ["latest", false],
+    );
+    return { number: Number(block.number), hash: block.hash, timestamp: Number(block.timestamp) };
+  }
+
+  private async syncRound(): Promise<void> {
+    if (this.detached || (this.owned && this.killed)) return;
+    try {
+      if (!this.verified) await this.verify();
+      let latest = await this.latest();
+      if (
+        !this.owned &&
+        this.fault &&
+        (this.lost || (this.head !== undefined && latest.number < this.head.number))
+      ) {
+        // The fleet restarted it: a fresh process carries none of the old one's fault, as after a real restart.
+        this.logger.info({ node: this.name, fault: this.fault }, "devnet node restarted: fault cleared");
+        this.fault = undefined;
+      }
+      const target = this.target();
+      if (target !== undefined && latest.hash !== this.network.hashes[target]) {
+        const from = await this.commonHeight(latest, target);
+        if (from < target) {
+          for (let n = from + 1; n <= target; n++) {
+            await this.engine.newPayload(this.network.payloads[n]!);
+            // The head moves along every REPLAY_HEAD_STEP blocks, as a consensus client's would: geth keeps the state
+            // of at most 128 blocks past its head in memory, and answers SYNCING to a block whose parent's is gone.
+            if (n < target && n % REPLAY_HEAD_STEP === 0) await this.engine.setHead(this.network.hashes[n]!);
+          }
+          await this.engine.setHead(this.network.hashes[target]!);
+          latest = await this.latest();
+        }
+      }
+      this.head = { number: latest.number, hash: latest.hash };
+      this.reachable = true;
+      this.lost = false;
+      this.lastError = undefined;
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      if (this.reachable && !this.detached)
+        this.logger.warn({ node: this.name, err: message }, "devnet node out of reach");
+      this.markLost(message);
+    }
+  }
+
+  /** The highest height up to `target` where the node's chain is the canonical one. */
+  private async commonHeight(latest: NodeHead, target: number): Promise<number> {
+    let n = Math.min(latest.number, target);
+    if (n === latest.number && latest.hash === this.network.hashes[n]) return n;
+    while (n > 0 && (await this.blockHashAt(n)) !== this.network.hashes[n]) n--;
+    return n;
+  }
+
+  private markLost(message: string): void {
+    this.reachable = false;
+    this.lost = true;
+    this.verified = false;
+    this.lastError = message;
+  }
+
+  private async awaitDeath(): Promise<void> {
+    const deadline = Date.now() + 3_000;
+    while (Date.now() < deadline) {
+      const alive = await new HttpRpcClient(this.endpoint.httpUrl, 200)
+        .call("eth_chainId")
+        .then(() => true)
+        .catch(() => false);
+      if (!alive) return;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+}
+
+/** The canonical chain's blocks pay no one; a forked node's pay a marker address, so they differ from the chain's. */
+export function feeRecipient(forked: boolean): string {
+  return forked ? "0x00000000000000000000000000000000000f04c0" : `0x${"00".repeat(20)}`;
+}
+
+/** Whether an error from eth_sendRawTransaction means the node has the transaction (or its nonce) already. */
+export function alreadyHas(error: unknown): boolean {
+  return error instanceof RpcError && /already known|nonce too low|already imported/i.test(error.message);
+}

@@ -1,0 +1,250 @@
+import { Wallet } from "ethers";
+import { spawn } from "node:child_process";
+import { join } from "node:path";
+import { afterEach, describe, expect, it, onTestFinished } from "vitest";
+import type { DevnetStatus } from "../../src/devnet/devnet.js";
+import type { Devnet } from "../../src/devnet/devnet.js";
+import { startDevnet } from "../../src/devnet/devnet.js";
+import { DEV_ACCOUNT } from "../../src/devnet/devTransactions.js";
+import { DevnetInputError } from "../../src/devnet/errors.js";
+import { SLOW_PROFILES, latencySampler, seededRandom } from "../../src/devnet/latencyProfile.js";
+import { HttpRpcClient } from "../../src/rpc/httpRpcClient.js";
+import { gethForTests } from "../support/geth/gethBinary.js";
+import { expectProcessesGone } from "../support/devnet.js";
+import { ROOT, runCli } from "../support/runCli.js";
+import { waitFor } from "../support/waitFor.js";
+
+const rpc = (url: string) => new HttpRpcClient(url, 10_000);
+const running: Devnet[] = [];
+afterEach(async () => {
+  await Promise.all(running.splice(0).map((d) => d.stop()));
+});
+
+async function gethDevnet(
+  skip: () => void,
+  fullNodes = 2,
+  lightNodes = 1,
+  latencyFronts = false,
+): Promise<Devnet | undefined> {
+  const geth = await gethForTests();
+  if (!geth.path) {
+    console.warn(`skipped: ${geth.missing}`);
+    skip();
+    return undefined;
+  }
+  const devnet = await startDevnet({
+    implementation: "geth",
+    gethBinary: geth.path,
+    blockTimeMs: 0,
+    latencyFronts,
+    networks: [{ name: "devnet", chainId: 31_337, fullNodes, lightNodes }],
+  });
+  running.push(devnet);
+  return devnet;
+}
+
+const urlOf = (devnet: Devnet, name: string) => devnet.nodes().find((n) => n.name === name)!.httpUrl;
+const headOf = async (url: string) =>
+  await rpc(url).call<{ number: string; hash: string }>("eth_getBlockByNumber", ["latest", false]);
+const mineTimes = async (devnet: Devnet, count: number) => {
+  for (let i = 0; i < count; i++) await devnet.mine();
+};
+
+describe("the devnet on geth", () => {
+  it("keeps every geth node on the builder's chain, mines the devnet's transactions, and lag, stall, fork, kill and heal act on a node", async (context) => {
+    const devnet = await gethDevnet(() => context.skip());
+    if (!devnet) return;
+    const light = urlOf(devnet, "devnet-light-0");
+    await mineTimes(devnet, 2);
+    const head = devnet.head("devnet");
+    expect(head.number).toBe(3);
+    for (const node of devnet.nodes())
+      expect(await headOf(node.httpUrl)).toMatchObject({ number: "0x3", hash: head.hash });
+    // Block 1 carries the devnet's first transaction, signed with the chain id.
+    const first = await rpc(light).call<{ transactions: string[] }>("eth_getBlockByNumber", ["0x1", false]);
+    expect(first.transactions).toHaveLength(1);
+
+    // The devnet's own transaction, and one a client sends straight to the light node, go into the next block.
+    const sent = await devnet.sendTransaction("devnet", {
+      to: "0x00000000000000000000000000000000000000aa",
+      value: 5n,
+    });
+    const client = new Wallet("0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d");
+    const raw = await client.signTransaction({
+      type: 2,
+      chainId: 31_337,
+      nonce: 0,
+      to: "0x00000000000000000000000000000000000000bb",
+      value: 7n,
+      gasLimit: 21_000,
+      maxFeePerGas: 10_000_000_000n,
+      maxPriorityFeePerGas: 1n,
+    });
+    const clientHash = await rpc(light).call<string>("eth_sendRawTransaction", [raw]);
+    await devnet.mine();
+    for (const hash of [sent.hash, clientHash]) {
+      const receipt = await rpc(urlOf(devnet, "devnet-full-1")).call<{ status: string } | null>(
+        "eth_getTransactionReceipt",
+        [hash],
+      );
+      expect(receipt?.status).toBe("0x1");
+    }
+
+    await devnet.fault("devnet-light-0", { kind: "lag", blocks: 2 });
+    await mineTimes(devnet, 4);
+    expect(Number((await headOf(light)).number)).toBe(devnet.head("devnet").number - 2);
+
+    await devnet.fault("devnet-light-0", { kind: "stall" });
+    const stalledAt = Number((await headOf(light)).number);
+    await mineTimes(devnet, 2);
+    expect(Number((await headOf(light)).number)).toBe(stalledAt);
+
+    await devnet.fault("devnet-light-0", { kind: "fork" });
+    await mineTimes(devnet, 2);
+    const forked = await headOf(light);
+    const canonical = await rpc(urlOf(devnet, "devnet-full-0")).call<{ hash: string }>(
+      "eth_getBlockByNumber",
+      [forked.number, false],
+    );
+    expect(forked.hash).not.toBe(canonical.hash);
+
+    await devnet.fault("devnet-light-0", { kind: "heal" });
+    expect(await headOf(light)).toMatchObject({ hash: devnet.head("devnet").hash });
+
+    // Killed, the full node that builds leaves it to the other; healed, it is back on the chain.
+    const pid = devnet.status().nodes.find((n) => n.name === "devnet-full-0")!.pid!;
+    await devnet.fault("devnet-full-0", { kind: "kill" });
+    expect(() => process.kill(pid, 0)).toThrow();
+    await mineTimes(devnet, 2);
+    expect(await headOf(urlOf(devnet, "devnet-full-1"))).toMatchObject({ hash: devnet.head("devnet").hash });
+    await devnet.fault("devnet-full-0", { kind: "heal" });
+    await waitFor(
+      async () => (await headOf(urlOf(devnet, "devnet-full-0"))).hash === devnet.head("devnet").hash,
+      {
+        what: "the healed full node on the chain",
+      },
+    );
+    expect(devnet.status().networks[0]!.halted).toBe(false);
+  }, 120_000);
+
+  it("slows a light node's state reads in its front, refuses a reorg saying why, and halts when every full node is stalled", async (context) => {
+    const devnet = await gethDevnet(() => context.skip(), 1, 1, true);
+    if (!devnet) return;
+    const light = devnet.nodes().find((n) => n.name === "devnet-light-0")!;
+    await devnet.fault("devnet-light-0", { kind: "slow", profile: "severe", seed: 7 });
+    const delays = latencySampler(SLOW_PROFILES.severe, seededRandom(7));
+    for (let i = 0; i < 3; i++) {
+      const started = performance.now();
+      await rpc(light.httpUrl).call("eth_getBalance", [DEV_ACCOUNT, "latest"]);
+      expect(performance.now() - started).toBeGreaterThanOrEqual(delays() - 5);
+    }
+    await expect(devnet.fault("devnet-full-0", { kind: "slow", profile: "light" })).rejects.toThrow(
+      /no latency front/,
+    );
+    await devnet.fault("devnet-light-0", { kind: "heal" });
+
+    await expect(devnet.reorg("devnet", 1)).rejects.toThrow(DevnetInputError);
+    await expect(devnet.reorg("devnet", 1)).rejects.toThrow(/not available on the geth devnet/);
+    await devnet.fault("devnet-full-0", { kind: "stall" });
+    const before = devnet.head("devnet").number;
+    await mineTimes(devnet, 2);
+    expect(devnet.head("devnet").number).toBe(before);
+    expect(devnet.status().networks[0]!.halted).toBe(true);
+    await devnet.fault("devnet-full-0", { kind: "heal" });
+    await devnet.mine();
+    expect(devnet.head("devnet").number).toBe(before + 1);
+  }, 60_000);
+});
+
+describe("a geth node brought back from far behind", () => {
+  it("is handed more than 128 blocks whose timestamps are past, and reaches the head", async (context) => {
+    const geth = await gethForTests();
+    if (!geth.path) {
+      console.warn(`skipped: ${geth.missing}`);
+      return context.skip();
+    }
+    // Timestamps from 1,000 s ago, one a block: a chain that ran in real time (the replay once stopped at block 130,
+    // geth answering SYNCING once its head was 129 blocks behind the blocks it was handed).
+    const devnet = await startDevnet({
+      implementation: "geth",
+      gethBinary: geth.path,
+      blockTimeMs: 0,
+      genesisTimestamp: Math.floor(Date.now() / 1000) - 1_000,
+      now: () => 0,
+      networks: [{ name: "devnet", chainId: 31_337, fullNodes: 1, lightNodes: 1 }],
+    });
+    running.push(devnet);
+    await mineTimes(devnet, 160);
+    await devnet.fault("devnet-light-0", { kind: "kill" });
+    await devnet.fault("devnet-light-0", { kind: "heal" });
+    const light = devnet.status().nodes.find((n) => n.name === "devnet-light-0")!;
+    expect(light.lastError).toBeUndefined();
+    expect(await headOf(light.httpUrl)).toMatchObject({ number: "0xa1", hash: devnet.head("devnet").hash });
+  }, 120_000);
+});
+
+describe("lightfleet devnet --implementation geth", () => {
+  it("runs geth nodes, takes fault commands, refuses reorg with the reason, and stops every node on Ctrl-C", async (context) => {
+    const geth = await gethForTests();
+    if (!geth.path) {
+      console.warn(`skipped: ${geth.missing}`);
+      return context.skip();
+    }
+    const child = spawn(
+      process.execPath,
+      [
+        ...[
+          "--import",
+          "tsx",
+          join(ROOT, "src/cli.ts"),
+          "devnet",
+          "--implementation",
+          "geth",
+          "--geth",
+          geth.path,
+        ],
+        ...["--light-nodes", "1", "--block-time", "0", "--admin-port", "0"],
+      ],
+      { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] },
+    );
+    let output = "";
+    child.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    const stopped = new Promise((resolve) => child.once("exit", resolve));
+    onTestFinished(async () => {
+      if (child.exitCode === null) child.kill("SIGINT");
+      await stopped;
+    });
+    const adminUrl = await waitFor(() => /^admin: (http:\/\/\S+)/m.exec(output)?.[1], {
+      timeoutMs: 60_000,
+      what: () => `the devnet banner (output so far: ${output})`,
+    });
+    const status = async () => (await (await fetch(`${adminUrl}/devnet/status`)).json()) as DevnetStatus;
+    const pids = (await status()).nodes.map((n) => n.pid).filter((pid): pid is number => pid !== undefined);
+    expect(pids).toHaveLength(2);
+    const client = new HttpRpcClient((await status()).nodes[0]!.httpUrl, 10_000);
+    expect(await client.call<string>("web3_clientVersion")).toMatch(/^Geth\//);
+
+    const mined = await runCli(["devnet", "mine", "--admin", adminUrl]);
+    expect(mined.stdout).toMatch(/^devnet: head 2 0x[0-9a-f]{64}\n$/);
+    const stall = await runCli(["devnet", "stall", "devnet-light-0", "--admin", adminUrl]);
+    expect(stall).toMatchObject({ code: 0, stdout: "devnet-light-0: stall (head 2)\n" });
+    const reorg = await runCli(["devnet", "reorg", "devnet", "1", "--admin", adminUrl]);
+    expect(reorg.code).toBe(2);
+    expect(reorg.stderr).toMatch(/^lightfleet devnet: reorg is not available on the geth devnet/);
+
+    child.kill("SIGINT");
+    await stopped;
+    expect(child.exitCode).toBe(0);
+    await expectProcessesGone(pids);
+  }, 120_000);
+
+  it("says clearly when geth cannot be run", async () => {
+    const result = await runCli(["devnet", "--implementation", "geth", "--geth", "/nonexistent/geth"]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(
+      /^lightfleet devnet: cannot run geth at \/nonexistent\/geth \(set devnet\.gethBinary/,
+    );
+    expect(result.stderr).not.toMatch(/\n\s+at /);
+  });
+});
