@@ -74,8 +74,10 @@ describe("the response cache and reorgs", () => {
       networks: [{ name: NETWORK, chainId: CHAIN_ID, fullNodes: 1, lightNodes: 2 }],
     });
     // anvil's finalized block is 64 below its head: 6 at head 70. The gateway starts after: block 1 is on no recent
-    // chain it follows, so only its canonical hash at a final height can say it stands.
-    for (let i = 0; i < 70; i++) await devnet.mine(NETWORK);
+    // chain it follows, so only its canonical hash at a final height can say it stands. A transaction in block 2.
+    await devnet.mine(NETWORK);
+    const sent = await devnet.sendTransaction(NETWORK, { to: DEV_ACCOUNT, value: 1n, gasLimit: 21_000 });
+    for (let i = 0; i < 69; i++) await devnet.mine(NETWORK);
     const { gateway, registry } = await startTestGateway(devnet);
     try {
       await waitForServedHead(gateway, devnet);
@@ -108,6 +110,18 @@ describe("the response cache and reorgs", () => {
         });
       expect(await cacheCount(registry, "hit")).toBe(hits + 10);
       expect(await cacheCount(registry, "miss")).toBe(misses);
+
+      // A receipt by hash names its block: final there too once that block's hash is the canonical one.
+      const receipt = await full.call<Json>("eth_getTransactionReceipt", [sent.hash]);
+      expect(Number(receipt.blockNumber)).toBe(2);
+      const receiptHits = await cacheCount(registry, "hit");
+      await waitFor(
+        async () => {
+          expect((await ask("eth_getTransactionReceipt", [sent.hash])).result).toEqual(receipt);
+          return (await cacheCount(registry, "hit")) > receiptHits;
+        },
+        { what: "a cache hit for a receipt in finalized block 2" },
+      );
     } finally {
       await gateway.stop();
     }
