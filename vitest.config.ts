@@ -28,6 +28,7 @@ const UNIT = [
   "test/gateway/agreedHead.test.ts",
   "test/gateway/callTracker.test.ts",
   "test/gateway/responseCache.test.ts",
+  "test/gateway/canonicalHashes.test.ts",
   "test/gateway/broadcastTransaction.test.ts",
   "test/gateway/clusterFilters.test.ts",
   "test/gateway/availableCores.test.ts",

@@ -69,6 +69,64 @@ describe("the response cache and reorgs", () => {
     }
   });
 
+  it("serves a finalized block by hash that the nodes' recent chains no longer hold", async () => {
+    const devnet = await startTestDevnet({
+      networks: [{ name: NETWORK, chainId: CHAIN_ID, fullNodes: 1, lightNodes: 2 }],
+    });
+    // anvil's finalized block is 64 below its head: 6 at head 70. The gateway starts after: block 1 is on no recent
+    // chain it follows, so only its canonical hash at a final height can say it stands. A transaction in block 2.
+    await devnet.mine(NETWORK);
+    const sent = await devnet.sendTransaction(NETWORK, { to: DEV_ACCOUNT, value: 1n, gasLimit: 21_000 });
+    for (let i = 0; i < 69; i++) await devnet.mine(NETWORK);
+    const { gateway, registry } = await startTestGateway(devnet);
+    try {
+      await waitForServedHead(gateway, devnet);
+      await waitFor(() => (gateway.blockTags(NETWORK).finalized?.number ?? 0) >= 1, {
+        what: "the peers' agreed finalized block",
+      });
+      const ask = async (method: string, params: unknown[]): Promise<Json> =>
+        (await post(gateway.url, { jsonrpc: "2.0", id: 5, method, params })).body;
+      const full = new HttpRpcClient(devnet.nodes(NETWORK).find((n) => n.role === "full")!.httpUrl, 5_000);
+      const block1 = await full.call<Json>("eth_getBlockByNumber", ["0x1", false]);
+      expect(block1.hash).toMatch(/^0x[0-9a-f]{64}$/);
+
+      // The first answers come from a node while the block's hash is checked against the canonical one at height 1.
+      const hitsBefore = await cacheCount(registry, "hit");
+      await waitFor(
+        async () => {
+          expect((await ask("eth_getBlockByHash", [block1.hash, false])).result).toEqual(block1);
+          return (await cacheCount(registry, "hit")) > hitsBefore;
+        },
+        { what: "a cache hit for finalized block 1 by hash" },
+      );
+      // From then on every call is a hit: none goes to a node.
+      const hits = await cacheCount(registry, "hit");
+      const misses = await cacheCount(registry, "miss");
+      for (let i = 0; i < 10; i++)
+        expect(await ask("eth_getBlockByHash", [block1.hash, false])).toEqual({
+          jsonrpc: "2.0",
+          id: 5,
+          result: block1,
+        });
+      expect(await cacheCount(registry, "hit")).toBe(hits + 10);
+      expect(await cacheCount(registry, "miss")).toBe(misses);
+
+      // A receipt by hash names its block: final there too once that block's hash is the canonical one.
+      const receipt = await full.call<Json>("eth_getTransactionReceipt", [sent.hash]);
+      expect(Number(receipt.blockNumber)).toBe(2);
+      const receiptHits = await cacheCount(registry, "hit");
+      await waitFor(
+        async () => {
+          expect((await ask("eth_getTransactionReceipt", [sent.hash])).result).toEqual(receipt);
+          return (await cacheCount(registry, "hit")) > receiptHits;
+        },
+        { what: "a cache hit for a receipt in finalized block 2" },
+      );
+    } finally {
+      await gateway.stop();
+    }
+  });
+
   it("caches answers by number at or below the peers' finalized block, and none above it", async () => {
     const devnet = await startTestDevnet({
       networks: [{ name: NETWORK, chainId: CHAIN_ID, fullNodes: 1, lightNodes: 2 }],

@@ -5,6 +5,7 @@ import {
   blockOfAnswer,
   blockStanding,
   cachePlan,
+  withNumberFromAnswer,
 } from "../../src/gateway/rpc/responseCache.js";
 
 const HASH = `0x${"ab".repeat(32)}`;
@@ -64,13 +65,51 @@ describe("what may be cached", () => {
 
 describe("block standing", () => {
   const held = (map: Record<string, number>) => (hash: string) => map[hash];
+  const canonical = (map: Record<number, string>) => (number: number) => map[number];
+  const none = canonical({});
   it("a hash stands while a routed node's chain holds it; final once at or below the finalized block", () => {
-    expect(blockStanding({ hash: HASH }, undefined, held({ [HASH]: 9 }))).toBe("current");
-    expect(blockStanding({ hash: HASH }, 9, held({ [HASH]: 9 }))).toBe("final");
-    expect(blockStanding({ hash: HASH, number: 9 }, 20, held({}))).toBe("unknown");
-    expect(blockStanding({ number: 9 }, 9, held({}))).toBe("final");
-    expect(blockStanding({ number: 10 }, 9, held({}))).toBe("unknown");
-    expect(blockStanding({ number: 1 }, undefined, held({}))).toBe("unknown");
+    expect(blockStanding({ hash: HASH }, undefined, held({ [HASH]: 9 }), none)).toBe("current");
+    expect(blockStanding({ hash: HASH }, 9, held({ [HASH]: 9 }), none)).toBe("final");
+    expect(blockStanding({ hash: HASH, number: 9 }, 8, held({}), none)).toBe("unknown");
+    expect(blockStanding({ number: 9 }, 9, held({}), none)).toBe("final");
+    expect(blockStanding({ number: 10 }, 9, held({}), none)).toBe("unknown");
+    expect(blockStanding({ number: 1 }, undefined, held({}), none)).toBe("unknown");
+  });
+
+  it("a hash off the recent chains at a final height is final only as the canonical hash there", () => {
+    // Not known yet: kept, not served, until the canonical hash is known.
+    expect(blockStanding({ hash: HASH, number: 1 }, 6, held({}), none)).toBe("unverified");
+    expect(blockStanding({ hash: HASH, number: 1 }, 6, held({}), canonical({ 1: HASH }))).toBe("final");
+    expect(blockStanding({ hash: HASH, number: 6 }, 6, held({}), canonical({ 6: HASH }))).toBe("final");
+    // Another block at that height (a branch a reorg replaced): never served.
+    expect(blockStanding({ hash: HASH, number: 1 }, 6, held({}), canonical({ 1: OTHER }))).toBe("unknown");
+    // Above the finalized block, without finality, or without a height: nothing to check against.
+    expect(blockStanding({ hash: HASH, number: 7 }, 6, held({}), canonical({ 7: HASH }))).toBe("unknown");
+    expect(blockStanding({ hash: HASH, number: 1 }, undefined, held({}), canonical({ 1: HASH }))).toBe(
+      "unknown",
+    );
+    expect(blockStanding({ hash: HASH }, 6, held({}), canonical({ 1: HASH }))).toBe("unknown");
+  });
+
+  it("reads the height of a block named by hash from the answer about it", () => {
+    expect(withNumberFromAnswer({ hash: HASH }, { hash: HASH, number: "0x1", parentHash: OTHER })).toEqual({
+      hash: HASH,
+      number: 1,
+    });
+    expect(
+      withNumberFromAnswer({ hash: HASH }, { hash: OTHER, blockHash: HASH, blockNumber: "0x2" }),
+    ).toEqual({
+      hash: HASH,
+      number: 2,
+    });
+    expect(withNumberFromAnswer({ hash: HASH }, [{ blockHash: HASH, blockNumber: "0x3" }])).toEqual({
+      hash: HASH,
+      number: 3,
+    });
+    // An answer about another block, or with no height, says nothing.
+    expect(withNumberFromAnswer({ hash: HASH }, { hash: OTHER, number: "0x1" })).toEqual({ hash: HASH });
+    expect(withNumberFromAnswer({ hash: HASH }, "0x5")).toEqual({ hash: HASH });
+    expect(withNumberFromAnswer({ hash: HASH }, { hash: HASH, number: "5" })).toEqual({ hash: HASH });
   });
 });
 
@@ -96,6 +135,27 @@ describe("ResponseCache", () => {
     standings.set(HASH, "unknown");
     expect(c.get("k")).toBeUndefined();
     standings.set(HASH, "current");
+    expect(c.get("k")).toBeUndefined();
+  });
+
+  it("keeps an unverified entry without serving it, and serves it once final", () => {
+    const { c, standings } = cache();
+    standings.set(HASH, "unverified");
+    c.set("k", "1", { hash: HASH, number: 1 });
+    expect(c.get("k")).toBeUndefined();
+    expect(c.size).toBe(1);
+    standings.set(HASH, "final");
+    expect(c.get("k")).toBe("1");
+  });
+
+  it("drops an unverified entry whose hash is not the canonical one", () => {
+    const { c, standings } = cache();
+    standings.set(HASH, "unverified");
+    c.set("k", "1", { hash: HASH, number: 1 });
+    standings.set(HASH, "unknown");
+    expect(c.get("k")).toBeUndefined();
+    expect(c.size).toBe(0);
+    standings.set(HASH, "final");
     expect(c.get("k")).toBeUndefined();
   });
 

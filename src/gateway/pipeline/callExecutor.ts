@@ -11,7 +11,14 @@ import type { BlockTags } from "../rpc/blockParams.js";
 import { methodLabel } from "../rpc/methodPolicy.js";
 import { RecentServedHeads } from "../rpc/recentServedHeads.js";
 import type { AnswerBlock, BlockStanding, CachePlan } from "../rpc/responseCache.js";
-import { ResponseCache, blockOfAnswer, blockStanding, cachePlan } from "../rpc/responseCache.js";
+import {
+  ResponseCache,
+  blockOfAnswer,
+  blockStanding,
+  cachePlan,
+  withNumberFromAnswer,
+} from "../rpc/responseCache.js";
+import { CanonicalHashes } from "./canonicalHashes.js";
 import { RawResult, resultValue } from "../rpc/serialize.js";
 import { resolvesAgainstHead } from "../rpc/sharedServedHead.js";
 import type { SharedServedHead } from "../rpc/sharedServedHead.js";
@@ -77,6 +84,8 @@ export class CallExecutor {
   private filters: Filters | undefined;
   private readonly nodes: NodeCalls;
   private readonly cache: ResponseCache | undefined;
+  /** Canonical hashes of final heights, for cached answers about blocks older than the nodes' recent chains. */
+  private readonly canonicalHashes: CanonicalHashes;
   private readonly finalizedNumber: () => number | undefined;
   /** What the planners read of the network: live reads, no copy per call. */
   private readonly context: PlanContext;
@@ -94,6 +103,9 @@ export class CallExecutor {
       hungNodes: options.hungNodes ?? hungNodesSchema.parse({}),
       transactionPeers: options.transactionPeers ?? [],
     });
+    this.canonicalHashes = new CanonicalHashes((request) =>
+      this.nodes.send({ kind: "forward", request, minBlock: resultHeight(request) }, false),
+    );
     if (options.cache?.enabled) {
       const cache = new ResponseCache(options.cache, (block) => this.standing(block));
       this.cache = cache;
@@ -285,18 +297,32 @@ export class CallExecutor {
   private keep(plan: CachePlan, response: JsonRpcResponse): void {
     if ("error" in response || response.result === null || response.result === undefined) return;
     const result = response.result;
-    const block = plan.block === "inResult" ? blockOfAnswer(resultValue(result)) : plan.block;
+    const block =
+      plan.block === "inResult"
+        ? blockOfAnswer(resultValue(result))
+        : withNumberFromAnswer(plan.block, resultValue(result));
     if (!block) return;
     this.cache!.set(plan.key, result instanceof RawResult ? result.json : JSON.stringify(result), block);
   }
 
   /**
    * Where a cached answer's block stands: a hash counts while a routed node's recent chain holds it (any node's in
-   * panic mode), so an answer from a branch that a reorg replaced is never served again.
+   * panic mode), so an answer from a branch that a reorg replaced is never served again; off the recent chains, at a
+   * final height, once it is the canonical hash there (looked up once per height, in the background: the hot path
+   * stays synchronous, and the answer is served from the next call after).
    */
   private standing(block: AnswerBlock): BlockStanding {
     const { upstreams } = this.options;
-    return blockStanding(block, this.finalizedNumber(), (hash) => upstreams.servedHeightOfHash(hash));
+    const finalized = upstreams.finalized();
+    const standing = blockStanding(
+      block,
+      this.finalizedNumber(),
+      (hash) => upstreams.servedHeightOfHash(hash),
+      (number) =>
+        number === finalized?.number ? finalized.hash.toLowerCase() : this.canonicalHashes.get(number),
+    );
+    if (standing === "unverified") this.canonicalHashes.learn(block.number!);
+    return standing;
   }
 
   /** The agreed safe and finalized heights, never above the served head (below it, every block is as final). */
@@ -355,4 +381,9 @@ export class CallExecutor {
     const network = this.network;
     return this.options.metrics.pendingCacheRequests.cell(`${network}\n${result}`, { network, result });
   }
+}
+
+/** The height an eth_getBlockByNumber call asks for: a node must have reached it. */
+function resultHeight(request: JsonRpcRequest): number {
+  return Number.parseInt((request.params as string[])[0]!, 16);
 }

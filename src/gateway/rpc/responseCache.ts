@@ -73,21 +73,48 @@ export function blockOfAnswer(result: unknown): AnswerBlock | undefined {
 }
 
 /**
- * Where an answer's block stands now: final (at or below the finalized block, and for a block named by hash, seen on
- * the nodes' chain), current (on the chain a routed node serves, not final yet), or unknown (reorged away, too old
- * to check without finality, or never seen). `held` gives the height of a hash on a routed node's recent chain.
+ * The block an answer names, with its height read from the answer when the call named only its hash: a block's own
+ * `number` (eth_getBlockByHash), or the `blockNumber` of a transaction or receipt in it. The height is what lets a
+ * block older than the nodes' recent chains be checked against the canonical hash at that height. Pure.
  */
-export type BlockStanding = "final" | "current" | "unknown";
+export function withNumberFromAnswer(block: AnswerBlock, result: unknown): AnswerBlock {
+  if (block.hash === undefined || block.number !== undefined) return block;
+  const item = (Array.isArray(result) ? result[0] : result) as Record<string, unknown> | null | undefined;
+  if (typeof item !== "object" || item === null) return block;
+  const quantity =
+    readBlockHash(item.hash) === block.hash && "number" in item && !("blockHash" in item)
+      ? item.number
+      : readBlockHash(item.blockHash) === block.hash
+        ? item.blockNumber
+        : undefined;
+  if (typeof quantity !== "string" || !/^0x[0-9a-f]{1,13}$/i.test(quantity)) return block;
+  return { hash: block.hash, number: Number.parseInt(quantity, 16) };
+}
+
+/**
+ * Where an answer's block stands now: final (at or below the finalized block, and for a block named by hash, seen on
+ * the nodes' chain or matching the canonical hash at its height), current (on the chain a routed node serves, not
+ * final yet), unverified (a hash at a final height off the recent chains whose canonical hash is not known yet: kept,
+ * not served, until it is), or unknown (reorged away, not the canonical hash at its height, too old to check without
+ * finality, or never seen). `held` gives the height of a hash on a routed node's recent chain, `canonical` the known
+ * canonical hash at a final height (they never change).
+ */
+export type BlockStanding = "final" | "current" | "unverified" | "unknown";
 
 export function blockStanding(
   block: AnswerBlock,
   finalized: number | undefined,
   held: (hash: string) => number | undefined,
+  canonical: (number: number) => string | undefined,
 ): BlockStanding {
   if (block.hash !== undefined) {
     const number = held(block.hash);
-    if (number === undefined) return "unknown";
-    return finalized !== undefined && number <= finalized ? "final" : "current";
+    if (number !== undefined) return finalized !== undefined && number <= finalized ? "final" : "current";
+    // Off the recent chains: only a final height's canonical hash can say the block is the chain's.
+    if (block.number === undefined || finalized === undefined || block.number > finalized) return "unknown";
+    const hash = canonical(block.number);
+    if (hash === undefined) return "unverified";
+    return hash === block.hash ? "final" : "unknown";
   }
   return block.number !== undefined && finalized !== undefined && block.number <= finalized
     ? "final"
@@ -125,12 +152,16 @@ export class ResponseCache {
     });
   }
 
-  /** The cached result (JSON text), or undefined; an entry whose block no longer stands is dropped. */
+  /**
+   * The cached result (JSON text), or undefined; an entry whose block no longer stands is dropped, one not verified
+   * yet is kept but not served.
+   */
   get(key: string): string | undefined {
     const entry = this.entries.get(key);
     if (!entry) return undefined;
     if (entry.final) return entry.json;
     const standing = this.standing(entry.block);
+    if (standing === "unverified") return undefined;
     if (standing === "unknown") {
       this.entries.delete(key);
       return undefined;
@@ -139,7 +170,7 @@ export class ResponseCache {
     return entry.json;
   }
 
-  /** Keeps a result (JSON text) of the block given, if that block stands now. */
+  /** Keeps a result (JSON text) of the block given, if that block stands now or may once verified. */
   set(key: string, json: string, block: AnswerBlock): void {
     const standing = this.standing(block);
     if (standing !== "unknown") this.entries.set(key, { json, block, final: standing === "final" });
