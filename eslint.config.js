@@ -1,5 +1,7 @@
 import js from "@eslint/js";
+import boundaries from "eslint-plugin-boundaries";
 import tseslint from "typescript-eslint";
+import { layerRules } from "./eslint/layers.js";
 
 export default tseslint.config(
   {
@@ -35,4 +37,5 @@ export default tseslint.config(
       ],
     },
   },
+  layerRules(boundaries),
 );

@@ -44,6 +44,7 @@ const UNIT = [
   "test/kubernetes/poolNetworks.test.ts",
   "test/kubernetes/resourceVersion.test.ts",
   "test/kubernetes/statusWriter.test.ts",
+  "test/lint/layers.test.ts",
   "test/log/logger.test.ts",
   "test/metrics/pendingHistogram.test.ts",
   "test/scaling/counterRates.test.ts",
