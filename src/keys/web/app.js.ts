@@ -78,6 +78,45 @@ function button(text, label, onClick, kind) {
   return b;
 }
 
+/** As AWS IAM and the CIS benchmarks: a key older than this should be replaced by a new one. */
+const ROTATE_AFTER_DAYS = 90;
+function ageDays(k) { return Math.floor((Date.now() - Date.parse(k.createdAt)) / 86400000); }
+function ageCell(k) {
+  const td = document.createElement("td");
+  const days = ageDays(k);
+  const time = document.createElement("time");
+  time.dateTime = k.createdAt; time.title = "Created " + new Date(k.createdAt).toLocaleString();
+  time.textContent = days + (days === 1 ? " day" : " days");
+  td.append(time);
+  if (days >= ROTATE_AFTER_DAYS) {
+    const badge = document.createElement("span");
+    badge.className = "badge rotate"; badge.textContent = "Rotate";
+    td.append(" ", badge);
+  }
+  return td;
+}
+/** The reminder above the table: which keys are due, and the steps of a rotation within the two-key quota. */
+function showRotateReminder(keys, limit) {
+  const due = keys.filter((k) => ageDays(k) >= ROTATE_AFTER_DAYS);
+  const box = $("rotate-reminder"); box.textContent = ""; box.hidden = due.length === 0;
+  if (due.length === 0) return;
+  const heading = document.createElement("h2");
+  heading.textContent = due.length === 1 ? "A key is due for rotation" : due.length + " keys are due for rotation";
+  const which = document.createElement("p");
+  which.append("Keys older than " + ROTATE_AFTER_DAYS + " days: ");
+  due.forEach((k, i) => {
+    const code = document.createElement("code"); code.textContent = k.accessKeyId;
+    which.append(i > 0 ? ", " : "", code, " (" + ageDays(k) + " days" + (k.name ? ", " + k.name : "") + ")");
+  });
+  which.append(". A key that is never replaced stays usable by anyone who copied it along the way.");
+  const steps = document.createElement("ol");
+  const items = [];
+  if (keys.length >= limit) items.push("delete a key you no longer use, to free one of your " + limit + " slots;");
+  items.push("create a new key and move your clients to it;", "deactivate the old key and check nothing fails;", "delete the old key.");
+  for (const text of items) { const li = document.createElement("li"); li.textContent = text; steps.append(li); }
+  box.append(heading, which, steps);
+}
+
 async function loadKeys() {
   const { keys } = await api("GET", "/v1/user/keys");
   state.keys = keys;
@@ -86,6 +125,7 @@ async function loadKeys() {
   $("quota").textContent = keys.length === 0 ? "" : keys.length + " of " + limit + " keys (Inactive ones count too)." +
     (keys.length >= limit ? " To create another, delete one (deactivate it first to check nothing still uses it)." : "");
   $("create").disabled = keys.length >= limit || state.created !== null;
+  showRotateReminder(keys, limit);
   closeDelete();
   const rows = $("key-rows"); rows.textContent = "";
   $("no-keys").hidden = keys.length > 0;
@@ -98,7 +138,7 @@ async function loadKeys() {
     const code = document.createElement("code"); code.textContent = k.accessKeyId;
     tr.append(
       cell("Name", k.name || "(no name)"), cell("Access key id", code), cell("Status", badge),
-      cell("Created", timeCell(k.createdAt, "")), cell("Last used", timeCell(k.lastUsedAt, "never")),
+      cell("Age", ageCell(k)), cell("Last used", timeCell(k.lastUsedAt, "never")),
     );
     const actions = cell("Actions", "");
     const who = (k.name ? k.name + " " : "") + k.accessKeyId;
@@ -411,6 +451,7 @@ $("logout").addEventListener("click", async () => {
   await api("POST", "/v1/user/logout").catch(() => {});
   state.me = null; state.created = null;
   $("created").hidden = true; $("created-secret").textContent = ""; $("key-rows").textContent = "";
+  $("rotate-reminder").hidden = true; $("rotate-reminder").textContent = "";
   show("login");
 });
 
