@@ -91,6 +91,11 @@ describe("key API web page in headless Chromium", () => {
     expect(res.headers.get("strict-transport-security")).toBeNull();
     const html = await res.text();
     expect(html).not.toMatch(/<script>|<style>|\sstyle=|\son[a-z]+=/);
+    // The script is the module in src/keys/web/browser, served as it is there (type-checked, linted, formatted).
+    expect(html).toContain('<script type="module" src="/app.js"></script>');
+    const script = await fetch(`${started.api.url}/app.js`);
+    expect(script.headers.get("content-type")).toMatch(/javascript/);
+    expect(await script.text()).toBe(readFileSync(join(ROOT, "src/keys/web/browser/keysPage.js"), "utf8"));
     // Behind a TLS-terminating proxy that is trusted, HSTS is sent.
     const tls = await startTestKeysApi({ trustProxy: 1 });
     try {

@@ -7,7 +7,7 @@ export const INDEX_HTML = `<!doctype html>
 <title>lightfleet API keys</title>
 <link rel="icon" href="data:,">
 <link rel="stylesheet" href="/app.css">
-<script src="/app.js" defer></script>
+<script type="module" src="/app.js"></script>
 </head>
 <body>
 <a class="skip" href="#main">Skip to content</a>
