@@ -2,7 +2,7 @@ import { generateSecret, generateURI } from "otplib";
 import { hashPassword } from "../crypto/passwords.js";
 import { SeedCipher } from "../crypto/seedCipher.js";
 import type { KeysContext } from "./context.js";
-import { MIN_PASSWORD_LENGTH, replacePassword, replaceRecoveryCodes } from "./credentials.js";
+import { endSessions, MIN_PASSWORD_LENGTH, replacePassword, replaceRecoveryCodes } from "./credentials.js";
 
 /** Accounts as the operator manages them from the CLI: add, list, enable and disable, reset a password or 2FA. */
 export class Accounts {
@@ -81,8 +81,7 @@ export class Accounts {
         .where("id", "=", user.id)
         .execute();
       await replaceRecoveryCodes(this.ctx, tx, user.id, []);
-      const deleted = await tx.deleteFrom("sessions").where("user_id", "=", user.id).executeTakeFirst();
-      return Number(deleted.numDeletedRows);
+      return endSessions(tx, user.id);
     });
     await this.ctx.audit(
       user.email,
@@ -96,7 +95,7 @@ export class Accounts {
     const user = await this.requireUser(email);
     await this.ctx.db.transaction().execute(async (tx) => {
       await tx.updateTable("users").set({ disabled: 1 }).where("id", "=", user.id).execute();
-      await tx.deleteFrom("sessions").where("user_id", "=", user.id).execute();
+      await endSessions(tx, user.id);
     });
     await this.ctx.audit(user.email, "user-disabled", "by cli");
   }

@@ -67,14 +67,16 @@ export class KeysContext {
       ...options.slowDown,
       windowMs: this.failureWindowMs,
     };
-    // scrypt runs on libuv's thread pool (4 threads by default): more at once only queue there, unfairly. Past 8 in
-    // flight, attempts on one account wait in its own line: the owner's waits its turn rather than being refused, and
-    // one account's guessers hold no more than 8 places of the shared queue.
+    // scrypt runs on libuv's thread pool (4 threads by default): more at once only queue there, unfairly. Past as
+    // many in flight as run at once, attempts on one account wait in its own line, which takes turns by network: the
+    // owner's waits its turn rather than being refused, and one account's guessers hold no place of the shared queue
+    // beyond the checks that can run.
+    const total = Math.min(4, Math.max(2, availableParallelism()));
     this.gate = new HashingGate({
-      perAccount: 8,
+      perAccount: total,
       accountQueue: 256,
       perAddress: 2,
-      total: Math.min(4, Math.max(2, availableParallelism())),
+      total,
       queue: 64,
       ...options.hashing,
     });

@@ -23,10 +23,19 @@ export async function replacePassword(
   const hash = await hashPassword(password);
   await ctx.db.transaction().execute(async (tx) => {
     await tx.updateTable("users").set({ password_hash: hash }).where("id", "=", userId).execute();
-    let others = tx.deleteFrom("sessions").where("user_id", "=", userId);
-    if (keepSession) others = others.where("token_hash", "!=", tokenHash(keepSession));
-    await others.execute();
+    await endSessions(tx, userId, keepSession);
   });
+}
+
+/** Ends every session of the account but `keepSession` (every one without it); returns how many ended. */
+export async function endSessions(
+  tx: Transaction<KeysDatabase>,
+  userId: number,
+  keepSession?: string | undefined,
+): Promise<number> {
+  let sessions = tx.deleteFrom("sessions").where("user_id", "=", userId);
+  if (keepSession) sessions = sessions.where("token_hash", "!=", tokenHash(keepSession));
+  return Number((await sessions.executeTakeFirst()).numDeletedRows);
 }
 
 /** The account's recovery codes, replaced by `codes` (none: turned off), kept only as HMACs. */

@@ -1,9 +1,14 @@
 import { generateSecret, generateURI } from "otplib";
 import { newRecoveryCodes } from "../crypto/recoveryCodes.js";
-import { tokenHash } from "../crypto/secrets.js";
 import { clearAttempts } from "../throttle/attemptCounter.js";
 import { iso, type Actor, type KeysContext } from "./context.js";
-import { checkCurrentPassword, reauthKey, replacePassword, replaceRecoveryCodes } from "./credentials.js";
+import {
+  checkCurrentPassword,
+  endSessions,
+  reauthKey,
+  replacePassword,
+  replaceRecoveryCodes,
+} from "./credentials.js";
 import { KeysError, twoFactorNotOn } from "./errors.js";
 import { MAX_ACTIVE_KEYS } from "./keyPairs.js";
 import { acceptCode, loginCodeFailure } from "./twoFactorCodes.js";
@@ -141,12 +146,7 @@ export class AccountSettings {
         .executeTakeFirst();
       if (Number(on.numUpdatedRows) !== 1) return undefined;
       await replaceRecoveryCodes(ctx, tx, userId, recoveryCodes);
-      const others = await tx
-        .deleteFrom("sessions")
-        .where("user_id", "=", userId)
-        .where("token_hash", "!=", tokenHash(keepSession))
-        .executeTakeFirst();
-      return Number(others.numDeletedRows);
+      return endSessions(tx, userId, keepSession);
     });
     if (ended === undefined)
       throw new KeysError("two-factor-setup-required", "start the two-factor set-up first");
@@ -190,12 +190,7 @@ export class AccountSettings {
         .executeTakeFirst();
       if (Number(off.numUpdatedRows) !== 1) return undefined;
       await replaceRecoveryCodes(ctx, tx, userId, []);
-      const others = await tx
-        .deleteFrom("sessions")
-        .where("user_id", "=", userId)
-        .where("token_hash", "!=", tokenHash(keepSession))
-        .executeTakeFirst();
-      return Number(others.numDeletedRows);
+      return endSessions(tx, userId, keepSession);
     });
     if (ended === undefined) throw twoFactorNotOn();
     await clearAttempts(ctx.db, reauthKey(userId));
