@@ -1,5 +1,8 @@
 import js from "@eslint/js";
+import boundaries from "eslint-plugin-boundaries";
+import globals from "globals";
 import tseslint from "typescript-eslint";
+import { layerRules } from "./eslint/layers.js";
 
 export default tseslint.config(
   {
@@ -35,4 +38,10 @@ export default tseslint.config(
       ],
     },
   },
+  {
+    // The key page's script runs in the browser, as a module script.
+    files: ["src/keys/web/browser/**/*.js"],
+    languageOptions: { globals: globals.browser, sourceType: "module" },
+  },
+  layerRules(boundaries),
 );

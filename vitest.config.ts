@@ -50,6 +50,7 @@ const UNIT = [
   "test/kubernetes/resourceVersion.test.ts",
   "test/kubernetes/statusWriter.test.ts",
   "test/kubernetes/writeThrottle.test.ts",
+  "test/lint/layers.test.ts",
   "test/log/logger.test.ts",
   "test/metrics/pendingHistogram.test.ts",
   "test/scaling/counterRates.test.ts",

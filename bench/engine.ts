@@ -11,7 +11,6 @@ import { networkSchema } from "../src/config/sections/network.js";
 import { evaluateNetwork } from "../src/health/engine.js";
 import { trackReference, type ReferenceHistory } from "../src/health/referenceTracker.js";
 import type {
-  BlockRef,
   EngineOutput,
   NetworkHealthState,
   NetworkParams,
@@ -19,6 +18,7 @@ import type {
   NodeStatus,
   PeerObservation,
 } from "../src/health/types.js";
+import type { BlockRef } from "../src/chain/blockRef.js";
 
 const NETWORKS = 10;
 const NODES_PER_NETWORK = 1_000;

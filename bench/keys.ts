@@ -36,8 +36,11 @@ async function loop() {
   while (running) {
     n++;
     const spread = workerData.spread;
+    // A new address per request: "same-account-networks" also a new /24 each (a botnet), the others a few /24s.
+    const address = spread === "one-address" ? "203.0.113.7"
+      : spread === "same-account-networks" ? "10." + ((n >> 8) & 255) + "." + (n & 255) + ".1"
+      : "10." + ((n >> 16) & 255) + "." + ((n >> 8) & 255) + "." + (n & 255);
     const email = spread === "accounts" ? "guess-" + n + "@example.org" : "bench@example.org";
-    const address = spread !== "one-address" ? "10." + ((n >> 16) & 255) + "." + ((n >> 8) & 255) + "." + (n & 255) : "203.0.113.7";
     try {
       const response = await fetch(workerData.url + "/v1/user/login", {
         method: "POST",
@@ -141,6 +144,14 @@ try {
     idle,
     newBrowser.attacker,
   );
+  const refusedSpread: number[] = [];
+  const spreadNetworks = await underBurst("same-account-networks", () => newBrowserLogins(refusedSpread));
+  report(
+    `owner from a new browser and address, burst from a new /24 per request on the same account (${refusedSpread.length} of ${LOGINS} refused)`,
+    spreadNetworks.user,
+    idle,
+    spreadNetworks.attacker,
+  );
 } finally {
   await keys.stop();
   bareServer.close();
@@ -197,7 +208,7 @@ async function newBrowserLogins(refused: number[]): Promise<number[]> {
 }
 
 async function underBurst(
-  spread: "one-address" | "accounts" | "same-account",
+  spread: "one-address" | "accounts" | "same-account" | "same-account-networks",
   measure: () => Promise<number[]>,
 ): Promise<{ user: number[]; attacker: Map<string, number> }> {
   const worker = new Worker(ATTACKER, { eval: true, workerData: { url: keys.url, spread } });

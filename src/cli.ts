@@ -1,13 +1,13 @@
 #!/usr/bin/env node
 import { Command } from "commander";
 import { failAndExit } from "./cli/fail.js";
-import { registerConfigCommand } from "./config/command.js";
-import { registerDevnetCommand } from "./devnet/command.js";
-import { registerControllerCommand } from "./kubernetes/controller/command.js";
-import { registerGatewayCommand } from "./gateway/command.js";
-import { registerKeysCommand } from "./keys/command.js";
-import { registerNodeCommand } from "./node/command.js";
-import { registerUpCommand } from "./up/command.js";
+import { registerConfigCommand } from "./cli/commands/configCommand.js";
+import { registerDevnetCommand } from "./cli/commands/devnetCommand.js";
+import { registerControllerCommand } from "./cli/commands/controllerCommand.js";
+import { registerGatewayCommand } from "./cli/commands/gatewayCommand.js";
+import { registerKeysCommand } from "./cli/commands/keysCommand.js";
+import { registerNodeCommand } from "./cli/commands/nodeCommand.js";
+import { registerUpCommand } from "./cli/commands/upCommand.js";
 import { VERSION } from "./version.js";
 
 // Each concern registers its own subcommand; heavy modules are imported inside the actions so that

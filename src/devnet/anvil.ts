@@ -1,25 +1,8 @@
 import type { ChildProcess } from "node:child_process";
-import { createRequire } from "node:module";
-import { dirname, join } from "node:path";
 import type { Logger } from "../log/logger.js";
 import { silentLogger } from "../log/logger.js";
+import { anvilBinary } from "../process/anvilBinary.js";
 import { spawnChild, stopChild } from "../process/spawnChild.js";
-
-const require = createRequire(import.meta.url);
-
-/** Path of the anvil binary shipped by the `@foundry-rs/anvil` npm package for this platform. */
-export function anvilBinary(): string {
-  const arch = process.arch === "x64" ? "amd64" : process.arch;
-  const platformPackage = `@foundry-rs/anvil-${process.platform}-${arch}`;
-  try {
-    return join(dirname(require.resolve(`${platformPackage}/package.json`)), "bin", "anvil");
-  } catch {
-    throw new Error(
-      `anvil is not installed for ${process.platform}/${process.arch} (package ${platformPackage}, a dev ` +
-        "dependency: run npm ci in a checkout; the production image and npm ci --omit=dev leave it out)",
-    );
-  }
-}
 
 export interface AnvilOptions {
   name: string;

@@ -6,7 +6,7 @@ import type { AddressInfo } from "node:net";
 import type { Registry } from "prom-client";
 import { WebSocketServer } from "ws";
 import type { Config } from "../config/schema.js";
-import type { BlockRef } from "../health/types.js";
+import type { BlockRef } from "../chain/blockRef.js";
 import type { Logger } from "../log/logger.js";
 import { createGatewayMetrics } from "../metrics/gatewayMetrics.js";
 import type { JsonRpcRequest, JsonRpcResponse } from "../rpc/jsonRpc.js";

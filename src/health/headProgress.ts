@@ -1,4 +1,4 @@
-import type { BlockRef } from "./types.js";
+import type { BlockRef } from "../chain/blockRef.js";
 
 /** What a node's memory keeps of its head between rounds. */
 export interface HeadProgress {

@@ -1,4 +1,5 @@
-import type { BlockRef, PeerObservation } from "./types.js";
+import type { BlockRef } from "../chain/blockRef.js";
+import type { PeerObservation } from "./types.js";
 
 /** A head that enough reserved peers agree on, by hash. */
 export interface AgreedHead {

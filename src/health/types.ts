@@ -1,3 +1,4 @@
+import type { BlockRef } from "../chain/blockRef.js";
 import type { ResolvedHealthConfig } from "../config/sections/network.js";
 
 /**
@@ -17,13 +18,6 @@ export const NODE_STATES = [
   "CrashLoop",
 ] as const;
 export type NodeState = (typeof NODE_STATES)[number];
-
-export interface BlockRef {
-  number: number;
-  hash: string;
-  /** Block timestamp, seconds (as in the block header). */
-  timestamp: number;
-}
 
 /** What the probes know of one reserved full-node peer. */
 export interface PeerObservation {

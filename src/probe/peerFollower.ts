@@ -1,6 +1,7 @@
 import { EventEmitter } from "node:events";
 import type { PeerConfig } from "../config/sections/network.js";
-import type { BlockRef, PeerObservation } from "../health/types.js";
+import type { PeerObservation } from "../health/types.js";
+import type { BlockRef } from "../chain/blockRef.js";
 import type { Logger } from "../log/logger.js";
 import type { ProbeMetrics } from "../metrics/probeMetrics.js";
 import { parseBlockRef, parseQuantity, toQuantity } from "../rpc/blocks.js";

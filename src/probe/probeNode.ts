@@ -1,4 +1,5 @@
-import type { BlockRef, NodeObservation } from "../health/types.js";
+import type { NodeObservation } from "../health/types.js";
+import type { BlockRef } from "../chain/blockRef.js";
 import type { ProbeMetrics } from "../metrics/probeMetrics.js";
 import { parseBlockRef, parseQuantity, toQuantity } from "../rpc/blocks.js";
 import type { HttpRpcClient } from "../rpc/httpRpcClient.js";

@@ -1,4 +1,4 @@
-import type { BlockRef } from "../health/types.js";
+import type { BlockRef } from "../chain/blockRef.js";
 
 /** Parses a hex quantity ("0x1a") as a safe integer; block numbers and timestamps fit. */
 export function parseQuantity(value: unknown): number | undefined {

@@ -1,7 +1,7 @@
 /**
  * Another autoscaler sizing the workload a pool scales: the controller then leaves scaling to it and reports the
  * conflict (pool status condition `ScalingActive` false, an Event, `lightfleet_pool_scaling_held{cause="conflict"}`).
- * Pure: the caller lists the HPAs and ScaledObjects of the workload's namespace (see listAutoscalers.ts).
+ * Pure: the caller lists the HPAs and ScaledObjects of the workload's namespace (see kubernetes/scaling/listAutoscalers.ts).
  */
 
 export interface WorkloadRef {

@@ -13,7 +13,7 @@ import { StatusWriter } from "../../src/kubernetes/status/statusWriter.js";
 import type { EngineOutput } from "../../src/health/types.js";
 import { silentLogger } from "../../src/log/logger.js";
 import { createRegistry } from "../../src/metrics/registry.js";
-import { listAutoscalers } from "../../src/scaling/listAutoscalers.js";
+import { listAutoscalers } from "../../src/kubernetes/scaling/listAutoscalers.js";
 import { renderChart } from "../support/helm.js";
 import { ROOT } from "../support/runCli.js";
 import { waitFor } from "../support/waitFor.js";

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { BlockRef, NodeObservation, PeerObservation } from "../../src/health/types.js";
+import type { NodeObservation, PeerObservation } from "../../src/health/types.js";
+import type { BlockRef } from "../../src/chain/blockRef.js";
 import { CHAIN_ID, Scenario, T0, allDecisions, hashOf, networkParams, recentHashes } from "./scenario.js";
 
 /**

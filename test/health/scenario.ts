@@ -1,7 +1,6 @@
 import { networkSchema } from "../../src/config/sections/network.js";
 import { evaluateNetwork } from "../../src/health/engine.js";
 import type {
-  BlockRef,
   EngineOutput,
   NetworkHealthState,
   NetworkParams,
@@ -9,6 +8,7 @@ import type {
   NodeStatus,
   PeerObservation,
 } from "../../src/health/types.js";
+import type { BlockRef } from "../../src/chain/blockRef.js";
 
 /**
  * A tiny world for engine scenarios: a canonical chain whose head follows an injected clock, peers and nodes built

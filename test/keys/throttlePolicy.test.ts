@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { HashingGate } from "../../src/keys/throttle/hashingGate.js";
+import { HashingGate, networkOf } from "../../src/keys/throttle/hashingGate.js";
 import { RefusalMemo } from "../../src/keys/throttle/refusalMemo.js";
 import { slowDownDelayMs } from "../../src/keys/throttle/slowDown.js";
 
@@ -91,6 +91,48 @@ describe("HashingGate account line", () => {
     expect("release" in after).toBe(true);
     if ("release" in after) after.release();
     if ("release" in other) other.release();
+  });
+});
+
+describe("HashingGate account line, one network at a time", () => {
+  it("serves an attempt from a network with nobody else in line next, however many wait from another", async () => {
+    const gate = new HashingGate({ perAccount: 1, perAddress: 5, total: 5, queue: 5, accountQueue: 64 });
+    const order: string[] = [];
+    const slots = new Map<string, ReturnType<HashingGate["enter"]>>();
+    const enter = (address: string) =>
+      slots.set(
+        address,
+        gate.enter("acct", address, false).then((slot) => {
+          order.push(address);
+          return slot;
+        }),
+      );
+    let current = await gate.enter("acct", "10.0.0.1", false);
+    /** Ends the check in progress; the account's slot passes to the next in line, whose check starts. */
+    const nextCheck = async () => {
+      if ("release" in current) current.release();
+      await new Promise((resolve) => setImmediate(resolve));
+      current = await slots.get(order.at(-1)!)!;
+    };
+    // Twenty guesses wait from one /24, then the owner's attempt from another network.
+    for (let i = 2; i < 22; i++) enter(`10.0.0.${i}`);
+    enter("192.0.2.7");
+    await nextCheck();
+    await nextCheck();
+    // The owner's network had nobody else waiting: its attempt comes within the first two, not after twenty guesses.
+    expect(order.slice(0, 2)).toContain("192.0.2.7");
+    // Every attempt still gets its turn: nothing is refused.
+    while (order.length < 21) await nextCheck();
+    expect(new Set(order).size).toBe(21);
+    if ("release" in current) current.release();
+  });
+
+  it("groups IPv6 addresses by /64 and IPv4-mapped ones as IPv4", () => {
+    expect(networkOf("2001:db8:1:2:3:4:5:6")).toBe(networkOf("2001:db8:1:2::9"));
+    expect(networkOf("2001:db8:1:2::9")).not.toBe(networkOf("2001:db8:1:3::9"));
+    expect(networkOf("::ffff:198.51.100.7")).toBe(networkOf("198.51.100.200"));
+    expect(networkOf("198.51.100.7")).not.toBe(networkOf("198.51.101.7"));
+    expect(networkOf("unknown")).toBe("unknown");
   });
 });
 

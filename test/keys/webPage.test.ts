@@ -91,6 +91,11 @@ describe("key API web page in headless Chromium", () => {
     expect(res.headers.get("strict-transport-security")).toBeNull();
     const html = await res.text();
     expect(html).not.toMatch(/<script>|<style>|\sstyle=|\son[a-z]+=/);
+    // The script is the module in src/keys/web/browser, served as it is there (type-checked, linted, formatted).
+    expect(html).toContain('<script type="module" src="/app.js"></script>');
+    const script = await fetch(`${started.api.url}/app.js`);
+    expect(script.headers.get("content-type")).toMatch(/javascript/);
+    expect(await script.text()).toBe(readFileSync(join(ROOT, "src/keys/web/browser/keysPage.js"), "utf8"));
     // Behind a TLS-terminating proxy that is trusted, HSTS is sent.
     const tls = await startTestKeysApi({ trustProxy: 1 });
     try {
@@ -456,6 +461,56 @@ describe("key API web page in headless Chromium", () => {
 
       expect(await axeViolations(page)).toEqual([]);
       await page.screenshot({ path: shot("keys-page-phone-2fa-off.png"), fullPage: true });
+      expect(problems).toEqual([]);
+    } finally {
+      await context.close();
+      await server.stop();
+    }
+  });
+
+  it("shows each key's age and asks to rotate a key older than 90 days, at 1280 and 390 px", async () => {
+    // A clock of its own: one key made 100 days ago, one 10 days ago; the browser reads their age on today's clock.
+    const day = 86_400_000;
+    let offset = -100 * day;
+    const server = await startTestKeysApi({ clock: () => Date.now() + offset });
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    try {
+      await server.api.service.addUser("aging@example.org", PASSWORD);
+      const { token } = await server.api.service.login("aging@example.org", PASSWORD, "127.0.0.1");
+      const { userId } = (await server.api.service.session(token))!;
+      const old = await server.api.service.createKey(userId, undefined, "indexer");
+      offset = -10 * day;
+      const recent = await server.api.service.createKey(userId, undefined, "backup");
+      offset = 0;
+      const page = await context.newPage();
+      const problems = watch(page);
+      await page.goto(`${server.api.url}/`);
+      await page.waitForSelector("#login:not([hidden])");
+      await page.fill("#email", "aging@example.org");
+      await page.fill("#password", PASSWORD);
+      await page.keyboard.press("Enter");
+      await page.waitForSelector("#app:not([hidden])");
+      const age = (id: string) => page.locator(`tr[data-id="${id}"] td[data-label="Age"]`).innerText();
+      expect(await age(old.accessKeyId)).toMatch(/^100 days\s*Rotate$/);
+      expect(await age(recent.accessKeyId)).toBe("10 days");
+      const reminder = page.locator("#rotate-reminder");
+      expect(await reminder.isVisible()).toBe(true);
+      const text = await reminder.innerText();
+      expect(text).toContain(old.accessKeyId);
+      expect(text).not.toContain(recent.accessKeyId);
+      expect(text).toMatch(/older than 90 days/);
+      // Both of the two slots are taken: the steps start with freeing one.
+      expect(text).toMatch(/delete a key you no longer use/);
+      expect(await axeViolations(page)).toEqual([]);
+      await page.screenshot({ path: shot("keys-page-desktop-key-age.png"), fullPage: true });
+      await page.setViewportSize({ width: 390, height: 844 });
+      expect(await reminder.isVisible()).toBe(true);
+      await page.screenshot({ path: shot("keys-page-phone-key-age.png"), fullPage: true });
+      // Once the old key is gone, so is the reminder.
+      await server.api.service.deleteKey(userId, old.accessKeyId);
+      await page.reload();
+      await page.waitForSelector("#app:not([hidden])");
+      expect(await page.locator("#rotate-reminder").isVisible()).toBe(false);
       expect(problems).toEqual([]);
     } finally {
       await context.close();

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { AnvilNode } from "../../src/devnet/anvil.js";
 import { startAnvil } from "../../src/devnet/anvil.js";
-import type { BlockRef } from "../../src/health/types.js";
+import type { BlockRef } from "../../src/chain/blockRef.js";
 import { silentLogger } from "../../src/log/logger.js";
 import { PeerFollower } from "../../src/probe/peerFollower.js";
 import { HttpRpcClient } from "../../src/rpc/httpRpcClient.js";

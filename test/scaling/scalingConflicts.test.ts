@@ -1,7 +1,7 @@
 import { KubeConfig } from "@kubernetes/client-node";
 import nock from "nock";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { listAutoscalers } from "../../src/scaling/listAutoscalers.js";
+import { listAutoscalers } from "../../src/kubernetes/scaling/listAutoscalers.js";
 import { describeConflicts, findScalingConflicts } from "../../src/scaling/scalingConflicts.js";
 
 const workload = { apiVersion: "apps/v1", kind: "StatefulSet", name: "lightfleet-mainnet" };

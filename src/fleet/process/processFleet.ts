@@ -1,7 +1,7 @@
 import { mkdir } from "node:fs/promises";
 import { resolve } from "node:path";
 import type { ProcessFleetConfig } from "../../config/sections/processFleet.js";
-import { anvilBinary } from "../../devnet/anvil.js";
+import { anvilBinary } from "../../process/anvilBinary.js";
 import type { RestartReason, RestartRecord } from "../../health/types.js";
 import type { Logger } from "../../log/logger.js";
 import type { Fleet, FleetMember, RestartResult } from "../fleet.js";

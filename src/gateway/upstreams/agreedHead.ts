@@ -1,5 +1,6 @@
 import { peerHashAt } from "../../health/referenceHead.js";
-import type { BlockRef, PeerObservation } from "../../health/types.js";
+import type { PeerObservation } from "../../health/types.js";
+import type { BlockRef } from "../../chain/blockRef.js";
 
 /** Peers (or, when the peers do not have the height yet, routed nodes) that must have a block before it is served. */
 export const HEAD_QUORUM = 2;

@@ -1,4 +1,4 @@
-import type { BlockRef } from "../../health/types.js";
+import type { BlockRef } from "../../chain/blockRef.js";
 import type { Logger } from "../../log/logger.js";
 import { forward } from "./forward.js";
 import { HEAD_QUORUM } from "./agreedHead.js";

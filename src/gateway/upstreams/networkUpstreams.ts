@@ -1,7 +1,8 @@
 import type { Upstreams } from "./upstreams.js";
 import { EventEmitter } from "node:events";
 import type { PeerConfig } from "../../config/sections/network.js";
-import type { BlockRef, PeerObservation } from "../../health/types.js";
+import type { PeerObservation } from "../../health/types.js";
+import type { BlockRef } from "../../chain/blockRef.js";
 import type { Logger } from "../../log/logger.js";
 import { PeerFollower } from "../../probe/peerFollower.js";
 import type { JsonRpcRequest, JsonRpcResponse } from "../../rpc/jsonRpc.js";

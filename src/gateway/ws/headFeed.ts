@@ -1,5 +1,5 @@
 import { EventEmitter } from "node:events";
-import type { BlockRef } from "../../health/types.js";
+import type { BlockRef } from "../../chain/blockRef.js";
 import type { Logger } from "../../log/logger.js";
 import { parseBlockRef, toQuantity } from "../../rpc/blocks.js";
 import { HttpRpcClient } from "../../rpc/httpRpcClient.js";

@@ -1,3 +1,5 @@
+import { isIPv6 } from "node:net";
+
 /**
  * Bounds the password hashing a process does at once: checks in flight (running or queued) per account and per
  * address (a burst from one source is refused at once rather than queued) and in all (FIFO queues, themselves bounded). scrypt takes a core for about
@@ -23,7 +25,7 @@ export class HashingGate {
   private running = 0;
   private readonly waiting: Array<() => void> = [];
   private readonly trustedWaiting: Array<() => void> = [];
-  private readonly accountWaiting = new Map<string, Array<() => void>>();
+  private readonly accountWaiting = new Map<string, AccountLine>();
 
   constructor(private readonly limits: HashingGateLimits) {}
 
@@ -44,14 +46,14 @@ export class HashingGate {
     if (full()) return { refused: "busy" };
     bump(this.byAddress, address, 1);
     if (!trusted && (this.byAccount.get(account) ?? 0) >= this.limits.perAccount) {
-      const line = this.accountWaiting.get(account) ?? [];
-      if (line.length >= this.limits.accountQueue) {
+      const line = this.accountWaiting.get(account) ?? new AccountLine();
+      if (line.size >= this.limits.accountQueue) {
         bump(this.byAddress, address, -1);
         return { refused: "account" };
       }
       this.accountWaiting.set(account, line);
       // Woken by a release that hands its account slot over (the count stays).
-      await new Promise<void>((resolve) => line.push(resolve));
+      await new Promise<void>((resolve) => line.push(networkOf(address), resolve));
       if (full()) {
         this.releaseAccount(account);
         bump(this.byAddress, address, -1);
@@ -79,7 +81,7 @@ export class HashingGate {
   private releaseAccount(account: string): void {
     const line = this.accountWaiting.get(account);
     const next = line?.shift();
-    if (line && line.length === 0) this.accountWaiting.delete(account);
+    if (line && line.size === 0) this.accountWaiting.delete(account);
     if (next) next();
     else bump(this.byAccount, account, -1);
   }
@@ -89,4 +91,58 @@ function bump(counts: Map<string, number>, key: string, by: number): void {
   const n = (counts.get(key) ?? 0) + by;
   if (n <= 0) counts.delete(key);
   else counts.set(key, n);
+}
+
+/**
+ * The attempts waiting on one account, served one network at a time (round robin over the networks in line, FIFO
+ * within each). Nothing tells the owner's attempt from a guess before the check, but a guesser's attempts mostly come
+ * from a few networks: the owner's, from a network with nobody else in line, waits for one check per network waiting
+ * rather than for every guess queued ahead of it. It changes only the order: every attempt still gets its check.
+ */
+class AccountLine {
+  private readonly byNetwork = new Map<string, Array<() => void>>();
+  size = 0;
+
+  push(network: string, wake: () => void): void {
+    const queue = this.byNetwork.get(network);
+    if (queue) queue.push(wake);
+    else this.byNetwork.set(network, [wake]);
+    this.size++;
+  }
+
+  shift(): (() => void) | undefined {
+    const first = this.byNetwork.entries().next();
+    if (first.done) return undefined;
+    const [network, queue] = first.value;
+    const wake = queue.shift();
+    // The network goes to the back of the round (a Map keeps insertion order), or leaves it when it has no one left.
+    this.byNetwork.delete(network);
+    if (queue.length > 0) this.byNetwork.set(network, queue);
+    this.size--;
+    return wake;
+  }
+}
+
+const IPV4 = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.\d{1,3}$/;
+
+/**
+ * The network an address is in, for the account line's turns: its /24 for IPv4 (IPv4-mapped IPv6 too), its /64 for
+ * IPv6 (what one subscriber or one host is usually given). Anything else is its own network.
+ */
+export function networkOf(address: string): string {
+  const plain = address.replace(/%.*$/, "").toLowerCase();
+  const v4 = IPV4.exec(plain.replace(/^::ffff:/, ""));
+  if (v4) return `${v4[1]}.${v4[2]}.${v4[3]}.0/24`;
+  if (!isIPv6(plain)) return address;
+  const [head = "", tail] = plain.split("::");
+  const left = head ? head.split(":") : [];
+  const right = tail ? tail.split(":") : [];
+  const groups =
+    tail === undefined
+      ? left
+      : [...left, ...Array<string>(8 - left.length - right.length).fill("0"), ...right];
+  return `${groups
+    .slice(0, 4)
+    .map((g) => parseInt(g, 16).toString(16))
+    .join(":")}::/64`;
 }

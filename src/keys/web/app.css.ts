@@ -40,7 +40,7 @@ dl { margin: .5rem 0; } dt { font-weight: 600; } dd { margin: 0 0 .5rem 0; }
 .error:empty { display: none; }
 .muted { color: #4f5864; }
 .badge { display: inline-block; padding: 0 .5rem; border-radius: 1rem; font-size: .9rem; border: 1px solid currentColor; }
-.badge.active { color: #126b2f; } .badge.inactive { color: #4f5864; }
+.badge.active { color: #126b2f; } .badge.inactive { color: #4f5864; } .badge.rotate { color: #8a4b00; margin-left: .5rem; }
 .plain { list-style: none; padding: 0; }
 .plain li { padding: .5rem 0; border-bottom: 1px solid #e3e7ec; overflow-wrap: anywhere; }
 #tf-qr { display: block; background: #fff; }

@@ -7,7 +7,7 @@ export const INDEX_HTML = `<!doctype html>
 <title>lightfleet API keys</title>
 <link rel="icon" href="data:,">
 <link rel="stylesheet" href="/app.css">
-<script src="/app.js" defer></script>
+<script type="module" src="/app.js"></script>
 </head>
 <body>
 <a class="skip" href="#main">Skip to content</a>
@@ -94,9 +94,10 @@ export const INDEX_HTML = `<!doctype html>
         </div>
       </div>
 
+      <div id="rotate-reminder" class="secret" role="note" hidden></div>
       <table id="key-table">
         <caption class="visually-hidden">Your access keys</caption>
-        <thead><tr><th scope="col">Name</th><th scope="col">Access key id</th><th scope="col">Status</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col">Actions</th></tr></thead>
+        <thead><tr><th scope="col">Name</th><th scope="col">Access key id</th><th scope="col">Status</th><th scope="col">Age</th><th scope="col">Last used</th><th scope="col">Actions</th></tr></thead>
         <tbody id="key-rows"></tbody>
       </table>
       <p id="no-keys" class="muted" hidden>No access keys yet.</p>

@@ -1,6 +1,10 @@
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import { APP_CSS } from "./app.css.js";
-import { APP_JS } from "./app.js.js";
 import { INDEX_HTML } from "./index.html.js";
+
+/** The page's script, read once as it is on disk (src/ under tsx, dist/ in a build, where the build copies it). */
+const APP_JS = readFileSync(fileURLToPath(new URL("./browser/keysPage.js", import.meta.url)), "utf8");
 
 /**
  * The key API's web page: one document, one script and one style sheet, served by the key API itself (no build step,

@@ -1,10 +1,21 @@
 import { DiscoveryV1Api } from "@kubernetes/client-node";
 import type { KubeConfig, V1EndpointSlice } from "@kubernetes/client-node";
 import { makeApiClient } from "../api/kubeClients.js";
-import type { Upstream, UpstreamSource } from "../../gateway/upstreams/upstreamSource.js";
 import type { Logger } from "../../log/logger.js";
 import type { KubeCacheMetrics } from "../../metrics/kubeCacheMetrics.js";
 import { ListWatch } from "../api/listWatch.js";
+
+/**
+ * One ready endpoint of a Service. It has the shape of the gateway's `Upstream`, and EndpointSliceSource that of its
+ * `UpstreamSource`, so the gateway takes them as they are while this adapter (a layer below) does not import it.
+ */
+export interface ServiceEndpoint {
+  name: string;
+  network: string;
+  httpUrl: string;
+  wsUrl?: string;
+  routed: boolean;
+}
 
 /** One pool's Service whose EndpointSlices the gateway follows. */
 export interface ServiceBinding {
@@ -22,8 +33,8 @@ export interface ServiceBinding {
  * is moving between slices shows in both for a while. Ready is `conditions.ready` not false: the API defines an
  * absent value as unknown, to be taken as ready.
  */
-export function upstreamsFromSlices(binding: ServiceBinding, slices: V1EndpointSlice[]): Upstream[] {
-  const upstreams = new Map<string, Upstream>();
+export function upstreamsFromSlices(binding: ServiceBinding, slices: V1EndpointSlice[]): ServiceEndpoint[] {
+  const upstreams = new Map<string, ServiceEndpoint>();
   for (const slice of slices) {
     const ports = slice.ports ?? [];
     const rpc = ports.find((p) => p.name === (binding.httpPortName ?? "http")) ?? ports[0];
@@ -60,7 +71,7 @@ export interface EndpointSliceSourceOptions {
  * Gateway upstreams from each pool Service's EndpointSlices (discovery.k8s.io/v1), kept by list + watch: a 410 Gone
  * relists, a failed watch is re-made with backoff, a watch silent too long is restarted.
  */
-export class EndpointSliceSource implements UpstreamSource {
+export class EndpointSliceSource {
   private readonly watchers: Array<{ binding: ServiceBinding; slices: ListWatch<V1EndpointSlice> }>;
   private readonly listeners = new Set<(network: string) => void>();
 
@@ -88,7 +99,7 @@ export class EndpointSliceSource implements UpstreamSource {
     for (const { slices } of this.watchers) slices.start();
   }
 
-  upstreams(network: string): Upstream[] {
+  upstreams(network: string): ServiceEndpoint[] {
     return this.watchers
       .filter((w) => w.binding.network === network)
       .flatMap((w) => upstreamsFromSlices(w.binding, w.slices.list()));

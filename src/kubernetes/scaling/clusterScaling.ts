@@ -7,7 +7,7 @@ import type { KubeCacheMetrics } from "../../metrics/kubeCacheMetrics.js";
 import { createScalingMetrics } from "../../metrics/scalingMetrics.js";
 import { createRateSources, unavailableSource } from "../../scaling/createRateSources.js";
 import type { RateSource } from "../../scaling/rateReading.js";
-import { listAutoscalers, type Autoscalers } from "../../scaling/listAutoscalers.js";
+import { listAutoscalers, type Autoscalers } from "./listAutoscalers.js";
 import { poolScalingStatus, scalingEvent, type PoolScalingStatus } from "../../scaling/poolScalingStatus.js";
 import { Scaler } from "../../scaling/scaler.js";
 import { findScalingConflicts } from "../../scaling/scalingConflicts.js";

@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { portOption } from "../cli/options.js";
+import { portOption } from "../options.js";
 
 export function registerGatewayCommand(program: Command): void {
   program
@@ -15,7 +15,7 @@ export function registerGatewayCommand(program: Command): void {
       portOption,
     )
     .action(async (flags: { config: string; port?: number; adminPort?: number }) => {
-      const { runGateway } = await import("./runGateway.js");
+      const { runGateway } = await import("../../gateway/runGateway.js");
       await runGateway(flags);
     });
 }

@@ -1,6 +1,6 @@
 import { ApiException, AutoscalingV2Api, CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
-import { makeApiClient } from "../kubernetes/api/kubeClients.js";
-import type { HorizontalPodAutoscalerLike, ScaledObjectLike } from "./scalingConflicts.js";
+import { makeApiClient } from "../api/kubeClients.js";
+import type { HorizontalPodAutoscalerLike, ScaledObjectLike } from "../../scaling/scalingConflicts.js";
 
 export interface Autoscalers {
   horizontalPodAutoscalers: HorizontalPodAutoscalerLike[];

@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { EXIT_CONFIG } from "../cli/fail.js";
+import { EXIT_CONFIG } from "../fail.js";
 
 export function registerConfigCommand(program: Command): void {
   const config = program.command("config").description("work with lightfleet configuration files");
@@ -10,9 +10,9 @@ export function registerConfigCommand(program: Command): void {
     .action(async (file: string) => {
       // The schema and YAML parser load only for this command: every other command starts without them.
       const [{ loadConfig }, { configWarnings }, { ConfigError, formatProblems }] = await Promise.all([
-        import("./loadConfig.js"),
-        import("./configWarnings.js"),
-        import("./errors.js"),
+        import("../../config/loadConfig.js"),
+        import("../../config/configWarnings.js"),
+        import("../../config/errors.js"),
       ]);
       try {
         const loaded = await loadConfig(file);

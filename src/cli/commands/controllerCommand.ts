@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { portOption } from "../../cli/options.js";
+import { portOption } from "../options.js";
 
 export function registerControllerCommand(program: Command): void {
   program
@@ -14,7 +14,7 @@ export function registerControllerCommand(program: Command): void {
       portOption,
     )
     .action(async (flags: { config: string; adminPort?: number }) => {
-      const { runController } = await import("./runController.js");
+      const { runController } = await import("../../kubernetes/controller/runController.js");
       await runController(flags);
     });
 }

@@ -1,10 +1,10 @@
 import { fileURLToPath } from "node:url";
 import type { Command } from "commander";
-import { portOption } from "../cli/options.js";
+import { portOption } from "../options.js";
 import { InvalidArgumentError } from "commander";
 
 /** The example that `npm start` runs: two devnet networks with full and light nodes. */
-const DEFAULT_CONFIG = fileURLToPath(new URL("../../examples/devnet.yaml", import.meta.url));
+const DEFAULT_CONFIG = fileURLToPath(new URL("../../../examples/devnet.yaml", import.meta.url));
 
 function logFormat(value: string): "auto" | "json" | "pretty" {
   if (value !== "auto" && value !== "json" && value !== "pretty")
@@ -33,7 +33,7 @@ export function registerUpCommand(program: Command): void {
         adminPort?: number;
         logFormat?: "auto" | "json" | "pretty";
       }) => {
-        const { runUp } = await import("./runUp.js");
+        const { runUp } = await import("../../up/runUp.js");
         await runUp(flags);
       },
     );

@@ -1,7 +1,7 @@
 import type { Command } from "commander";
-import { EXIT_CONFIG } from "../cli/fail.js";
-import type { DevnetFlags } from "./devnetOptions.js";
-import { DEFAULT_ADMIN_URL } from "./adminClient.js";
+import { EXIT_CONFIG } from "../fail.js";
+import type { DevnetFlags } from "../../devnet/devnetOptions.js";
+import { DEFAULT_ADMIN_URL } from "../../devnet/adminClient.js";
 
 interface RunFlags extends DevnetFlags {
   config?: string;
@@ -41,7 +41,7 @@ export function registerDevnetCommand(program: Command): void {
     .option("--geth <path>", "the geth executable for --implementation geth (default geth on PATH)")
     .option("--log-format <format>", "auto | json | pretty")
     .action(async (flags: RunFlags) => {
-      const { runDevnet } = await import("./runDevnet.js");
+      const { runDevnet } = await import("../../devnet/runDevnet.js");
       await reportDevnetErrors(() => runDevnet(flags));
     });
 
@@ -97,8 +97,8 @@ export function registerDevnetCommand(program: Command): void {
     .argument("<depth>")
     .option(...adminOption)
     .action(async (network: string, depth: string, opts: { admin: string }) => {
-      const { requestReorg } = await import("./adminClient.js");
-      const { DevnetInputError } = await import("./errors.js");
+      const { requestReorg } = await import("../../devnet/adminClient.js");
+      const { DevnetInputError } = await import("../../devnet/errors.js");
       await reportDevnetErrors(async () => {
         if (!/^\d+$/.test(depth)) throw new DevnetInputError(`depth must be a whole number (got ${depth})`);
         const result = await requestReorg(opts.admin, network, Number(depth));
@@ -113,7 +113,7 @@ export function registerDevnetCommand(program: Command): void {
     .argument("[network]")
     .option(...adminOption)
     .action(async (network: string | undefined, opts: { admin: string }) => {
-      const { requestMine } = await import("./adminClient.js");
+      const { requestMine } = await import("../../devnet/adminClient.js");
       await reportDevnetErrors(async () => {
         const result = await requestMine(opts.admin, network);
         for (const n of result.networks)
@@ -126,8 +126,8 @@ export function registerDevnetCommand(program: Command): void {
     .option(...adminOption)
     .option("--json", "print the status as JSON")
     .action(async (opts: { admin: string; json?: boolean }) => {
-      const { requestStatus } = await import("./adminClient.js");
-      const { formatStatus } = await import("./formatStatus.js");
+      const { requestStatus } = await import("../../devnet/adminClient.js");
+      const { formatStatus } = await import("../../devnet/formatStatus.js");
       await reportDevnetErrors(async () => {
         const status = await requestStatus(opts.admin);
         process.stdout.write(opts.json ? `${JSON.stringify(status, null, 2)}\n` : formatStatus(status));
@@ -140,8 +140,8 @@ async function injectFault(
   node: string,
   input: { kind: string; blocks?: string; profile?: string; seed?: string },
 ): Promise<void> {
-  const { describeFault, parseFault } = await import("./faults.js");
-  const { requestFault } = await import("./adminClient.js");
+  const { describeFault, parseFault } = await import("../../devnet/faults.js");
+  const { requestFault } = await import("../../devnet/adminClient.js");
   await reportDevnetErrors(async () => {
     const fault = parseFault(input);
     const result = await requestFault(adminUrl, node, fault);
@@ -152,8 +152,8 @@ async function injectFault(
 
 /** Bad input and 4xx answers exit 2 (like a bad config), an unreachable or failing devnet 1; one line each. */
 async function reportDevnetErrors(task: () => Promise<void>): Promise<void> {
-  const { DevnetAdminError } = await import("./adminClient.js");
-  const { DevnetInputError } = await import("./errors.js");
+  const { DevnetAdminError } = await import("../../devnet/adminClient.js");
+  const { DevnetInputError } = await import("../../devnet/errors.js");
   try {
     await task();
   } catch (error) {

@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { portOption } from "../cli/options.js";
+import { portOption } from "../options.js";
 import { InvalidArgumentError } from "commander";
 
 interface CommonFlags {
@@ -20,7 +20,7 @@ export function registerKeysCommand(program: Command): void {
       portOption,
     )
     .action(async (flags: CommonFlags & { port?: number; adminPort?: number }) => {
-      const { serveKeysApi } = await import("./cli/serve.js");
+      const { serveKeysApi } = await import("../../keys/cli/serve.js");
       await serveKeysApi(flags);
     });
 
@@ -33,22 +33,22 @@ export function registerKeysCommand(program: Command): void {
   )
     .requiredOption("--email <email>", "the account's email")
     .action(async (flags: CommonFlags & { email: string }) =>
-      (await import("./cli/userCommands.js")).addUser(flags),
+      (await import("../../keys/cli/userCommands.js")).addUser(flags),
     );
   withConfig(
     user.command("list").description("list accounts with their two-factor state and active key pairs"),
-  ).action(async (flags: CommonFlags) => (await import("./cli/userCommands.js")).listUsers(flags));
+  ).action(async (flags: CommonFlags) => (await import("../../keys/cli/userCommands.js")).listUsers(flags));
   withConfig(
     user.command("disable").description("disable an account: its sessions end and its keys stop working"),
   )
     .requiredOption("--email <email>", "the account's email")
     .action(async (flags: CommonFlags & { email: string }) =>
-      (await import("./cli/userCommands.js")).disableUser(flags),
+      (await import("../../keys/cli/userCommands.js")).disableUser(flags),
     );
   withConfig(user.command("enable").description("enable a disabled account again"))
     .requiredOption("--email <email>", "the account's email")
     .action(async (flags: CommonFlags & { email: string }) =>
-      (await import("./cli/userCommands.js")).enableUser(flags),
+      (await import("../../keys/cli/userCommands.js")).enableUser(flags),
     );
   withConfig(
     user
@@ -57,7 +57,7 @@ export function registerKeysCommand(program: Command): void {
   )
     .requiredOption("--email <email>", "the account's email")
     .action(async (flags: CommonFlags & { email: string }) =>
-      (await import("./cli/userCommands.js")).setPassword(flags),
+      (await import("../../keys/cli/userCommands.js")).setPassword(flags),
     );
   withConfig(
     user
@@ -71,17 +71,17 @@ export function registerKeysCommand(program: Command): void {
       return n;
     })
     .action(async (flags: CommonFlags & { email?: string; limit?: number }) =>
-      (await import("./cli/userCommands.js")).showAudit(flags),
+      (await import("../../keys/cli/userCommands.js")).showAudit(flags),
     );
   const twoFactor = user.command("2fa").description("two-factor authentication (TOTP)");
   withConfig(twoFactor.command("enable").description("enrol: prints the otpauth:// URI and the secret, once"))
     .requiredOption("--email <email>", "the account's email")
     .action(async (flags: CommonFlags & { email: string }) =>
-      (await import("./cli/userCommands.js")).enableTwoFactor(flags),
+      (await import("../../keys/cli/userCommands.js")).enableTwoFactor(flags),
     );
   withConfig(twoFactor.command("disable").description("turn two-factor authentication off"))
     .requiredOption("--email <email>", "the account's email")
     .action(async (flags: CommonFlags & { email: string }) =>
-      (await import("./cli/userCommands.js")).disableTwoFactor(flags),
+      (await import("../../keys/cli/userCommands.js")).disableTwoFactor(flags),
     );
 }

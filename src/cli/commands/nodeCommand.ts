@@ -1,6 +1,6 @@
 import type { Command } from "commander";
-import { EXIT_CONFIG } from "../cli/fail.js";
-import { DEFAULT_ADMIN_URL } from "../devnet/adminClient.js";
+import { EXIT_CONFIG } from "../fail.js";
+import { DEFAULT_ADMIN_URL } from "../../devnet/adminClient.js";
 
 interface RestartFlags {
   admin: string;
@@ -23,7 +23,7 @@ export function registerNodeCommand(program: Command): void {
     .option("-n, --namespace <namespace>", "the pod's namespace (with --cluster; default the context's)")
     .action(async (name: string, flags: RestartFlags) => {
       const { NodeRestartError, requestRestartInCluster, requestRestartInUp } =
-        await import("./restartNode.js");
+        await import("../../node/restartNode.js");
       try {
         if (flags.cluster || flags.namespace !== undefined) {
           const namespace = await requestRestartInCluster(name, flags.namespace);
