@@ -49,7 +49,7 @@ describe("a node in step at genesis that then stalls at height 0", () => {
 
   it("a node that never answered in step (fresh, the chain far from genesis) still reads as 'reports height 0'", () => {
     const sc = new Scenario(networkParams(health, `${BLOCK_MS}ms`));
-    const outputs = sc.run(8, PROBE_MS, (_i, now) => ({
+    const outputs = sc.run(8, PROBE_MS, () => ({
       peers: [peer("full-0", 500, opts), peer("full-1", 500, opts)],
       nodes: [node("fresh", 0, { ...opts, startedAt: T0 - 60_000, routed: false })],
     }));
