@@ -7,7 +7,7 @@ import { RPC_ERROR, RpcTransportError } from "../../rpc/jsonRpc.js";
 import type { HedgeConfig, HungNodesConfig, ResponseCacheConfig } from "../../config/sections/latency.js";
 import { hedgeSchema, hungNodesSchema } from "../../config/sections/latency.js";
 import type { Candidate } from "../upstreams/balancer.js";
-import { rankCandidates } from "../upstreams/balancer.js";
+import { hasBlock, rankCandidates } from "../upstreams/balancer.js";
 import { CallTracker } from "../upstreams/callTracker.js";
 import { chooseNode } from "../upstreams/chooseNode.js";
 import { HedgeBudget } from "../upstreams/hedgeBudget.js";
@@ -99,8 +99,13 @@ interface MethodSeries {
 
 interface Prepared {
   request: JsonRpcRequest;
-  /** The block the answering node must have. */
+  /** The block the answering node should have. */
   minBlock: number | undefined;
+  /**
+   * The call names `minBlock` (by number, a pinned tag, a hash or a log range): only a node that has it is asked, and
+   * the call waits a little for one (see `send`). Otherwise (methods without a block) a node below is ranked last.
+   */
+  requireBlock?: boolean;
   /** The call names a block by hash: nodes whose chain holds it are asked first. */
   blockHash?: string;
   /** A signed transaction (its hash): sent to every routed node at once, not to one. */
@@ -130,6 +135,10 @@ export class CallHandler {
   private readonly tracker: CallTracker;
   private readonly cache: ResponseCache | undefined;
   private readonly finalizedNumber: () => number | undefined;
+  /** Calls waiting for a node to have the block they name; tried again at each node head or routing change. */
+  private readonly blockWaiters = new Set<() => void>();
+  /** How long such a call waits: two block times, within the upstream timeout. */
+  private readonly blockWaitMs: number;
 
   constructor(private readonly options: CallHandlerOptions) {
     this.inFlight = options.metrics.inFlightOf(options.upstreams.network);
@@ -150,6 +159,12 @@ export class CallHandler {
       this.tracker.retain(new Set(options.upstreams.candidates().map((c) => c.name))),
     );
     this.recentHeads = new RecentServedHeads(options.blockTimeMs);
+    this.blockWaitMs = Math.min(options.upstreamTimeoutMs, 2 * options.blockTimeMs);
+    const wake = () => {
+      for (const waiter of [...this.blockWaiters]) waiter();
+    };
+    options.upstreams.on("nodeHead", wake);
+    options.upstreams.on("change", wake);
     options.upstreams.on("change", () => {
       const served = options.upstreams.servedHead();
       if (served !== undefined) this.recentHeads.record(served, this.now());
@@ -393,6 +408,7 @@ export class CallHandler {
       const prepared = {
         request: { ...request, params: verdict.params },
         minBlock: verdict.toBlock ?? served,
+        requireBlock: true,
       };
       return verdict.blockHash ? this.byHash(prepared, verdict.blockHash) : prepared;
     }
@@ -414,7 +430,7 @@ export class CallHandler {
         : { response: errorResponse(id, HEADER_NOT_FOUND, "header not found"), outcome: "rpc_error" };
     }
     params[index] = pinBlockParam(params[index], served, tags);
-    return { request: { ...request, params }, minBlock: target.number };
+    return { request: { ...request, params }, minBlock: target.number, requireBlock: true };
   }
 
   /** The agreed safe and finalized heights, never above the served head (below it, every block is as final). */
@@ -435,8 +451,8 @@ export class CallHandler {
   private byHash(prepared: Prepared, hash: string): Prepared {
     const known = this.options.upstreams.blockOfHash(hash);
     return known
-      ? { ...prepared, minBlock: known.number, blockHash: hash }
-      : { ...prepared, minBlock: undefined };
+      ? { ...prepared, minBlock: known.number, requireBlock: true, blockHash: hash }
+      : { ...prepared, minBlock: undefined, requireBlock: false };
   }
 
   /**
@@ -464,10 +480,12 @@ export class CallHandler {
       let done = false;
       let retries = idempotent ? 2 : 0;
       let lastError: RpcTransportError | undefined;
+      let waiter: (() => void) | undefined;
       const finish = (answered: Answered) => {
         if (done) return;
         done = true;
         for (const timer of timers) clearTimeout(timer);
+        if (waiter) this.blockWaiters.delete(waiter);
         resolve(answered);
       };
       const after = (ms: number, task: () => void) => {
@@ -548,13 +566,45 @@ export class CallHandler {
           });
         return true;
       };
-      if (!launch("first", this.choose(prepared, tried, true))) finish(this.failure(request, undefined));
+      if (launch("first", this.choose(prepared, tried, true))) return;
+      if (!this.waitsForBlock(prepared)) return finish(this.failure(request, undefined));
+      // The block is agreed on (the served head, or named by the client) but no node that may be asked has it yet:
+      // one will within a block or so. Each node head or routing change tries again, up to that bound.
+      const blockAt = prepared.minBlock!;
+      const giveUp = setTimeout(() => finish(this.notYet(request, blockAt)), this.blockWaitMs);
+      timers.add(giveUp);
+      waiter = () => {
+        if (done || !launch("first", this.choose(prepared, tried, true))) return;
+        clearTimeout(giveUp);
+        timers.delete(giveUp);
+        this.blockWaiters.delete(waiter!);
+        waiter = undefined;
+      };
+      this.blockWaiters.add(waiter);
     });
+  }
+
+  /** Whether a call that found no node should wait for one: it requires a block that reachable nodes lack. */
+  private waitsForBlock({ requireBlock, minBlock }: Prepared): boolean {
+    if (!requireBlock || minBlock === undefined) return false;
+    return this.options.upstreams.candidates().some((c) => c.reachable && !hasBlock(c, minBlock));
+  }
+
+  /** No node got the block within the wait: as a node without it answers, and saying which block. */
+  private notYet(request: JsonRpcRequest, block: number): Answered {
+    return {
+      response: errorResponse(
+        request.id ?? null,
+        HEADER_NOT_FOUND,
+        `header not found: no node has block ${block} yet`,
+      ),
+      outcome: "unavailable",
+    };
   }
 
   /** The node for the next attempt of a call (see chooseNode). */
   private choose(
-    { minBlock, blockHash }: Prepared,
+    { minBlock, requireBlock, blockHash }: Prepared,
     tried: ReadonlySet<string>,
     nothingInFlight: boolean,
   ): Candidate | undefined {
@@ -562,6 +612,7 @@ export class CallHandler {
     return chooseNode({
       candidates: upstreams.candidates(),
       minBlock,
+      requireBlock,
       tried,
       avoid: this.tracker.avoided(),
       nothingInFlight,
