@@ -135,9 +135,9 @@ export function routedFleets(base: { blockTimeMs: number; health: Record<string,
       health: { ...base.health, ...health },
     });
     const fleet = current;
-    // Past genesis too: nodes at block 0 with the peers are in sync and routed before the first block, but a fault
-    // applied there leaves a node at height 0, which the engine judges as never synced (height-zero, restart reason
-    // lag) rather than as the lag or stall the tests put on a node that was following the chain.
+    // Past genesis too: nodes at block 0 with the peers are in sync and routed before the first block; a fault
+    // applied there leaves a node at height 0, which the engine judges by its lag and stall like any other head (it
+    // was in step at genesis), but the tests mean a node that was following the chain.
     await waitFor(
       () => {
         const nodes = fleet.controller.lastOutput("devnet")?.nodes ?? [];
