@@ -32,6 +32,11 @@ export interface DevnetFleetOptions {
   blockTimeMs: number;
   health?: Record<string, unknown>;
   logger?: Logger;
+  /**
+   * A chain of this many blocks (a second apart) mined before the light nodes start, so a node replaying it takes
+   * seconds. Before the controller's first round: a chain growing that fast under it would be an implausible jump.
+   */
+  chainBlocks?: number;
 }
 
 export interface DevnetFleet {
@@ -56,6 +61,7 @@ export async function startDevnetFleet(options: DevnetFleetOptions): Promise<Dev
     networks: [{ name: "devnet", chainId: 31_337, fullNodes: options.fullNodes ?? 2 }],
     blockTimeMs: options.blockTimeMs,
   });
+  if (options.chainBlocks) await devnet.mine("devnet", options.chainBlocks);
   const dataDir = mkdtempSync(join(tmpdir(), "lightfleet-devnet-fleet-"));
   const fleet = new ProcessFleet({
     networks: [
@@ -128,11 +134,12 @@ export function routedFleets(base: { blockTimeMs: number; health: Record<string,
   afterAll(() => {
     expect(anvilsUnder(process.pid), "anvil processes left behind").toEqual([]);
   });
-  return async (health: Record<string, unknown> = {}): Promise<DevnetFleet> => {
+  return async (health: Record<string, unknown> = {}, chainBlocks?: number): Promise<DevnetFleet> => {
     current = await startDevnetFleet({
       lightNodes: 3,
       blockTimeMs: base.blockTimeMs,
       health: { ...base.health, ...health },
+      ...(chainBlocks !== undefined ? { chainBlocks } : {}),
     });
     const fleet = current;
     // Past genesis too: nodes at block 0 with the peers are in sync and routed before the first block; a fault
