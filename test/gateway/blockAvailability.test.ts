@@ -33,7 +33,11 @@ describe("calls pinned to a block the routed nodes do not have yet", () => {
       networks: [{ name: NETWORK, chainId: CHAIN_ID, fullNodes: 1, lightNodes: 2 }],
     });
     await devnet.mine(NETWORK);
-    const { gateway, source, registry } = await startTestGateway(devnet);
+    // Blocks of 4 s: a call waits up to two of them, within the upstream timeout (5 s here), for a node to get its
+    // block; time enough for the heal below however loaded the machine.
+    const { gateway, source, registry } = await startTestGateway(devnet, {}, {}, undefined, {
+      blockTime: "4s",
+    });
     cleanup.push(() => gateway.stop());
     await waitForServedHead(gateway, devnet);
 
