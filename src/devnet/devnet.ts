@@ -83,8 +83,8 @@ export interface Devnet {
   /**
    * Mines the next block of the network (every network when absent) on every node. With `blocks` above 1, a run of
    * that many at once, each a second after its parent (a chain of one-second blocks, running ahead of the wall clock
-   * until it catches up): the nodes take it in one sync (a few anvil calls), where as many rounds took a pool
-   * collection and a sync of every node each.
+   * until it catches up): the nodes take it in one sync and a node replaying it later mines them one by one, so a
+   * test gets a chain of some length in the time of one replay rather than of as many rounds.
    */
   mine(network?: string, blocks?: number): Promise<void>;
   /**
