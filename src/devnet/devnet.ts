@@ -80,13 +80,7 @@ export interface Devnet {
   attach(node: AttachOptions): Promise<void>;
   detach(name: string): void;
   fault(name: string, fault: Fault): Promise<void>;
-  /**
-   * Mines the next block of the network (every network when absent) on every node. With `blocks` above 1, a run of
-   * that many at once, each a second after its parent (a chain of one-second blocks, running ahead of the wall clock
-   * until it catches up): the nodes take it in one sync and a node replaying it later mines them one by one, so a
-   * test gets a chain of some length in the time of one replay rather than of as many rounds.
-   */
-  mine(network?: string, blocks?: number): Promise<void>;
+  mine(network?: string): Promise<void>;
   /**
    * Replaces the network's newest `depth` blocks on every node by new ones at the same heights (a chain
    * reorganisation); their transactions move into the first new block. Resolves with the new head once every
@@ -106,9 +100,6 @@ export interface Devnet {
 const RECONCILE_INTERVAL_MS = 500;
 /** Deepest reorg accepted (far deeper than any real one). */
 export const MAX_REORG_DEPTH = 64;
-
-/** The longest run of blocks one mine() call makes (each node takes it in one sync). */
-export const MAX_MINED_AT_ONCE = 10_000;
 /** Canonical hashes kept per network (for status and the divergence self-check). */
 const KEPT_HASHES = 1_024;
 
@@ -310,13 +301,9 @@ class DevnetDriver implements Devnet {
     await this.syncNode(network, node);
   }
 
-  async mine(network?: string, blocks = 1): Promise<void> {
-    if (!Number.isInteger(blocks) || blocks < 1 || blocks > MAX_MINED_AT_ONCE)
-      throw new DevnetInputError(
-        `blocks to mine must be a whole number from 1 to ${MAX_MINED_AT_ONCE} (got ${JSON.stringify(blocks)})`,
-      );
+  async mine(network?: string): Promise<void> {
     const selected = network === undefined ? this.networks : [this.network(network)];
-    await Promise.all(selected.map((n) => this.produce(n, blocks)));
+    await Promise.all(selected.map((n) => this.produce(n)));
   }
 
   async reorg(network: string, depth: number): Promise<NodeHead> {
@@ -388,7 +375,7 @@ class DevnetDriver implements Devnet {
    * to any node (through a gateway, or to a node directly) are taken from the pools into it first, so every node
    * mines the same block.
    */
-  private async produce(network: DevnetNetwork, blocks = 1): Promise<void> {
+  private async produce(network: DevnetNetwork): Promise<void> {
     if (this.stopped || this.halted(network)) return;
     const pools = Promise.all(
       network.nodes.filter((node) => node.reachable).map((node) => node.collectPool().catch(() => undefined)),
@@ -397,8 +384,7 @@ class DevnetDriver implements Devnet {
     // into a later block. Blocks mined on demand (no block time) wait for every pool.
     await (this.blockTimeMs > 0 ? settledWithin(pools, this.blockTimeMs / 2) : pools);
     if (this.stopped) return;
-    let block = network.log.append(this.now());
-    for (let i = 1; i < blocks; i++) block = network.log.append((block.timestamp + 1) * 1000);
+    network.log.append(this.now());
     await this.syncNetwork(network);
   }
 

@@ -1,7 +1,6 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { startDevnet } from "../../src/devnet/devnet.js";
 import { LOG_EMITTER_TOPIC } from "../../src/devnet/devTransactions.js";
-import { DevnetInputError } from "../../src/devnet/errors.js";
 import { HttpRpcClient } from "../../src/rpc/httpRpcClient.js";
 import {
   anvilChildren,
@@ -68,31 +67,6 @@ describe("devnet block driver", () => {
     expect(new Set(reference).size).toBe(7);
     for (const node of nodes.slice(1)) expect(await hashes(node.httpUrl, 6)).toEqual(reference);
     expect(devnet.head("devnet")).toEqual({ number: 6, hash: reference[6] });
-  });
-
-  it("mines a run of blocks in one call, a second apart, alike on every node: a long chain in one sync", async () => {
-    const devnet = await startTestDevnet({
-      networks: [{ name: "devnet", chainId: 31_337, lightNodes: 1 }],
-    });
-    await devnet.mine("devnet", 40);
-    expect(devnet.head("devnet").number).toBe(40);
-    const [full, light] = devnet.nodes("devnet");
-    const reference = await hashes(full!.httpUrl, 40);
-    expect(new Set(reference).size).toBe(41);
-    expect(await hashes(light!.httpUrl, 40)).toEqual(reference);
-    const client = rpc(full!.httpUrl);
-    const stamps: number[] = [];
-    for (let n = 1; n <= 40; n++) {
-      const block = await client.call<{ timestamp: string }>("eth_getBlockByNumber", [
-        `0x${n.toString(16)}`,
-        false,
-      ]);
-      stamps.push(Number(block.timestamp));
-    }
-    // A second apart, as a chain of one-second blocks: a node replaying it mines them one by one.
-    expect(stamps.slice(1).map((t, i) => t - stamps[i]!)).toEqual(new Array(39).fill(1));
-    await expect(devnet.mine("devnet", 0)).rejects.toThrow(/whole number from 1 to/);
-    await expect(devnet.mine("devnet", 1.5)).rejects.toThrow(DevnetInputError);
   });
 
   it("gives every node of a block the same timestamp, from the shared genesis on", async () => {
