@@ -26,6 +26,9 @@ export const ANVIL_LIGHT_NODE = [
   "--no-mining",
 ];
 
+/** Where the transactions of a pre-mined chain go. */
+const CHAIN_FILLER = "0x000000000000000000000000000000000000c4a1";
+
 export interface DevnetFleetOptions {
   lightNodes: number;
   fullNodes?: number;
@@ -33,8 +36,9 @@ export interface DevnetFleetOptions {
   health?: Record<string, unknown>;
   logger?: Logger;
   /**
-   * A chain of this many blocks (a second apart) mined before the light nodes start, so a node replaying it takes
-   * seconds. Before the controller's first round: a chain growing that fast under it would be an implausible jump.
+   * A chain of this many blocks, each with a transaction, mined before the light nodes start (on the full nodes
+   * alone, fast), so a node replaying it mines them one by one and takes seconds (empty blocks replay in a few calls).
+   * Before the controller's first round: a chain growing that fast under it would be an implausible jump.
    */
   chainBlocks?: number;
 }
@@ -61,7 +65,10 @@ export async function startDevnetFleet(options: DevnetFleetOptions): Promise<Dev
     networks: [{ name: "devnet", chainId: 31_337, fullNodes: options.fullNodes ?? 2 }],
     blockTimeMs: options.blockTimeMs,
   });
-  if (options.chainBlocks) await devnet.mine("devnet", options.chainBlocks);
+  for (let i = 0; i < (options.chainBlocks ?? 0); i++) {
+    await devnet.sendTransaction("devnet", { to: CHAIN_FILLER, value: 1n });
+    await devnet.mine("devnet");
+  }
   const dataDir = mkdtempSync(join(tmpdir(), "lightfleet-devnet-fleet-"));
   const fleet = new ProcessFleet({
     networks: [
