@@ -56,7 +56,8 @@ const FORK_MARKER_ADDRESS = "0x00000000000000000000000000000000000f04c0";
 /** Another unused address: its balance, set in every block of a reorg's new branch, makes that branch new. */
 const REORG_MARKER_ADDRESS = "0x00000000000000000000000000000000000e0e60";
 
-const RPC_TIMEOUT_MS = 10_000;
+/** How long the driver waits for a node's answer: a producer that waited for a hung node would stand this long. */
+export const NODE_RPC_TIMEOUT_MS = 10_000;
 
 /**
  * One node under the block driver. Syncing is level-based: each round reads the node's height and mines the logged
@@ -95,7 +96,7 @@ export class DrivenNode {
     readonly control: NodeProcessControl | undefined,
     private readonly logger: Logger,
   ) {
-    this.rpc = new HttpRpcClient(endpoint.httpUrl, RPC_TIMEOUT_MS);
+    this.rpc = new HttpRpcClient(endpoint.httpUrl, NODE_RPC_TIMEOUT_MS);
   }
 
   get name(): string {

@@ -135,7 +135,7 @@ function observeNodes(
     const stallClockFrom = nextStallClock(base, obs.head, reference?.number, now);
     const condition =
       obs.unansweredSince === undefined
-        ? assessNode(obs, stallClockFrom, context)
+        ? assessNode(obs, stallClockFrom, context, base.inStep)
         : assessUnanswered(obs.unansweredSince, base.headNumber, context);
     // A round without evidence (probe outstanding, not for long) counts neither way.
     const evidence = condition.tier !== "none";
@@ -160,6 +160,7 @@ function observeNodes(
       since: base.since,
       startedAt: obs.startedAt,
       caughtUp: base.caughtUp,
+      inStep: base.inStep === true || (good && reference !== undefined),
       goodStreak: evidence ? countProbe(base.goodStreak, good, health.healthyAfter) : base.goodStreak,
       badStreak: evidence ? countProbe(base.badStreak, !good, health.unhealthyAfter) : base.badStreak,
       routed: base.routed,

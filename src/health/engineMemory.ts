@@ -34,6 +34,11 @@ export interface NodeMemory {
   readonly startedAt: number;
   /** Reached Healthy in this incarnation (ends the startup grace early). */
   readonly caughtUp: boolean;
+  /**
+   * Answered in step with the reference in this incarnation, on its own probe (not trusted from routing as `caughtUp`
+   * is on a cold start): a head at height 0 is then genesis it synced to, and a head stuck there a stall.
+   */
+  readonly inStep?: boolean;
   readonly goodStreak: number;
   readonly badStreak: number;
   /** The routing the engine last asked for (used when the observation carries no `routed`). */

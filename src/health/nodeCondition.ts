@@ -45,11 +45,15 @@ export const CATCHING_UP_KINDS: ReadonlySet<ConditionKind> = new Set([
   "syncing",
 ]);
 
-/** What this round's probe says of a node, the most serious problem first. */
+/**
+ * What this round's probe says of a node, the most serious problem first. `inStep`: the node has answered in step with
+ * the reference in this incarnation (so a head at height 0 is genesis it synced to, not a sync that never began).
+ */
 export function assessNode(
   node: NodeObservation,
   stallClockFrom: number,
   ctx: ConditionContext,
+  inStep = false,
 ): NodeCondition {
   const { health, reference } = ctx;
   if (!node.reachable) {
@@ -97,8 +101,9 @@ export function assessNode(
   if (head === undefined) {
     return { kind: "no-head", tier: "restart", restartReason: "lag", message: "has never reported a head" };
   }
-  // Height 0 means never synced, unless the chain itself has only a few blocks: then it is just behind (block 1 late).
-  if (head.number === 0 && (reference === undefined || reference.number > health.maxLagBlocks)) {
+  // Height 0 means never synced, unless the chain itself has only a few blocks (then it is just behind: block 1 late),
+  // or the node was in step at genesis: then it synced, and a head stuck there is a stall or a lag like any other.
+  if (head.number === 0 && !inStep && (reference === undefined || reference.number > health.maxLagBlocks)) {
     const lagBlocks = reference?.number;
     return {
       kind: "height-zero",

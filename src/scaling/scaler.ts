@@ -35,6 +35,14 @@ export interface ScalerOptions {
 }
 
 /** The outcome of one scaling round of a pool: for the pool status (desiredReplicas, rate, reason) and Events. */
+/** A resize as it starts: from `current` to `replicas` members, and why. */
+export interface ResizeStart {
+  network: string;
+  current: number;
+  replicas: number;
+  reason: string;
+}
+
 export interface ScalingStatus extends ScaleDecision {
   network: string;
   at: number;
@@ -65,6 +73,7 @@ export class Scaler {
   /** Rounds started by roundBeside and not yet finished, per network. */
   private readonly running = new Map<string, Promise<ScalingStatus | undefined>>();
   private readonly resizeListeners = new Set<(status: ScalingStatus) => void>();
+  private readonly startListeners = new Set<(resize: ResizeStart) => void>();
 
   constructor(private readonly options: ScalerOptions) {
     this.setNetworks(options.networks);
@@ -86,6 +95,15 @@ export class Scaler {
     }
     this.networks = next;
     if (this.floorListener) this.scheduleFloorTasks(this.floorListener);
+  }
+
+  /**
+   * Called as a resize starts, before the fleet carries it out (new members may take seconds to catch up): the live
+   * view of `up` says so at once. Returns how to unsubscribe.
+   */
+  onScaling(listener: (resize: ResizeStart) => void): () => void {
+    this.startListeners.add(listener);
+    return () => this.startListeners.delete(listener);
   }
 
   /** Called after every resize the fleet carried out (e.g. the live view of `up`); returns how to unsubscribe. */
@@ -143,6 +161,8 @@ export class Scaler {
     } else if (conflict !== undefined) {
       reason = `${conflict} (lightfleet would keep ${decision.replicas}: ${decision.reason})`;
     } else if (decision.replicas !== current) {
+      for (const listener of this.startListeners)
+        listener({ network, current, replicas: decision.replicas, reason: decision.reason });
       try {
         await fleet.scale(network, decision.replicas);
         applied = true;

@@ -1,5 +1,5 @@
 import type { EngineOutput, NodeState, PeerObservation } from "../health/types.js";
-import type { ScalingStatus } from "../scaling/scaler.js";
+import type { ResizeStart, ScalingStatus } from "../scaling/scaler.js";
 
 const STATE_COLORS: Record<NodeState, number> = {
   Healthy: 32,
@@ -18,6 +18,8 @@ export interface FleetViewOptions {
   clock?: () => number;
   /** A pool summary is printed when it changes, and at least this often. */
   summaryEveryMs?: number;
+  /** A Starting node that climbs gets a progress line at most this often (default 5 s). */
+  progressEveryMs?: number;
 }
 
 /**
@@ -31,6 +33,8 @@ export class FleetView {
   private readonly peers = new Map<string, boolean>();
   /** Reserved peers back below the reference (replaying their chain), until they reach it. */
   private readonly replaying = new Set<string>();
+  /** Starting nodes: the head and time of their last progress line. */
+  private readonly progress = new Map<string, { head: number; at: number }>();
   private readonly clock: () => number;
 
   constructor(private readonly options: FleetViewOptions) {
@@ -85,8 +89,10 @@ export class FleetView {
         );
       }
     }
+    const moved = new Set<string>();
     for (const decision of output.decisions) {
       if (decision.kind === "transition") {
+        moved.add(decision.node);
         const from = decision.from ? this.paint(decision.from) : "new";
         this.options.write(
           `${decision.node.padEnd(width)}  ${from} -> ${this.paint(decision.to)}  (${decision.message})`,
@@ -95,6 +101,7 @@ export class FleetView {
         this.options.write(`${decision.node.padEnd(width)}  restart (${decision.reason})`);
       }
     }
+    this.showProgress(output, moved, width);
     const cause = output.systemic?.cause;
     if (cause !== this.systemic.get(network)) {
       this.systemic.set(network, cause);
@@ -112,6 +119,37 @@ export class FleetView {
     this.options.write(
       `${status.network}  scaled ${status.current} -> ${status.replicas} light nodes (${status.reason})`,
     );
+  }
+
+  /** A resize the autoscaler starts (the new members' own lines follow as they start and catch up). */
+  onScaling(resize: ResizeStart): void {
+    this.options.write(
+      `${resize.network}  scaling ${resize.current} -> ${resize.replicas} light nodes (${resize.reason})`,
+    );
+  }
+
+  /**
+   * A Starting node catching up (a new member, or a restarted one replaying its chain) says nothing in transitions
+   * until it is Healthy, which can take seconds or minutes: a line every few seconds while its head climbs.
+   */
+  private showProgress(output: EngineOutput, moved: ReadonlySet<string>, width: number): void {
+    const reference = output.reference?.number;
+    const now = this.clock();
+    const every = this.options.progressEveryMs ?? 5_000;
+    for (const node of output.nodes) {
+      if (node.state !== "Starting") {
+        this.progress.delete(node.name);
+        continue;
+      }
+      if (node.head === undefined || reference === undefined || moved.has(node.name)) continue;
+      const last = this.progress.get(node.name);
+      if (last && (node.head <= last.head || now - last.at < every)) continue;
+      this.progress.set(node.name, { head: node.head, at: now });
+      const behind = node.lagBlocks ?? Math.max(0, reference - node.head);
+      this.options.write(
+        `${node.name.padEnd(width)}  catching up: head ${node.head}, ${behind} blocks behind reference ${reference}`,
+      );
+    }
   }
 
   private summarize(network: string, output: EngineOutput, width: number): void {

@@ -1,5 +1,5 @@
 import { startKeysApi } from "../keys/runKeysApi.js";
-import { CLI_HINT, configHint } from "./banner.js";
+import { cliHint, configHint } from "./banner.js";
 import type { UpComponent } from "./component.js";
 
 /** The key API and its web page, on keys.port (8080), with the store in the data directory unless DATABASE_URL says otherwise. */
@@ -17,7 +17,7 @@ export const keysComponent: UpComponent = {
         {
           label: "key API",
           url: `${keys.url}/v1`,
-          note: `accounts: ${CLI_HINT} keys-api user add --email E -c ${configHint(context.configFile)}`,
+          note: `accounts: ${cliHint()} keys-api user add --email E -c ${configHint(context.configFile)}`,
         },
         { label: "key web page", url: `${keys.url}/` },
       ],

@@ -94,7 +94,8 @@ export async function startUp(options: RunUpOptions): Promise<RunningUp> {
     const fleetView = new FleetView({ write: (line) => stdout.write(`${line}\n`), color: true });
     const controller = context.controller;
     controller?.onRound((network, output) => fleetView.onRound(network, output, controller.peers(network)));
-    context.scaler?.onResize((status) => fleetView.onResize(status));
+    // Said as it starts: new members take seconds to catch up, and their own lines follow.
+    context.scaler?.onScaling((resize) => fleetView.onScaling(resize));
     stdout.write(
       formatBanner({
         networks: config.networks,

@@ -6,6 +6,7 @@ import { checkMethod, methodLabel } from "../../src/gateway/rpc/methodPolicy.js"
 import { parseBody } from "../../src/gateway/rpc/parseRequest.js";
 import { serializeResponse } from "../../src/gateway/rpc/serialize.js";
 import { pickCandidate, rankCandidates } from "../../src/gateway/upstreams/balancer.js";
+import { chooseNode } from "../../src/gateway/upstreams/chooseNode.js";
 import type { Candidate } from "../../src/gateway/upstreams/balancer.js";
 import { matchesFilter, parseLogFilter } from "../../src/gateway/ws/logFilter.js";
 
@@ -261,6 +262,24 @@ describe("balancing and the served head", () => {
     const picks = [0, 1, 2, 3].map((turn) => pickCandidate(ranked, 12, turn)?.name);
     expect(picks).toEqual(["a", "b", "a", "b"]);
     expect(pickCandidate([], 12, 0)).toBeUndefined();
+  });
+
+  it("never picks a node below a block the call names, even one passed over for being hung when it has the block", () => {
+    const nodes = [node("behind", 11), node("hung", 12)];
+    const choose = (requireBlock: boolean, nothingInFlight: boolean) =>
+      chooseNode({
+        candidates: nodes,
+        minBlock: 12,
+        requireBlock,
+        tried: new Set(),
+        avoid: new Set(["hung"]),
+        nothingInFlight,
+        turn: 0,
+      })?.name;
+    expect(choose(true, true)).toBe("hung");
+    expect(choose(true, false)).toBeUndefined();
+    // A call that names no block (minBlock is the served head, a preference) still gets the node below.
+    expect(choose(false, false)).toBe("behind");
   });
 
   it("uses only routed nodes, and every reachable one in panic mode, highest head first", () => {

@@ -29,6 +29,8 @@ export async function startTestGateway(
   gateway: Record<string, unknown> = {},
   network: Record<string, unknown> = {},
   upstream: (u: Upstream) => Upstream = (u) => u,
+  /** Network options besides its gateway section (blockTime, ...). */
+  networkOptions: Record<string, unknown> = {},
 ): Promise<{ gateway: Gateway; source: StaticUpstreamSource; registry: Registry; wsUrl: string }> {
   const nodes = devnet.nodes(NETWORK);
   const config = parseConfig({
@@ -38,6 +40,7 @@ export async function startTestGateway(
         name: NETWORK,
         chainId: CHAIN_ID,
         blockTime: "1s",
+        ...networkOptions,
         reservedPeers: nodes.filter((n) => n.role === "full").map((n) => ({ name: n.name, http: n.httpUrl })),
         gateway: { default: true, ...network },
       },

@@ -152,6 +152,17 @@ describe("Scaler", () => {
     expect(resized).toHaveLength(1);
   });
 
+  it("tells its scaling listeners of a resize as it starts, before the fleet carries it out", async () => {
+    const t = setup();
+    const started: Array<{ replicas: number; callsBefore: number }> = [];
+    t.scaler.onScaling((r) => started.push({ replicas: r.replicas, callsBefore: t.scaleCalls.length }));
+    await t.scaler.round("mainnet", engine(["Healthy"]));
+    t.serve(2_000);
+    t.advance(10_000);
+    await t.scaler.round("mainnet", engine(["Healthy"]));
+    expect(started).toEqual([{ replicas: 4, callsBefore: 0 }]);
+  });
+
   it("holds in a systemic failure and says so", async () => {
     const t = setup();
     await t.scaler.round("mainnet", engine(["Healthy"]));

@@ -26,12 +26,21 @@ export const ANVIL_LIGHT_NODE = [
   "--no-mining",
 ];
 
+/** Where the transactions of a pre-mined chain go. */
+const CHAIN_FILLER = "0x000000000000000000000000000000000000c4a1";
+
 export interface DevnetFleetOptions {
   lightNodes: number;
   fullNodes?: number;
   blockTimeMs: number;
   health?: Record<string, unknown>;
   logger?: Logger;
+  /**
+   * A chain of this many blocks, each with a transaction, mined before the light nodes start (on the full nodes
+   * alone, fast), so a node replaying it mines them one by one and takes seconds (empty blocks replay in a few calls).
+   * Before the controller's first round: a chain growing that fast under it would be an implausible jump.
+   */
+  chainBlocks?: number;
 }
 
 export interface DevnetFleet {
@@ -56,6 +65,10 @@ export async function startDevnetFleet(options: DevnetFleetOptions): Promise<Dev
     networks: [{ name: "devnet", chainId: 31_337, fullNodes: options.fullNodes ?? 2 }],
     blockTimeMs: options.blockTimeMs,
   });
+  for (let i = 0; i < (options.chainBlocks ?? 0); i++) {
+    await devnet.sendTransaction("devnet", { to: CHAIN_FILLER, value: 1n });
+    await devnet.mine("devnet");
+  }
   const dataDir = mkdtempSync(join(tmpdir(), "lightfleet-devnet-fleet-"));
   const fleet = new ProcessFleet({
     networks: [
@@ -128,16 +141,17 @@ export function routedFleets(base: { blockTimeMs: number; health: Record<string,
   afterAll(() => {
     expect(anvilsUnder(process.pid), "anvil processes left behind").toEqual([]);
   });
-  return async (health: Record<string, unknown> = {}): Promise<DevnetFleet> => {
+  return async (health: Record<string, unknown> = {}, chainBlocks?: number): Promise<DevnetFleet> => {
     current = await startDevnetFleet({
       lightNodes: 3,
       blockTimeMs: base.blockTimeMs,
       health: { ...base.health, ...health },
+      ...(chainBlocks !== undefined ? { chainBlocks } : {}),
     });
     const fleet = current;
-    // Past genesis too: nodes at block 0 with the peers are in sync and routed before the first block, but a fault
-    // applied there leaves a node at height 0, which the engine judges as never synced (height-zero, restart reason
-    // lag) rather than as the lag or stall the tests put on a node that was following the chain.
+    // Past genesis too: nodes at block 0 with the peers are in sync and routed before the first block; a fault
+    // applied there leaves a node at height 0, which the engine judges by its lag and stall like any other head (it
+    // was in step at genesis), but the tests mean a node that was following the chain.
     await waitFor(
       () => {
         const nodes = fleet.controller.lastOutput("devnet")?.nodes ?? [];

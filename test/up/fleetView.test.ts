@@ -129,6 +129,71 @@ describe("FleetView", () => {
     ]);
   });
 
+  it("shows a new member at once, then its catching up every few seconds while it climbs, until it is Healthy", () => {
+    const lines: string[] = [];
+    let now = 0;
+    const view = new FleetView({ write: (l) => lines.push(l), clock: () => now, progressEveryMs: 5_000 });
+    const ready = status("mainnet-light-0", "Healthy", true);
+    const starting = (head: number | undefined, lag?: number): NodeStatus => ({
+      ...status("mainnet-light-3", "Starting", false),
+      ...(head !== undefined ? { head } : {}),
+      ...(lag !== undefined ? { lagBlocks: lag } : {}),
+    });
+    view.onRound("mainnet", output([ready]));
+    view.onScaling({ network: "mainnet", current: 3, replicas: 4, reason: "190 req/s needs 4 at 50/node" });
+    view.onRound(
+      "mainnet",
+      output([ready, starting(undefined)], {
+        decisions: [
+          {
+            kind: "transition",
+            node: "mainnet-light-3",
+            from: undefined,
+            to: "Starting",
+            message: "started, waiting for its first answer",
+          },
+        ],
+      }),
+    );
+    const clocked = (at: number, head: number) => {
+      now = at;
+      view.onRound("mainnet", output([ready, starting(head, 120 - head)]));
+    };
+    clocked(1_000, 10);
+    clocked(3_000, 30);
+    clocked(6_500, 65);
+    // No climb since the last line: nothing to say.
+    clocked(9_000, 65);
+    clocked(12_000, 65);
+    clocked(13_000, 100);
+    now = 14_000;
+    view.onRound(
+      "mainnet",
+      output([ready, { ...status("mainnet-light-3", "Healthy", true), head: 120 }], {
+        decisions: [
+          {
+            kind: "transition",
+            node: "mainnet-light-3",
+            from: "Starting",
+            to: "Healthy",
+            message: "in sync",
+          },
+        ],
+      }),
+    );
+    now = 20_000;
+    view.onRound("mainnet", output([ready, { ...status("mainnet-light-3", "Healthy", true), head: 121 }]));
+    const summary = (l: string) => l.includes(" healthy  routed:");
+    expect(lines.filter((l) => (l.includes("light-3") || l.includes("scaling")) && !summary(l))).toEqual([
+      "mainnet  scaling 3 -> 4 light nodes (190 req/s needs 4 at 50/node)",
+      "mainnet-light-3  new -> Starting  (started, waiting for its first answer)",
+      "mainnet-light-3  catching up: head 10, 110 blocks behind reference 120",
+      "mainnet-light-3  catching up: head 65, 55 blocks behind reference 120",
+      "mainnet-light-3  catching up: head 100, 20 blocks behind reference 120",
+      "mainnet-light-3  Starting -> Healthy  (in sync)",
+    ]);
+  });
+
   it("prints one line per resize of the autoscaler", () => {
     const lines: string[] = [];
     const view = new FleetView({ write: (l) => lines.push(l) });

@@ -49,7 +49,8 @@ describe("lightfleet up on a terminal", () => {
     expect(screen).toMatch(/lightfleet up: alpha \(chain 31337\)/);
     expect(screen).toMatch(/alpha-full-0\s+http:\/\/127\.0\.0\.1:\d+\s+\(full node, a block every 500 ms\)/);
     expect(screen).toMatch(/alpha-light-1\s+http:\/\/127\.0\.0\.1:\d+\s+\(light node\)/);
-    expect(screen).toContain("Inject a fault: npx lightfleet devnet lag alpha-light-1 5");
+    // In lightfleet's own checkout the hint names the linked command (npx would first read the whole tree there).
+    expect(screen).toContain("Inject a fault: node_modules/.bin/lightfleet devnet lag alpha-light-1 5");
     // Each node turns Healthy in its own round: wait for both, and for the summary line that follows them.
     await waitFor(
       () =>
@@ -60,20 +61,8 @@ describe("lightfleet up on a terminal", () => {
     // JSON logs stay off the terminal.
     expect(screen).not.toMatch(/^\{"level"/m);
 
-    // A node held back at genesis reads as "reports height 0", not as blocks behind: lag it once the chain has moved.
-    const rpc = /alpha RPC\s+(http:\/\/127\.0\.0\.1:\d+\/)/.exec(screen)![1]!;
-    await waitFor(
-      async () => {
-        const response = await fetch(rpc, {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_blockNumber", params: [] }),
-        });
-        const body = (await response.json()) as { result?: string };
-        return body.result !== undefined && Number(body.result) >= 2;
-      },
-      { what: "the chain past genesis", timeoutMs: 20_000 },
-    );
+    // Lagged at once, perhaps still at genesis: a node that was in step there reads as blocks behind (not as "reports
+    // height 0", which is for a node that never synced).
     const fault = await fetch(`${admin}/devnet/faults/alpha-light-1`, {
       method: "POST",
       headers: { "content-type": "application/json" },

@@ -22,15 +22,17 @@ export function registerNodeCommand(program: Command): void {
     .option("--cluster", "the node is a pod in Kubernetes (the current kubeconfig context)")
     .option("-n, --namespace <namespace>", "the pod's namespace (with --cluster; default the context's)")
     .action(async (name: string, flags: RestartFlags) => {
-      const { NodeRestartError, requestRestartInCluster, requestRestartInUp } =
-        await import("../../node/restartNode.js");
+      // Each way loads only its own client: the Kubernetes one takes a second or two to load.
+      const { NodeRestartError } = await import("../../node/nodeRestartError.js");
       try {
         if (flags.cluster || flags.namespace !== undefined) {
+          const { requestRestartInCluster } = await import("../../node/restartInCluster.js");
           const namespace = await requestRestartInCluster(name, flags.namespace);
           process.stdout.write(
             `${name}: restart requested (pod ${namespace}/${name} annotated; the controller evicts it next round)\n`,
           );
         } else {
+          const { requestRestartInUp } = await import("../../node/restartInUp.js");
           const network = await requestRestartInUp(flags.admin, name);
           process.stdout.write(
             `${name}: restart requested (${network}; the controller restarts it at once)\n`,

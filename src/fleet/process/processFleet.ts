@@ -201,13 +201,24 @@ export class ProcessFleet implements Fleet {
       added.push(slot);
     }
     if (removed.length > 0) this.changed(network);
+    // A member is listed as soon as it answers, before it is attached (a devnet replays it to the head meanwhile,
+    // seconds on a long chain): the controller sees it Starting and catching up, and the operator sees it at once.
+    // One that fails to start is listed all the same (it shows as unresponsive).
+    const list = (slot: Slot) => {
+      if (slots.includes(slot) || this.stopped || slot.leaving) return;
+      const at = slots.findIndex((s) => s.index > slot.index);
+      slots.splice(at === -1 ? slots.length : at, 0, slot);
+      this.changed(network);
+    };
     await Promise.all([
       ...removed.map((slot) => this.retire(slot)),
-      ...added.map((slot) => this.launch(slot)),
+      // Listed by now, or at last; told again once attached (a devnet may reach it through a new front then).
+      ...added.map((slot) =>
+        this.launch(slot, () => list(slot)).finally(() =>
+          slots.includes(slot) ? this.changed(network) : list(slot),
+        ),
+      ),
     ]);
-    // A member is listed once it answers (or failed to start, then it shows as unresponsive).
-    slots.push(...added.sort((a, b) => a.index - b.index));
-    if (added.length > 0) this.changed(network);
   }
 
   /** Kills a member's process outright (fault injection); the controller sees it die and restarts it. */
@@ -223,7 +234,8 @@ export class ProcessFleet implements Fleet {
     return () => this.listeners.delete(listener);
   }
 
-  private async launch(slot: Slot): Promise<void> {
+  /** Starts the slot's process; `answering` is called once it answers, before it is attached. */
+  private async launch(slot: Slot, answering?: () => void): Promise<void> {
     const network = slot.network.name;
     const log = { network, member: slot.name };
     let started: MemberProcess | undefined;
@@ -265,6 +277,7 @@ export class ProcessFleet implements Fleet {
     }
     slot.process = started;
     this.logger.info({ ...log, url: slot.httpUrl, pid: started.child.pid }, "member started");
+    answering?.();
     const kill = started.kill;
     try {
       await this.options.onStarted?.({

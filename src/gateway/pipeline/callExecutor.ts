@@ -102,6 +102,7 @@ export class CallExecutor {
       hedge: options.hedge ?? hedgeSchema.parse({}),
       hungNodes: options.hungNodes ?? hungNodesSchema.parse({}),
       transactionPeers: options.transactionPeers ?? [],
+      blockTimeMs: options.blockTimeMs,
     });
     this.canonicalHashes = new CanonicalHashes((request) =>
       this.nodes.send({ kind: "forward", request, minBlock: resultHeight(request) }, false),

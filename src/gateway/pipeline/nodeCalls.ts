@@ -4,7 +4,7 @@ import type { CountCell } from "../../metrics/pendingCounts.js";
 import type { JsonRpcRequest, JsonRpcResponse } from "../../rpc/jsonRpc.js";
 import { RpcTransportError } from "../../rpc/jsonRpc.js";
 import type { Candidate } from "../upstreams/balancer.js";
-import { rankCandidates } from "../upstreams/balancer.js";
+import { hasBlock, rankCandidates } from "../upstreams/balancer.js";
 import type { BroadcastTarget } from "../upstreams/broadcastTransaction.js";
 import { broadcastRawTransaction } from "../upstreams/broadcastTransaction.js";
 import { CallTracker } from "../upstreams/callTracker.js";
@@ -13,9 +13,11 @@ import { forward } from "../upstreams/forward.js";
 import { HedgeBudget } from "../upstreams/hedgeBudget.js";
 import type { Upstreams } from "../upstreams/upstreams.js";
 import { isIdempotent } from "../rpc/methodPolicy.js";
+import { errorResponse } from "../rpc/parseRequest.js";
 import type { Answered } from "./failureAnswer.js";
 import { failureAnswer } from "./failureAnswer.js";
 import type { ForwardPlan } from "./plan.js";
+import { HEADER_NOT_FOUND } from "./plan.js";
 
 export interface NodeCallsOptions {
   upstreams: Upstreams;
@@ -27,6 +29,8 @@ export interface NodeCallsOptions {
   hungNodes: HungNodesConfig;
   /** Where raw transactions go besides the routed nodes (the reserved peers, when configured). */
   transactionPeers: ReadonlyArray<{ name: string; httpUrl: string }>;
+  /** The network's block time: a call naming a block no node has yet waits up to two of them for one. */
+  blockTimeMs: number;
 }
 
 /**
@@ -40,13 +44,23 @@ export class NodeCalls {
   private readonly budget: HedgeBudget;
   private readonly tracker: CallTracker;
   private readonly inFlight: CountCell;
+  /** Calls waiting for a node to have the block they name; tried again at each node head or routing change. */
+  private readonly blockWaiters = new Set<() => void>();
+  /** How long such a call waits: two block times, within the upstream timeout. */
+  private readonly blockWaitMs: number;
 
   constructor(private readonly options: NodeCallsOptions) {
     const { upstreams, hedge, hungNodes, metrics } = options;
     this.inFlight = metrics.inFlightOf(upstreams.network);
     this.budget = new HedgeBudget(hedge.budget, hedge.burst);
     this.tracker = new CallTracker(hedge, hungNodes, () => performance.now());
+    this.blockWaitMs = Math.min(options.upstreamTimeoutMs, 2 * options.blockTimeMs);
     upstreams.on("change", () => this.tracker.retain(new Set(upstreams.candidates().map((c) => c.name))));
+    const wake = () => {
+      for (const waiter of [...this.blockWaiters]) waiter();
+    };
+    upstreams.on("nodeHead", wake);
+    upstreams.on("change", wake);
   }
 
   private get network(): string {
@@ -73,10 +87,12 @@ export class NodeCalls {
       let done = false;
       let retries = idempotent ? 2 : 0;
       let lastError: RpcTransportError | undefined;
+      let waiter: (() => void) | undefined;
       const finish = (answered: Answered) => {
         if (done) return;
         done = true;
         for (const timer of timers) clearTimeout(timer);
+        if (waiter) this.blockWaiters.delete(waiter);
         resolve(answered);
       };
       const failed = () =>
@@ -164,13 +180,33 @@ export class NodeCalls {
           });
         return true;
       };
-      if (!launch("first", this.choose(plan, tried, true))) failed();
+      if (launch("first", this.choose(plan, tried, true))) return;
+      if (!this.waitsForBlock(plan)) return failed();
+      // The block is agreed on (the served head, or named by the client) but no node that may be asked has it yet:
+      // one will within a block or so. Each node head or routing change tries again, up to that bound.
+      const blockAt = plan.minBlock!;
+      const giveUp = setTimeout(() => finish(notYet(request, blockAt)), this.blockWaitMs);
+      timers.add(giveUp);
+      waiter = () => {
+        if (done || !launch("first", this.choose(plan, tried, true))) return;
+        clearTimeout(giveUp);
+        timers.delete(giveUp);
+        this.blockWaiters.delete(waiter!);
+        waiter = undefined;
+      };
+      this.blockWaiters.add(waiter);
     });
+  }
+
+  /** Whether a call that found no node should wait for one: it requires a block that reachable nodes lack. */
+  private waitsForBlock({ requireBlock, minBlock }: ForwardPlan): boolean {
+    if (!requireBlock || minBlock === undefined) return false;
+    return this.options.upstreams.candidates().some((c) => c.reachable && !hasBlock(c, minBlock));
   }
 
   /** The node for the next attempt of a call (see chooseNode). */
   private choose(
-    { minBlock, blockHash }: ForwardPlan,
+    { minBlock, requireBlock, blockHash }: ForwardPlan,
     tried: ReadonlySet<string>,
     nothingInFlight: boolean,
   ): Candidate | undefined {
@@ -178,6 +214,7 @@ export class NodeCalls {
     return chooseNode({
       candidates: upstreams.candidates(),
       minBlock,
+      requireBlock,
       tried,
       avoid: this.tracker.avoided(),
       nothingInFlight,
@@ -250,4 +287,16 @@ export class NodeCalls {
       outcome,
     });
   }
+}
+
+/** No node got the block within the wait: as a node without it answers, and saying which block. */
+function notYet(request: JsonRpcRequest, block: number): Answered {
+  return {
+    response: errorResponse(
+      request.id ?? null,
+      HEADER_NOT_FOUND,
+      `header not found: no node has block ${block} yet`,
+    ),
+    outcome: "unavailable",
+  };
 }

@@ -20,7 +20,17 @@ export type Plan =
       getLogsRefused?: string;
     }
   | { kind: "filters" }
-  | { kind: "forward"; request: JsonRpcRequest; minBlock: number | undefined; blockHash?: string }
+  | {
+      kind: "forward";
+      request: JsonRpcRequest;
+      minBlock: number | undefined;
+      /**
+       * The call names `minBlock` (by number, a pinned tag, a hash or a log range): only a node that has it is asked,
+       * and the call waits a little for one. Otherwise (methods without a block) a node below is ranked last.
+       */
+      requireBlock?: boolean;
+      blockHash?: string;
+    }
   | {
       kind: "broadcast";
       request: JsonRpcRequest;
@@ -54,6 +64,9 @@ export interface PlanContext {
   /** eth_sendRawTransaction is held to a per-sender limit: the sender is recovered from the signature. */
   limitsSenders: boolean;
 }
+
+/** geth's answer for state at a block it does not have; clients know it. */
+export const HEADER_NOT_FOUND = -32000;
 
 /** One method family's decision for a call. */
 export type Planner = (request: JsonRpcRequest, context: PlanContext) => Plan;

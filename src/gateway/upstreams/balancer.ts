@@ -53,7 +53,8 @@ export function pickCandidate(
   return ties[turn % ties.length];
 }
 
-function hasBlock(n: Candidate, minBlock: number | undefined): boolean {
+/** Whether the node is known to have block `minBlock` (any node does when undefined). */
+export function hasBlock(n: Candidate, minBlock: number | undefined): boolean {
   return minBlock === undefined || (n.head !== undefined && n.head >= minBlock);
 }
 

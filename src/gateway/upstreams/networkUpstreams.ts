@@ -66,7 +66,7 @@ export interface NetworkUpstreamsOptions {
  * id checked), with its outstanding request count. A block is served only once the reserved peers agree on its
  * hash, or, while they do not have it yet, two routed nodes (every reachable one in panic) have it (`agreeOnHead`):
  * a node that forks is outvoted, and one with another block than the peers or the agreed chain gets no calls. Emits `head` (upstream name, BlockRef, the node's header or undefined) when the
- * agreed head moves, and `change` when the set or the served head moves.
+ * agreed head moves, `nodeHead` (upstream name) at every node's new head, and `change` when the set or the served head moves.
  *
  * Calls to a node go over one WebSocket kept open for them when the node has a ws URL: many calls share a socket, so
  * under load one read or write carries several, where HTTP costs a write and a read per call (pass-through went from
@@ -363,6 +363,8 @@ export class NetworkUpstreams extends EventEmitter implements Upstreams {
   private onHead(member: Member, header: unknown): void {
     if (this.members.get(member.upstream.name) !== member) return;
     this.updateAgreement(member, header);
+    // Calls waiting for a node to have a block try again (a node reaching an agreed block moves no agreement).
+    this.emit("nodeHead", member.upstream.name);
   }
 
   /**

@@ -1,4 +1,4 @@
-import type { BlockRef } from "../../health/types.js";
+import type { BlockRef } from "../../chain/blockRef.js";
 import type { JsonRpcRequest, JsonRpcResponse } from "../../rpc/jsonRpc.js";
 import type { Candidate } from "./balancer.js";
 
@@ -27,6 +27,6 @@ export interface Upstreams {
   ): Promise<JsonRpcResponse> | undefined;
   /** Counts a call in flight on a node; call the returned function when it is done. */
   acquire(name: string): () => void;
-  /** "change": the served head or the set of nodes changed. */
-  on(event: "change", listener: () => void): unknown;
+  /** "change": the served head or the set of nodes changed; "nodeHead": a node's own head moved. */
+  on(event: "change" | "nodeHead", listener: () => void): unknown;
 }

@@ -132,6 +132,38 @@ describe("ProcessFleet", () => {
     await expect(chainIdAt(members[2]!.httpUrl)).rejects.toThrow(/cannot reach/);
   });
 
+  it("lists a new member as soon as it answers, while it is still being attached (replayed), and says so", async () => {
+    let attached: (() => void) | undefined;
+    const fleet = fleetOf(
+      { replicas: 1 },
+      {
+        onStarted: async (m) => {
+          if (m.name !== "devnet-light-1") return;
+          // The devnet replays it to the head meanwhile: seconds on a long chain.
+          await new Promise<void>((resolve) => (attached = resolve));
+        },
+      },
+    );
+    await fleet.start();
+    const changes: string[] = [];
+    fleet.onChange(() =>
+      changes.push(
+        fleet
+          .members("devnet")
+          .map((m) => m.name)
+          .join(","),
+      ),
+    );
+    const scaling = fleet.scale("devnet", 2);
+    await waitFor(() => attached !== undefined, { what: "the new member being attached" });
+    expect(fleet.members("devnet").map((m) => m.name)).toEqual(["devnet-light-0", "devnet-light-1"]);
+    expect(changes).toContain("devnet-light-0,devnet-light-1");
+    expect(await chainIdAt(fleet.members("devnet")[1]!.httpUrl)).toBe("0x7a69");
+    attached!();
+    await scaling;
+    expect(fleet.members("devnet").map((m) => m.name)).toEqual(["devnet-light-0", "devnet-light-1"]);
+  });
+
   it("a member scaled away while it is being attached after a restart is no error", async () => {
     const out = new PassThrough();
     const records: Array<{ level: number; msg: string }> = [];

@@ -60,15 +60,17 @@ describe("served head", () => {
 });
 
 describe("block parameters", () => {
-  it("pins latest and the agreed tags to numbers, and asks for a node with that block", () => {
+  it("pins latest and the agreed tags to numbers, and asks only a node with that block", () => {
     expect(planCall(call("eth_getBalance", ["0x01", "latest"]), context())).toEqual({
       kind: "forward",
       request: call("eth_getBalance", ["0x01", hex(100)]),
       minBlock: 100,
+      requireBlock: true,
     });
     expect(planCall(call("eth_getBlockByNumber", ["finalized", false]), context())).toMatchObject({
       request: { params: [hex(80), false] },
       minBlock: 80,
+      requireBlock: true,
     });
   });
 
@@ -89,11 +91,13 @@ describe("block parameters", () => {
     expect(planCall(call("eth_getBlockByHash", [HASH, false]), context())).toMatchObject({
       kind: "forward",
       minBlock: 95,
+      requireBlock: true,
       blockHash: HASH,
     });
     const unknown = planCall(call("eth_getBalance", ["0x01", { blockHash: UNKNOWN_HASH }]), context());
     expect(unknown).toMatchObject({ kind: "forward", minBlock: undefined });
     expect(unknown).not.toHaveProperty("blockHash");
+    expect(unknown).not.toHaveProperty("requireBlock");
   });
 
   it("leaves tags to the node and the call as written before the first agreed head", () => {

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { copyFile, mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import { anvilBinary } from "../../../src/devnet/anvil.js";
+import { anvilBinary } from "../../../src/process/anvilBinary.js";
 import { runGo } from "../goCommand.js";
 import { baseTag } from "../image/lightfleetImage.js";
 import { imageCacheDir, podman } from "../image/podman.js";

@@ -10,13 +10,11 @@ import {
 } from "../../rpc/blockParams.js";
 import { errorResponse } from "../../rpc/parseRequest.js";
 import type { ForwardPlan, Plan, PlanContext } from "../plan.js";
-import { answered } from "../plan.js";
+import { HEADER_NOT_FOUND, answered } from "../plan.js";
 
 /** Methods reading one block, or state at one block: the block parameter decides where they go. */
 export const BLOCK_PARAMETER_METHODS = [...BLOCK_PARAM_METHODS, ...BLOCK_HASH_METHODS];
 
-/** geth's answer for state at a block it does not have; clients know it. */
-const HEADER_NOT_FOUND = -32000;
 /** Methods answering `null` (not an error) for a block above the head, as a node at that head would. */
 const NULL_ABOVE_HEAD = new Set([
   "eth_getBlockByNumber",
@@ -56,7 +54,7 @@ export function planBlockParameter(request: JsonRpcRequest, context: PlanContext
       : answered(errorResponse(id, HEADER_NOT_FOUND, "header not found"), "rpc_error");
   }
   params[index] = pinBlockParam(params[index], served, tags);
-  return { kind: "forward", request: { ...request, params }, minBlock: target.number };
+  return { kind: "forward", request: { ...request, params }, minBlock: target.number, requireBlock: true };
 }
 
 /**
@@ -67,5 +65,5 @@ export function byHash(request: JsonRpcRequest, hash: string, context: PlanConte
   const height = context.heightOfHash(hash);
   return height === undefined
     ? { kind: "forward", request, minBlock: undefined }
-    : { kind: "forward", request, minBlock: height, blockHash: hash };
+    : { kind: "forward", request, minBlock: height, requireBlock: true, blockHash: hash };
 }

@@ -28,5 +28,5 @@ export function planGetLogs(request: JsonRpcRequest, context: PlanContext): Plan
   const forwarded = { ...request, params: verdict.params };
   return verdict.blockHash
     ? byHash(forwarded, verdict.blockHash, context)
-    : { kind: "forward", request: forwarded, minBlock: verdict.toBlock ?? served };
+    : { kind: "forward", request: forwarded, minBlock: verdict.toBlock ?? served, requireBlock: true };
 }
