@@ -3,11 +3,11 @@ import { createServer } from "node:http";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { NetworkUpstreams } from "../../src/gateway/upstreams/networkUpstreams.js";
-import type { FeedBlock } from "../../src/gateway/ws/headFeed.js";
-import { HeadFeed } from "../../src/gateway/ws/headFeed.js";
-import { silentLogger } from "../../src/log/logger.js";
-import { waitFor } from "../support/waitFor.js";
+import type { NetworkUpstreams } from "../../../src/gateway/upstreams/networkUpstreams.js";
+import type { FeedBlock } from "../../../src/gateway/ws/headFeed.js";
+import { HeadFeed } from "../../../src/gateway/ws/headFeed.js";
+import { silentLogger } from "../../../src/log/logger.js";
+import { waitFor } from "../../support/waitFor.js";
 
 const hash = (n: number, fork = "a") => `0x${fork.repeat(2)}${n.toString(16).padStart(62, "0")}`;
 const block = (n: number, fork = "a", parentFork = fork) => ({

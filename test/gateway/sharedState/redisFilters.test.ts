@@ -1,12 +1,12 @@
 import { Registry } from "prom-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { RedisFilters } from "../../src/gateway/sharedState/redisFilters.js";
-import { SharedStore } from "../../src/gateway/sharedState/sharedStore.js";
-import { silentLogger } from "../../src/log/logger.js";
-import type { JsonRpcRequest, JsonRpcResponse } from "../../src/rpc/jsonRpc.js";
-import { redisTool, startRedis } from "../support/redisServer.js";
-import type { RedisServer } from "../support/redisServer.js";
-import { waitFor } from "../support/waitFor.js";
+import { RedisFilters } from "../../../src/gateway/sharedState/redisFilters.js";
+import { SharedStore } from "../../../src/gateway/sharedState/sharedStore.js";
+import { silentLogger } from "../../../src/log/logger.js";
+import type { JsonRpcRequest, JsonRpcResponse } from "../../../src/rpc/jsonRpc.js";
+import { redisTool, startRedis } from "../../support/redisServer.js";
+import type { RedisServer } from "../../support/redisServer.js";
+import { waitFor } from "../../support/waitFor.js";
 
 /** A chain the fake nodes serve: hashes by height, changed by `reorg`. */
 class FakeChain {

@@ -1,12 +1,12 @@
 import { describe, expect, it } from "vitest";
-import type { AnswerBlock, BlockStanding } from "../../src/gateway/rpc/responseCache.js";
+import type { AnswerBlock, BlockStanding } from "../../../src/gateway/rpc/responseCache.js";
 import {
   ResponseCache,
   blockOfAnswer,
   blockStanding,
   cachePlan,
   withNumberFromAnswer,
-} from "../../src/gateway/rpc/responseCache.js";
+} from "../../../src/gateway/rpc/responseCache.js";
 
 const HASH = `0x${"ab".repeat(32)}`;
 const OTHER = `0x${"cd".repeat(32)}`;

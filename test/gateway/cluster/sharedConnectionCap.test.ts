@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import type { ConnectionAcquire, ConnectionRelease } from "../../src/gateway/cluster/messages.js";
+import type { ConnectionAcquire, ConnectionRelease } from "../../../src/gateway/cluster/messages.js";
 import {
   ClusterConnectionCounts,
   PrimaryConnectionCap,
-} from "../../src/gateway/cluster/sharedConnectionCap.js";
+} from "../../../src/gateway/cluster/sharedConnectionCap.js";
 
 describe("the WebSocket connection cap counted over gateway workers", () => {
   afterEach(() => vi.useRealTimers());

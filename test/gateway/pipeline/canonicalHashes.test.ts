@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { CanonicalHashes } from "../../src/gateway/pipeline/canonicalHashes.js";
-import type { JsonRpcRequest, JsonRpcResponse } from "../../src/rpc/jsonRpc.js";
+import { CanonicalHashes } from "../../../src/gateway/pipeline/canonicalHashes.js";
+import type { JsonRpcRequest, JsonRpcResponse } from "../../../src/rpc/jsonRpc.js";
 
 const HASH = `0x${"AB".repeat(32)}`;
 

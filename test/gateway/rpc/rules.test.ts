@@ -1,14 +1,14 @@
 import { describe, expect, it } from "vitest";
-import { matchRoute } from "../../src/gateway/http/routes.js";
-import { pinBlockParam, readBlockParam } from "../../src/gateway/rpc/blockParams.js";
-import { checkGetLogs } from "../../src/gateway/rpc/getLogsRule.js";
-import { checkMethod, methodLabel } from "../../src/gateway/rpc/methodPolicy.js";
-import { parseBody } from "../../src/gateway/rpc/parseRequest.js";
-import { serializeResponse } from "../../src/gateway/rpc/serialize.js";
-import { pickCandidate, rankCandidates } from "../../src/gateway/upstreams/balancer.js";
-import { chooseNode } from "../../src/gateway/upstreams/chooseNode.js";
-import type { Candidate } from "../../src/gateway/upstreams/balancer.js";
-import { matchesFilter, parseLogFilter } from "../../src/gateway/ws/logFilter.js";
+import { matchRoute } from "../../../src/gateway/http/routes.js";
+import { pinBlockParam, readBlockParam } from "../../../src/gateway/rpc/blockParams.js";
+import { checkGetLogs } from "../../../src/gateway/rpc/getLogsRule.js";
+import { checkMethod, methodLabel } from "../../../src/gateway/rpc/methodPolicy.js";
+import { parseBody } from "../../../src/gateway/rpc/parseRequest.js";
+import { serializeResponse } from "../../../src/gateway/rpc/serialize.js";
+import { pickCandidate, rankCandidates } from "../../../src/gateway/upstreams/balancer.js";
+import { chooseNode } from "../../../src/gateway/upstreams/chooseNode.js";
+import type { Candidate } from "../../../src/gateway/upstreams/balancer.js";
+import { matchesFilter, parseLogFilter } from "../../../src/gateway/ws/logFilter.js";
 
 const hex = (n: number) => `0x${n.toString(16)}`;
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { agreeOnHead } from "../../src/gateway/upstreams/agreedHead.js";
-import { peer, recentHashes } from "../health/scenario.js";
+import { agreeOnHead } from "../../../src/gateway/upstreams/agreedHead.js";
+import { peer, recentHashes } from "../../health/scenario.js";
 
 /** Routed nodes as the gateway's followers see them: head and recent hashes (built like reserved peers). */
 const at = peer;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { SharedRateLimiter } from "../../src/gateway/cluster/sharedRateLimit.js";
-import { IpRateLimiter } from "../../src/gateway/limits/ipRateLimiter.js";
+import { SharedRateLimiter } from "../../../src/gateway/cluster/sharedRateLimit.js";
+import { IpRateLimiter } from "../../../src/gateway/limits/ipRateLimiter.js";
 
 /** `count` workers' limiters on one clock, and the relay the primary makes between them. */
 function workers(count: number, options: { rate: number; burst: number }) {

@@ -1,11 +1,11 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import type { FilterCall, FilterReply } from "../../src/gateway/cluster/messages.js";
-import { FilterCallRelay, ForwardedFilterCalls } from "../../src/gateway/cluster/sharedFilters.js";
-import { filterOwner, newFilterId } from "../../src/gateway/filters/filterId.js";
-import { FilterStore } from "../../src/gateway/filters/filterStore.js";
-import type { JsonRpcRequest, JsonRpcResponse } from "../../src/rpc/jsonRpc.js";
-import { ExactNumber } from "../../src/rpc/jsonRpc.js";
-import type { Json } from "./support.js";
+import type { FilterCall, FilterReply } from "../../../src/gateway/cluster/messages.js";
+import { FilterCallRelay, ForwardedFilterCalls } from "../../../src/gateway/cluster/sharedFilters.js";
+import { filterOwner, newFilterId } from "../../../src/gateway/filters/filterId.js";
+import { FilterStore } from "../../../src/gateway/filters/filterStore.js";
+import type { JsonRpcRequest, JsonRpcResponse } from "../../../src/rpc/jsonRpc.js";
+import { ExactNumber } from "../../../src/rpc/jsonRpc.js";
+import type { Json } from "../support.js";
 
 const call = (method: string, params: unknown[] = [], id: JsonRpcRequest["id"] = 1): JsonRpcRequest => ({
   jsonrpc: "2.0",

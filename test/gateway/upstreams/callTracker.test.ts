@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { hedgeSchema, hungNodesSchema } from "../../src/config/sections/latency.js";
-import type { Candidate } from "../../src/gateway/upstreams/balancer.js";
-import { CallTracker, latencyClass } from "../../src/gateway/upstreams/callTracker.js";
-import { chooseNode } from "../../src/gateway/upstreams/chooseNode.js";
-import { HedgeBudget } from "../../src/gateway/upstreams/hedgeBudget.js";
-import { LatencyWindow } from "../../src/gateway/upstreams/latencyWindow.js";
+import { hedgeSchema, hungNodesSchema } from "../../../src/config/sections/latency.js";
+import type { Candidate } from "../../../src/gateway/upstreams/balancer.js";
+import { CallTracker, latencyClass } from "../../../src/gateway/upstreams/callTracker.js";
+import { chooseNode } from "../../../src/gateway/upstreams/chooseNode.js";
+import { HedgeBudget } from "../../../src/gateway/upstreams/hedgeBudget.js";
+import { LatencyWindow } from "../../../src/gateway/upstreams/latencyWindow.js";
 
 /** A tracker with the default settings on a clock the test moves. */
 function tracker(overrides: { hedge?: object; hung?: object } = {}) {

@@ -1,8 +1,8 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { describe, expect, it, onTestFinished } from "vitest";
-import { AgreedTags, agreeOnTag } from "../../src/gateway/upstreams/agreedTags.js";
-import { silentLogger } from "../../src/log/logger.js";
+import { AgreedTags, agreeOnTag } from "../../../src/gateway/upstreams/agreedTags.js";
+import { silentLogger } from "../../../src/log/logger.js";
 
 const block = (number: number) => ({
   number,

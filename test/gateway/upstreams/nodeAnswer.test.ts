@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { readNodeAnswer } from "../../src/gateway/upstreams/nodeAnswer.js";
-import { serializeResponse } from "../../src/gateway/rpc/serialize.js";
+import { readNodeAnswer } from "../../../src/gateway/upstreams/nodeAnswer.js";
+import { serializeResponse } from "../../../src/gateway/rpc/serialize.js";
 
 const malformed = (cause: unknown) => new Error("malformed", { cause });
 

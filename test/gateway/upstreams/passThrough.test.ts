@@ -2,9 +2,9 @@ import { createServer } from "node:http";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { RawResult, serializeBody, serializeResponse } from "../../src/gateway/rpc/serialize.js";
-import { closeUpstreamPools, forward } from "../../src/gateway/upstreams/forward.js";
-import { HeadsNotification, newSubscriptionId } from "../../src/gateway/ws/headsNotification.js";
+import { RawResult, serializeBody, serializeResponse } from "../../../src/gateway/rpc/serialize.js";
+import { closeUpstreamPools, forward } from "../../../src/gateway/upstreams/forward.js";
+import { HeadsNotification, newSubscriptionId } from "../../../src/gateway/ws/headsNotification.js";
 
 const block = {
   number: "0x3",

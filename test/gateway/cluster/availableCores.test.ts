@@ -4,8 +4,8 @@ import {
   coresFromCpuMax,
   coresFromQuota,
   workerCount,
-} from "../../src/gateway/cluster/availableCores.js";
-import { parseConfigText } from "../../src/config/loadConfig.js";
+} from "../../../src/gateway/cluster/availableCores.js";
+import { parseConfigText } from "../../../src/config/loadConfig.js";
 
 /** cgroup files as a container would see them. */
 const files = (contents: Record<string, string>) => ({ read: (path: string) => contents[path] });

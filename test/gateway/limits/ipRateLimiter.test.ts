@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { IpRateLimiter } from "../../src/gateway/limits/ipRateLimiter.js";
+import { IpRateLimiter } from "../../../src/gateway/limits/ipRateLimiter.js";
 
 function limiter(options: { rate: number; burst: number; maxTracked?: number }) {
   let now = 0;

@@ -1,13 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { RedisLeaseCap } from "../../src/gateway/sharedState/redisLeases.js";
-import { RedisRateLimiter } from "../../src/gateway/sharedState/redisRateLimiter.js";
-import { SharedHead } from "../../src/gateway/sharedState/sharedHead.js";
-import { SharedStore } from "../../src/gateway/sharedState/sharedStore.js";
-import { silentLogger } from "../../src/log/logger.js";
+import { RedisLeaseCap } from "../../../src/gateway/sharedState/redisLeases.js";
+import { RedisRateLimiter } from "../../../src/gateway/sharedState/redisRateLimiter.js";
+import { SharedHead } from "../../../src/gateway/sharedState/sharedHead.js";
+import { SharedStore } from "../../../src/gateway/sharedState/sharedStore.js";
+import { silentLogger } from "../../../src/log/logger.js";
 import { Registry } from "prom-client";
-import { redisTool, startRedis } from "../support/redisServer.js";
-import type { RedisServer } from "../support/redisServer.js";
-import { waitFor } from "../support/waitFor.js";
+import { redisTool, startRedis } from "../../support/redisServer.js";
+import type { RedisServer } from "../../support/redisServer.js";
+import { waitFor } from "../../support/waitFor.js";
 
 if (!redisTool.path) console.warn(`skipping the shared-state tests: ${redisTool.missing}`);
 

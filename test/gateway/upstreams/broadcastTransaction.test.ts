@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
-import type { JsonRpcResponse } from "../../src/rpc/jsonRpc.js";
-import { RpcTransportError } from "../../src/rpc/jsonRpc.js";
-import type { BroadcastTarget } from "../../src/gateway/upstreams/broadcastTransaction.js";
+import type { JsonRpcResponse } from "../../../src/rpc/jsonRpc.js";
+import { RpcTransportError } from "../../../src/rpc/jsonRpc.js";
+import type { BroadcastTarget } from "../../../src/gateway/upstreams/broadcastTransaction.js";
 import {
   broadcastRawTransaction,
   rawTransactionHash,
-} from "../../src/gateway/upstreams/broadcastTransaction.js";
+} from "../../../src/gateway/upstreams/broadcastTransaction.js";
 
 const RAW = "0x02f8";
 const HASH = rawTransactionHash([RAW])!;
