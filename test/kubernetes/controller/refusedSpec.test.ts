@@ -1,11 +1,17 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { parseConfig } from "../../src/config/loadConfig.js";
-import { startClusterController } from "../../src/kubernetes/controller/clusterController.js";
-import { createLogger, silentLogger } from "../../src/log/logger.js";
-import { createRegistry } from "../../src/metrics/registry.js";
-import { devnetPool, podNodeObject, POOL_HEALTH, startPodNodes, startTestDevnet } from "../support/devnet.js";
-import { startFakeApiServer, type FakeApiServer, type KubeObject } from "../support/fakeApiServer.js";
-import { waitFor } from "../support/waitFor.js";
+import { parseConfig } from "../../../src/config/loadConfig.js";
+import { startClusterController } from "../../../src/kubernetes/controller/clusterController.js";
+import { createLogger, silentLogger } from "../../../src/log/logger.js";
+import { createRegistry } from "../../../src/metrics/registry.js";
+import {
+  devnetPool,
+  podNodeObject,
+  POOL_HEALTH,
+  startPodNodes,
+  startTestDevnet,
+} from "../../support/devnet.js";
+import { startFakeApiServer, type FakeApiServer, type KubeObject } from "../../support/fakeApiServer.js";
+import { waitFor } from "../../support/waitFor.js";
 
 const PODS = "api/v1/pods";
 const POOLS = "apis/lightfleet.io/v1alpha1/lightnodepools";

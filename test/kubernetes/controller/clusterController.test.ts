@@ -1,11 +1,11 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { parseConfig } from "../../src/config/loadConfig.js";
-import { startClusterController } from "../../src/kubernetes/controller/clusterController.js";
-import { createLogger, silentLogger } from "../../src/log/logger.js";
-import { createRegistry } from "../../src/metrics/registry.js";
-import { crdValidators, loadCrds, validateObject } from "../chart/validateObject.js";
+import { parseConfig } from "../../../src/config/loadConfig.js";
+import { startClusterController } from "../../../src/kubernetes/controller/clusterController.js";
+import { createLogger, silentLogger } from "../../../src/log/logger.js";
+import { createRegistry } from "../../../src/metrics/registry.js";
+import { crdValidators, loadCrds, validateObject } from "../../chart/validateObject.js";
 import {
   devnetPool,
   idlePool,
@@ -13,9 +13,9 @@ import {
   POOL_HEALTH,
   startPodNodes,
   startTestDevnet,
-} from "../support/devnet.js";
-import { startFakeApiServer, type FakeApiServer, type KubeObject } from "../support/fakeApiServer.js";
-import { waitFor } from "../support/waitFor.js";
+} from "../../support/devnet.js";
+import { startFakeApiServer, type FakeApiServer, type KubeObject } from "../../support/fakeApiServer.js";
+import { waitFor } from "../../support/waitFor.js";
 
 const PODS = "api/v1/pods";
 const POOLS = "apis/lightfleet.io/v1alpha1/lightnodepools";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { gatewayCountersProblem } from "../../src/kubernetes/scaling/gatewayCounters.js";
+import { gatewayCountersProblem } from "../../../src/kubernetes/scaling/gatewayCounters.js";
 
 describe("gatewayCountersProblem", () => {
   const eth = { network: "mainnet", namespace: "eth" };

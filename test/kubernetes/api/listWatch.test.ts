@@ -1,11 +1,11 @@
 import { CustomObjectsApi } from "@kubernetes/client-node";
 import { afterEach, describe, expect, it } from "vitest";
-import { makeApiClient } from "../../src/kubernetes/api/kubeClients.js";
-import { ListWatch } from "../../src/kubernetes/api/listWatch.js";
-import { silentLogger } from "../../src/log/logger.js";
-import { idlePool } from "../support/devnet.js";
-import { startFakeApiServer, type KubeObject } from "../support/fakeApiServer.js";
-import { waitFor } from "../support/waitFor.js";
+import { makeApiClient } from "../../../src/kubernetes/api/kubeClients.js";
+import { ListWatch } from "../../../src/kubernetes/api/listWatch.js";
+import { silentLogger } from "../../../src/log/logger.js";
+import { idlePool } from "../../support/devnet.js";
+import { startFakeApiServer, type KubeObject } from "../../support/fakeApiServer.js";
+import { waitFor } from "../../support/waitFor.js";
 
 const POOLS = "apis/lightfleet.io/v1alpha1/lightnodepools";
 const cleanup: Array<() => unknown> = [];

@@ -1,11 +1,11 @@
 import { KubeConfig } from "@kubernetes/client-node";
 import nock from "nock";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { KubernetesFleet } from "../../src/kubernetes/pods/kubernetesFleet.js";
-import type { PoolBinding } from "../../src/kubernetes/pods/podRules.js";
-import { readinessPatch } from "../../src/kubernetes/pods/podRules.js";
-import { silentLogger } from "../../src/log/logger.js";
-import { waitFor } from "../support/waitFor.js";
+import { KubernetesFleet } from "../../../src/kubernetes/pods/kubernetesFleet.js";
+import type { PoolBinding } from "../../../src/kubernetes/pods/podRules.js";
+import { readinessPatch } from "../../../src/kubernetes/pods/podRules.js";
+import { silentLogger } from "../../../src/log/logger.js";
+import { waitFor } from "../../support/waitFor.js";
 
 const SERVER = "https://k8s.test:6443";
 const PODS = "/api/v1/namespaces/eth/pods";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { olderResourceVersion } from "../../src/kubernetes/api/resourceVersion.js";
+import { olderResourceVersion } from "../../../src/kubernetes/api/resourceVersion.js";
 
 describe("olderResourceVersion", () => {
   it("orders decimal resource versions as integers of any size", () => {

@@ -1,10 +1,10 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { KubernetesFleet } from "../../src/kubernetes/pods/kubernetesFleet.js";
-import { createLogger, silentLogger } from "../../src/log/logger.js";
-import { createKubeCacheMetrics } from "../../src/metrics/kubeCacheMetrics.js";
-import { createRegistry } from "../../src/metrics/registry.js";
-import { startFakeApiServer, type FakeApiServer, type KubeObject } from "../support/fakeApiServer.js";
-import { waitFor } from "../support/waitFor.js";
+import { KubernetesFleet } from "../../../src/kubernetes/pods/kubernetesFleet.js";
+import { createLogger, silentLogger } from "../../../src/log/logger.js";
+import { createKubeCacheMetrics } from "../../../src/metrics/kubeCacheMetrics.js";
+import { createRegistry } from "../../../src/metrics/registry.js";
+import { startFakeApiServer, type FakeApiServer, type KubeObject } from "../../support/fakeApiServer.js";
+import { waitFor } from "../../support/waitFor.js";
 
 const PODS = "api/v1/pods";
 const cleanup: Array<() => unknown> = [];

@@ -14,11 +14,11 @@ import {
   setHeaderOptions,
 } from "@kubernetes/client-node";
 import { afterEach, describe, expect, it } from "vitest";
-import { makeApiClient } from "../../src/kubernetes/api/kubeClients.js";
-import { startFakeApiServer } from "../support/fakeApiServer.js";
-import { findTool } from "../support/requireTool.js";
+import { makeApiClient } from "../../../src/kubernetes/api/kubeClients.js";
+import { startFakeApiServer } from "../../support/fakeApiServer.js";
+import { findTool } from "../../support/requireTool.js";
 
-const { version } = createRequire(import.meta.url)("../../package.json") as { version: string };
+const { version } = createRequire(import.meta.url)("../../../package.json") as { version: string };
 const PODS = "api/v1/pods";
 const POOLS = "apis/lightfleet.io/v1alpha1/lightnodepools";
 const CALLS = 12;

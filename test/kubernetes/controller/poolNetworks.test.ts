@@ -1,7 +1,11 @@
 import { describe, expect, it } from "vitest";
-import type { LabelSelector, LightNodePool } from "../../src/kubernetes/api/crds.js";
-import { poolNetwork, resolvePools, selectorString } from "../../src/kubernetes/controller/poolNetworks.js";
-import { parseSelector, selectorRequirements } from "../support/fakeApi/labelSelector.js";
+import type { LabelSelector, LightNodePool } from "../../../src/kubernetes/api/crds.js";
+import {
+  poolNetwork,
+  resolvePools,
+  selectorString,
+} from "../../../src/kubernetes/controller/poolNetworks.js";
+import { parseSelector, selectorRequirements } from "../../support/fakeApi/labelSelector.js";
 
 const pool = (spec: Partial<LightNodePool["spec"]> = {}): LightNodePool => ({
   apiVersion: "lightfleet.io/v1alpha1",

@@ -8,7 +8,7 @@ import {
   writeNeed,
   type SentStatus,
   type StatusNews,
-} from "../../src/kubernetes/status/writeThrottle.js";
+} from "../../../src/kubernetes/status/writeThrottle.js";
 
 const T0 = Date.UTC(2026, 10, 27, 12);
 const options = DEFAULT_WRITE_THROTTLE;

@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { KubernetesFleet } from "../../src/kubernetes/pods/kubernetesFleet.js";
-import type { PoolBinding } from "../../src/kubernetes/pods/podRules.js";
-import { silentLogger } from "../../src/log/logger.js";
-import { startFakeApiServer, type KubeObject } from "../support/fakeApiServer.js";
-import { waitFor } from "../support/waitFor.js";
+import { KubernetesFleet } from "../../../src/kubernetes/pods/kubernetesFleet.js";
+import type { PoolBinding } from "../../../src/kubernetes/pods/podRules.js";
+import { silentLogger } from "../../../src/log/logger.js";
+import { startFakeApiServer, type KubeObject } from "../../support/fakeApiServer.js";
+import { waitFor } from "../../support/waitFor.js";
 
 const PODS = "api/v1/pods";
 const NODES = "apis/lightfleet.io/v1alpha1/lightnodes";

@@ -4,10 +4,10 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
   EndpointSliceSource,
   upstreamsFromSlices,
-} from "../../src/kubernetes/endpointSlices/endpointSliceSource.js";
-import type { ServiceBinding } from "../../src/kubernetes/endpointSlices/endpointSliceSource.js";
-import { silentLogger } from "../../src/log/logger.js";
-import { waitFor } from "../support/waitFor.js";
+} from "../../../src/kubernetes/endpointSlices/endpointSliceSource.js";
+import type { ServiceBinding } from "../../../src/kubernetes/endpointSlices/endpointSliceSource.js";
+import { silentLogger } from "../../../src/log/logger.js";
+import { waitFor } from "../../support/waitFor.js";
 
 const SERVER = "https://k8s.test:6443";
 const SLICES = "/apis/discovery.k8s.io/v1/namespaces/eth/endpointslices";

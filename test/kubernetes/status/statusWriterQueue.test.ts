@@ -3,12 +3,12 @@ import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { KubeConfig } from "@kubernetes/client-node";
 import { afterEach, describe, expect, it } from "vitest";
-import type { Fleet, FleetMember } from "../../src/fleet/fleet.js";
-import { StatusWriter } from "../../src/kubernetes/status/statusWriter.js";
-import type { PoolRef } from "../../src/kubernetes/status/statusWriter.js";
-import type { EngineOutput, NodeState, NodeStatus } from "../../src/health/types.js";
-import { silentLogger } from "../../src/log/logger.js";
-import { waitFor } from "../support/waitFor.js";
+import type { Fleet, FleetMember } from "../../../src/fleet/fleet.js";
+import { StatusWriter } from "../../../src/kubernetes/status/statusWriter.js";
+import type { PoolRef } from "../../../src/kubernetes/status/statusWriter.js";
+import type { EngineOutput, NodeState, NodeStatus } from "../../../src/health/types.js";
+import { silentLogger } from "../../../src/log/logger.js";
+import { waitFor } from "../../support/waitFor.js";
 
 const T0 = Date.UTC(2026, 10, 22, 12);
 const pool: PoolRef = {

@@ -1,13 +1,13 @@
 import { CoordinationV1Api, KubeConfig } from "@kubernetes/client-node";
 import nock from "nock";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { decideLease, observe, stillLeading } from "../../src/kubernetes/leaderElection/leaseDecision.js";
-import { LeaderElector } from "../../src/kubernetes/leaderElection/leaderElector.js";
-import { silentLogger } from "../../src/log/logger.js";
-import { createLeaderMetrics } from "../../src/metrics/leaderMetrics.js";
+import { decideLease, observe, stillLeading } from "../../../src/kubernetes/leaderElection/leaseDecision.js";
+import { LeaderElector } from "../../../src/kubernetes/leaderElection/leaderElector.js";
+import { silentLogger } from "../../../src/log/logger.js";
+import { createLeaderMetrics } from "../../../src/metrics/leaderMetrics.js";
 import { Registry } from "prom-client";
-import { startFakeLeaseServer } from "../support/fakeLeaseServer.js";
-import { waitFor } from "../support/waitFor.js";
+import { startFakeLeaseServer } from "../../support/fakeLeaseServer.js";
+import { waitFor } from "../../support/waitFor.js";
 
 describe("lease decisions (injected clock)", () => {
   const record = { holderIdentity: "other", renewTime: "t1", leaseDurationSeconds: 15 };

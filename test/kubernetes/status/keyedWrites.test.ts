@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { KeyedWrites } from "../../src/kubernetes/status/keyedWrites.js";
+import { KeyedWrites } from "../../../src/kubernetes/status/keyedWrites.js";
 
 /** Writes that finish only when the test says so, recording what ran and how many were in flight. */
 function heldWrites() {
