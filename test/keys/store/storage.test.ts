@@ -3,9 +3,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { generateSync } from "otplib";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { KeysService } from "../../src/keys/service.js";
-import { openKeyStore } from "../../src/keys/store/database.js";
-import { Client, PEPPER, SEED_KEY, startPostgres, startTestKeysApi } from "./support.js";
+import { KeysService } from "../../../src/keys/service.js";
+import { openKeyStore } from "../../../src/keys/store/database.js";
+import { Client, PEPPER, SEED_KEY, startPostgres, startTestKeysApi } from "../support.js";
 
 const PASSWORD = "correct horse battery staple";
 const cleanup: Array<() => unknown> = [];

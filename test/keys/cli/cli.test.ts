@@ -3,11 +3,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { spawn } from "node:child_process";
-import { parseConfig } from "../../src/config/loadConfig.js";
-import { openService } from "../../src/keys/openService.js";
-import { openKeyStore } from "../../src/keys/store/database.js";
-import { ROOT, runCli } from "../support/runCli.js";
-import { PEPPER, SECRETS_ENV } from "./support.js";
+import { parseConfig } from "../../../src/config/loadConfig.js";
+import { openService } from "../../../src/keys/openService.js";
+import { openKeyStore } from "../../../src/keys/store/database.js";
+import { ROOT, runCli } from "../../support/runCli.js";
+import { PEPPER, SECRETS_ENV } from "../support.js";
 
 describe("lightfleet keys-api user", () => {
   const dir = mkdtempSync(join(tmpdir(), "lightfleet-keys-cli-"));

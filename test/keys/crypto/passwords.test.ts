@@ -3,10 +3,10 @@ import { scryptSync } from "node:crypto";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { hashPassword, needsRehash, verifyPassword } from "../../src/keys/crypto/passwords.js";
-import { KeysService } from "../../src/keys/service.js";
-import { openKeyStore } from "../../src/keys/store/database.js";
-import { PEPPER, SEED_KEY } from "./support.js";
+import { hashPassword, needsRehash, verifyPassword } from "../../../src/keys/crypto/passwords.js";
+import { KeysService } from "../../../src/keys/service.js";
+import { openKeyStore } from "../../../src/keys/store/database.js";
+import { PEPPER, SEED_KEY } from "../support.js";
 
 /** A hash as the first releases made them (N=2^15, r=8, p=1). */
 function oldHash(password: string): string {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { crossSiteReason } from "../../src/keys/http/sameOrigin.js";
+import { crossSiteReason } from "../../../src/keys/http/sameOrigin.js";
 
 const post = (origin: string | undefined, extra: { protocol?: string; site?: string } = {}) =>
   crossSiteReason({
