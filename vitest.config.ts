@@ -52,9 +52,9 @@ const UNIT = [
   "test/lint/layers.test.ts",
   "test/log/logger.test.ts",
   "test/metrics/pendingHistogram.test.ts",
-  "test/scaling/counterRates.test.ts",
+  "test/scaling/sources/counterRates.test.ts",
   "test/scaling/decideScale.test.ts",
-  "test/scaling/parseExposition.test.ts",
+  "test/scaling/sources/parseExposition.test.ts",
   "test/scaling/poolScalingStatus.test.ts",
   "test/scaling/scaler.test.ts",
   "test/scaling/scalingConfig.test.ts",
@@ -82,8 +82,8 @@ const SYSTEM = [
   // Prometheus and promtool
   "test/chart/alerts.test.ts",
   "test/metrics/controllerMetrics.test.ts",
-  "test/scaling/prometheusGateway.test.ts",
-  "test/scaling/prometheusSource.test.ts",
+  "test/scaling/sources/prometheusGateway.test.ts",
+  "test/scaling/sources/prometheusSource.test.ts",
   // openssl
   "test/kubernetes/api/kubeClients.test.ts",
   // kube-apiserver and network namespaces; the real kubelet with containerd, runc and CNI (realKubelet.test.ts)

@@ -1,16 +1,16 @@
 import autocannon from "autocannon";
 import { Registry } from "prom-client";
 import { afterEach, describe, expect, it } from "vitest";
-import { startAdminServer } from "../../src/admin/adminServer.js";
-import { parseConfig } from "../../src/config/loadConfig.js";
-import { DEV_ACCOUNT } from "../../src/devnet/devTransactions.js";
-import { startGateway } from "../../src/gateway/gateway.js";
-import { StaticUpstreamSource } from "../../src/gateway/upstreams/staticSource.js";
-import { silentLogger } from "../../src/log/logger.js";
-import { PrometheusSource } from "../../src/scaling/sources/prometheusSource.js";
-import { startTestDevnet } from "../support/devnet.js";
-import { waitFor } from "../support/waitFor.js";
-import { startPrometheus } from "./prometheusServer.js";
+import { startAdminServer } from "../../../src/admin/adminServer.js";
+import { parseConfig } from "../../../src/config/loadConfig.js";
+import { DEV_ACCOUNT } from "../../../src/devnet/devTransactions.js";
+import { startGateway } from "../../../src/gateway/gateway.js";
+import { StaticUpstreamSource } from "../../../src/gateway/upstreams/staticSource.js";
+import { silentLogger } from "../../../src/log/logger.js";
+import { PrometheusSource } from "../../../src/scaling/sources/prometheusSource.js";
+import { startTestDevnet } from "../../support/devnet.js";
+import { waitFor } from "../../support/waitFor.js";
+import { startPrometheus } from "../prometheusServer.js";
 
 describe("the Prometheus source on a real gateway under load", () => {
   const cleanup: Array<() => unknown> = [];

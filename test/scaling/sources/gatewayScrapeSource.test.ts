@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { GatewayScrapeSource } from "../../src/scaling/sources/gatewayScrapeSource.js";
-import { GatewayCounterServer } from "./gatewayCounterServer.js";
+import { GatewayScrapeSource } from "../../../src/scaling/sources/gatewayScrapeSource.js";
+import { GatewayCounterServer } from "../gatewayCounterServer.js";
 
 describe("GatewayScrapeSource", () => {
   const servers: GatewayCounterServer[] = [];

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { CounterRates } from "../../src/scaling/sources/counterRates.js";
+import { CounterRates } from "../../../src/scaling/sources/counterRates.js";
 
 describe("CounterRates", () => {
   it("is undefined until a series has two samples, then the increase per second", () => {

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { POOL_KEY_LABELS } from "../../src/kubernetes/controller/poolKey.js";
-import { createScalingMetrics } from "../../src/metrics/scalingMetrics.js";
-import { PrometheusSource, promqlFor } from "../../src/scaling/sources/prometheusSource.js";
-import { waitFor } from "../support/waitFor.js";
-import { GatewayCounterServer } from "./gatewayCounterServer.js";
-import { startPrometheus, type PrometheusServer } from "./prometheusServer.js";
+import { POOL_KEY_LABELS } from "../../../src/kubernetes/controller/poolKey.js";
+import { createScalingMetrics } from "../../../src/metrics/scalingMetrics.js";
+import { PrometheusSource, promqlFor } from "../../../src/scaling/sources/prometheusSource.js";
+import { waitFor } from "../../support/waitFor.js";
+import { GatewayCounterServer } from "../gatewayCounterServer.js";
+import { startPrometheus, type PrometheusServer } from "../prometheusServer.js";
 
 // A short range so the rate settles within seconds; rate() needs two scrapes in range.
 const QUERY = 'sum(rate(lightfleet_gateway_upstream_requests_total{network="{network}"}[3s]))';

@@ -1,7 +1,7 @@
 import { Counter, Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
-import { ExpositionError, parseExposition } from "../../src/scaling/sources/parseExposition.js";
-import { sumRequestsByNetwork } from "../../src/scaling/sources/gatewayScrapeSource.js";
+import { ExpositionError, parseExposition } from "../../../src/scaling/sources/parseExposition.js";
+import { sumRequestsByNetwork } from "../../../src/scaling/sources/gatewayScrapeSource.js";
 
 describe("parseExposition", () => {
   it("reads what prom-client writes, escaped label values included", async () => {
