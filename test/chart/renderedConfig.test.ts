@@ -81,7 +81,7 @@ describe("the chart's lightfleet config", () => {
     };
     const byDefault = (await renderChart()).objects;
     expect(parse(configFile(byDefault)).gateway.workers).toBe("auto");
-    expect(gatewayResources(byDefault)).toMatchObject({ requests: { cpu: "2" }, limits: { cpu: "2" } });
+    expect(gatewayResources(byDefault)).toMatchObject({ requests: { cpu: "1" }, limits: { cpu: "1" } });
     const threeCores = await renderChart({ set: ["gateway.cores=3"] });
     expect(gatewayResources(threeCores.objects)).toMatchObject({
       requests: { cpu: "3" },
@@ -93,7 +93,7 @@ describe("the chart's lightfleet config", () => {
     const byHand = await renderChart({ set: ["gateway.resources.requests.cpu=500m"] });
     expect(gatewayResources(byHand.objects)).toMatchObject({
       requests: { cpu: "500m" },
-      limits: { cpu: "2" },
+      limits: { cpu: "1" },
     });
   });
 
