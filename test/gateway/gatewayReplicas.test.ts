@@ -504,6 +504,9 @@ describe.skipIf(missing !== undefined)("replicas whose nodes lag differently, be
       const config = writeGatewayConfig(join(dir, `replica-${i}.yaml`), {
         peer: node.httpUrl,
         network: { upstreams: [{ name: `node-${i}`, http: node.httpUrl, ws: node.wsUrl }] },
+        // A call naming a block no node of the replica has waits up to two block times for one: short here, where
+        // a replica's node is held behind on purpose.
+        blockTime: "1s",
         gateway: { sharedState: { backend: "redis", url: redis.url } },
       });
       const gateway = await spawnGateway(config);

@@ -127,6 +127,8 @@ export function writeGatewayConfig(
     network: Record<string, unknown>;
     workers?: number;
     gateway?: Record<string, unknown>;
+    /** The network's block time (the preset's when absent). */
+    blockTime?: string;
   },
 ): string {
   const gateway = {
@@ -145,6 +147,7 @@ export function writeGatewayConfig(
       "networks:",
       "  - name: devnet",
       "    chainId: 31337",
+      ...(options.blockTime ? [`    blockTime: ${options.blockTime}`] : []),
       `    reservedPeers: [{ name: peer, http: ${JSON.stringify(options.peer)} }]`,
       `    gateway: ${JSON.stringify({ default: true, ...options.network })}`,
     ].join("\n"),

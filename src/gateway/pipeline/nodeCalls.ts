@@ -185,7 +185,7 @@ export class NodeCalls {
       // The block is agreed on (the served head, or named by the client) but no node that may be asked has it yet:
       // one will within a block or so. Each node head or routing change tries again, up to that bound.
       const blockAt = plan.minBlock!;
-      const giveUp = setTimeout(() => finish(notYet(request, blockAt)), this.blockWaitMs);
+      const giveUp = setTimeout(() => finish(notYet(plan, blockAt)), this.blockWaitMs);
       timers.add(giveUp);
       waiter = () => {
         if (done || !launch("first", this.choose(plan, tried, true))) return;
@@ -289,8 +289,13 @@ export class NodeCalls {
   }
 }
 
-/** No node got the block within the wait: as a node without it answers, and saying which block. */
-function notYet(request: JsonRpcRequest, block: number): Answered {
+/**
+ * No node got the block within the wait: as a node without it answers (null for a block read, an error saying which
+ * block for state at it).
+ */
+function notYet({ request, nullIfMissing }: ForwardPlan, block: number): Answered {
+  if (nullIfMissing)
+    return { response: { jsonrpc: "2.0", id: request.id ?? null, result: null }, outcome: "ok" };
   return {
     response: errorResponse(
       request.id ?? null,

@@ -29,6 +29,8 @@ export type Plan =
        * and the call waits a little for one. Otherwise (methods without a block) a node below is ranked last.
        */
       requireBlock?: boolean;
+      /** When no node gets the block within the wait: answer null, as a node at that head does for such a method. */
+      nullIfMissing?: boolean;
       blockHash?: string;
     }
   | {

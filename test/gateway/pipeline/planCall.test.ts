@@ -71,7 +71,10 @@ describe("block parameters", () => {
       request: { params: [hex(80), false] },
       minBlock: 80,
       requireBlock: true,
+      // A block read answers null if no node gets the block in time, as a node at that head would.
+      nullIfMissing: true,
     });
+    expect(planCall(call("eth_getBalance", ["0x01", "latest"]), context())).not.toHaveProperty("nullIfMissing");
   });
 
   it("answers a block above the head as a node at that head would", () => {
