@@ -54,8 +54,11 @@ export class EngineClient {
     return answer.result as T;
   }
 
-  /** Has the node build a block on `parentHash` (made its head first) and returns it. */
-  async build(parentHash: string, attributes: PayloadAttributes): Promise<BuiltPayload> {
+  /**
+   * Has the node build a block on `parentHash` (made its head first) and returns it, asked for `waitMs` after the
+   * build started (geth answers at once with the block it has so far: empty until its first full build is done).
+   */
+  async build(parentHash: string, attributes: PayloadAttributes, waitMs = 0): Promise<BuiltPayload> {
     const started = await this.call<{ payloadId: string | null; payloadStatus: { status: string } }>(
       "engine_forkchoiceUpdatedV3",
       [
@@ -71,6 +74,7 @@ export class EngineClient {
     );
     if (!started.payloadId)
       throw new Error(`no block built on ${parentHash}: ${started.payloadStatus.status}`);
+    if (waitMs > 0) await new Promise((resolve) => setTimeout(resolve, waitMs));
     return this.call<BuiltPayload>("engine_getPayloadV5", [started.payloadId]);
   }
 

@@ -14,6 +14,12 @@ import { RpcError } from "../../rpc/jsonRpc.js";
 const RPC_TIMEOUT_MS = 10_000;
 /** Blocks handed to a node between two moves of its head while it is brought up to its target. */
 const REPLAY_HEAD_STEP = 32;
+/**
+ * How long after each build starts its block is asked for: at once, then, while the block lacks transactions the pool
+ * took, longer each time (a loaded machine may not have finished geth's first full build). After the last, the block
+ * goes as it is and the rest wait for the next one.
+ */
+export const BUILD_WAITS_MS = [0, 50, 150, 400];
 
 /** How a member's process is controlled; `respawn` of an owned node answers its new engine URL. */
 export interface MemberControl {
@@ -135,11 +141,14 @@ export class GethMember {
           pending.splice(pending.indexOf(raw), 1);
         });
       }
-      built = await this.engine.build(parentHash, {
-        timestamp,
-        prevRandao: `0x${randomBytes(32).toString("hex")}`,
-        feeRecipient,
-      });
+      for (const waitMs of BUILD_WAITS_MS) {
+        built = await this.engine.build(
+          parentHash,
+          { timestamp, prevRandao: `0x${randomBytes(32).toString("hex")}`, feeRecipient },
+          waitMs,
+        );
+        if (built.executionPayload.transactions.length >= pending.length) break;
+      }
     }).then(() => built!);
   }
 
