@@ -74,7 +74,9 @@ describe("block parameters", () => {
       // A block read answers null if no node gets the block in time, as a node at that head would.
       nullIfMissing: true,
     });
-    expect(planCall(call("eth_getBalance", ["0x01", "latest"]), context())).not.toHaveProperty("nullIfMissing");
+    expect(planCall(call("eth_getBalance", ["0x01", "latest"]), context())).not.toHaveProperty(
+      "nullIfMissing",
+    );
   });
 
   it("answers a block above the head as a node at that head would", () => {
