@@ -1,3 +1,4 @@
+import { settledWithin } from "./waits.js";
 import { dnsLabel } from "../config/dnsLabel.js";
 import type { Logger } from "../log/logger.js";
 import { silentLogger } from "../log/logger.js";
@@ -452,17 +453,6 @@ class DevnetDriver implements Devnet {
       throw new DevnetNotFoundError(`no devnet node named ${name} (nodes: ${names.join(", ")})`);
     }
     return found;
-  }
-}
-
-/** Resolves when `work` settles or after `ms`, whichever comes first. */
-async function settledWithin(work: Promise<unknown>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const elapsed = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)));
-  try {
-    await Promise.race([work, elapsed]);
-  } finally {
-    clearTimeout(timer);
   }
 }
 

@@ -1,3 +1,4 @@
+import { untilUnreachable } from "./waits.js";
 import { keccak256 } from "ethers";
 import type { Logger } from "../log/logger.js";
 import { RpcError } from "../rpc/jsonRpc.js";
@@ -172,7 +173,7 @@ export class DrivenNode {
       } else if (fault.kind === "kill") {
         this.fault = fault;
         await this.control?.kill();
-        if (!this.owned) await this.awaitDeath();
+        if (!this.owned) await untilUnreachable(this.endpoint.httpUrl);
         this.markLost("killed");
       } else if (fault.kind === "fork") {
         if (!this.fork) {
@@ -313,19 +314,6 @@ export class DrivenNode {
     this.lost = true;
     this.verified = false;
     this.lastError = message;
-  }
-
-  /** Waits (briefly) until a killed node stops answering, so a late answer is not taken for a restart. */
-  private async awaitDeath(): Promise<void> {
-    const deadline = Date.now() + 3_000;
-    while (Date.now() < deadline) {
-      const alive = await new HttpRpcClient(this.endpoint.httpUrl, 200)
-        .call("eth_chainId")
-        .then(() => true)
-        .catch(() => false);
-      if (!alive) return;
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
   }
 
   /**

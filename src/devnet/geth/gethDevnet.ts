@@ -1,3 +1,4 @@
+import { settledWithin } from "../waits.js";
 import { randomBytes } from "node:crypto";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -489,15 +490,5 @@ class GethDevnetDriver implements Devnet {
       throw new DevnetNotFoundError(`no devnet node named ${name} (nodes: ${names.join(", ")})`);
     }
     return found;
-  }
-}
-
-async function settledWithin(work: Promise<unknown>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const elapsed = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)));
-  try {
-    await Promise.race([work, elapsed]);
-  } finally {
-    clearTimeout(timer);
   }
 }

@@ -1,3 +1,4 @@
+import { untilUnreachable } from "../waits.js";
 import { randomBytes } from "node:crypto";
 import type { Logger } from "../../log/logger.js";
 import { HttpRpcClient } from "../../rpc/httpRpcClient.js";
@@ -206,7 +207,7 @@ export class GethMember {
       if (fault.kind === "kill") {
         this.fault = fault;
         await this.control?.kill();
-        if (!this.owned) await this.awaitDeath();
+        if (!this.owned) await untilUnreachable(this.endpoint.httpUrl);
         this.markLost("killed");
         return;
       }
@@ -300,18 +301,6 @@ export class GethMember {
     this.lost = true;
     this.verified = false;
     this.lastError = message;
-  }
-
-  private async awaitDeath(): Promise<void> {
-    const deadline = Date.now() + 3_000;
-    while (Date.now() < deadline) {
-      const alive = await new HttpRpcClient(this.endpoint.httpUrl, 200)
-        .call("eth_chainId")
-        .then(() => true)
-        .catch(() => false);
-      if (!alive) return;
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
   }
 }
 
