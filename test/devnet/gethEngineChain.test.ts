@@ -3,7 +3,7 @@ import { describe, expect, it, onTestFinished } from "vitest";
 import { HttpRpcClient } from "../../src/rpc/httpRpcClient.js";
 import { gethForTests } from "../support/geth/gethBinary.js";
 import type { EngineGeth } from "../support/geth/engineDriver.js";
-import { gethGenesis, produceBlock, startEngineGeth } from "../support/geth/engineDriver.js";
+import { announceHead, gethGenesis, produceBlock, startEngineGeth } from "../support/geth/engineDriver.js";
 import { waitFor, waitForProgress } from "../support/waitFor.js";
 
 const head = async (node: EngineGeth) =>
@@ -45,13 +45,21 @@ describe("several geth nodes on one chain, driven through the engine API", () =>
     });
     for (let i = 0; i < 2; i++) last = await produceBlock(a, [a, b, c], secret);
     // Waited for while its sync moves (its head, or the block its sync reached), however slow a loaded machine is.
+    // The head is named again on each poll, as a consensus client does every slot: a sync that started at block 4
+    // and was told of 5 midway may stop at 4 until the next forkchoice update.
+    let seen = "";
     await waitForProgress(
-      async () => (await head(c)).hash === last,
+      async () => {
+        const status = await announceHead(c, last, secret);
+        const [now, syncing] = [await head(c), await late.call<unknown>("eth_syncing", [])];
+        seen = `head ${Number(now.number)}, forkchoice ${status}, eth_syncing ${JSON.stringify(syncing)}`;
+        return now.hash === last;
+      },
       async () => {
         const syncing = await late.call<false | { currentBlock: string }>("eth_syncing", []);
         return Number((await head(c)).number) + (syncing ? Number(syncing.currentBlock) : 0);
       },
-      { what: "the late node at block 5" },
+      { what: () => `the late node at block 5 (last seen: ${seen})`, intervalMs: 250 },
     );
     expect(await head(c)).toMatchObject({ number: "0x5", hash: last });
   }, 120_000);

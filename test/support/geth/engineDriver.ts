@@ -133,11 +133,6 @@ export async function produceBlock(
     withdrawals: [],
     parentBeaconBlockRoot: ZERO_HASH,
   };
-  const state = (hash: string) => ({
-    headBlockHash: hash,
-    safeBlockHash: hash,
-    finalizedBlockHash: ZERO_HASH,
-  });
   const started = (await engineCall(builder.engineUrl, secret, "engine_forkchoiceUpdatedV3", [
     state(head.hash),
     attributes,
@@ -154,7 +149,24 @@ export async function produceBlock(
       ZERO_HASH,
       built.executionRequests,
     ]);
-    await engineCall(node.engineUrl, secret, "engine_forkchoiceUpdatedV3", [state(hash), null]);
+    await announceHead(node, hash, secret);
   }
   return hash;
+}
+
+const state = (hash: string) => ({ headBlockHash: hash, safeBlockHash: hash, finalizedBlockHash: ZERO_HASH });
+
+/**
+ * Tells `node` again that `hash` is the head (engine_forkchoiceUpdatedV3, no attributes), as a consensus client does
+ * every slot. A node that answered SYNCING may finish its sync short of that head, or hold the synced blocks without
+ * making them canonical, until the next forkchoice update names the head again.
+ */
+export async function announceHead(node: EngineGeth, hash: string, secret: Buffer): Promise<string> {
+  const answer = (await engineCall(node.engineUrl, secret, "engine_forkchoiceUpdatedV3", [
+    state(hash),
+    null,
+  ])) as {
+    payloadStatus: { status: string };
+  };
+  return answer.payloadStatus.status;
 }
