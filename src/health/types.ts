@@ -28,7 +28,7 @@ export interface PeerObservation {
   head?: BlockRef;
   /** When `head` was first seen (clock ms). */
   headSeenAt?: number;
-  /** Not answered yet, and no error either: the first contact is under way (a controller or a pool just started). */
+  /** No head yet, and no error either: the first contact is under way (a controller or a pool just started). */
   pending?: boolean;
   /** Recent canonical hashes by height, for quorum and divergence checks. */
   recentHashes?: ReadonlyMap<number, string>;

@@ -97,7 +97,10 @@ export class PeerFollower extends EventEmitter {
     if (this.chainId !== undefined) observation.chainId = this.chainId;
     if (this.head) observation.head = this.head;
     if (this.headSeenAt !== undefined) observation.headSeenAt = this.headSeenAt;
-    if (!observation.reachable && this.lastOkAt === undefined && this.lastErrorAt === undefined)
+    // First contact under way: nothing has failed, and the head a round needs has not come yet (its chain id may
+    // have, over WebSocket, while the first head read is slow on a loaded machine).
+    const firstContact = !observation.reachable && this.lastOkAt === undefined;
+    if (this.lastErrorAt === undefined && (firstContact || this.head === undefined))
       observation.pending = true;
     return observation;
   }

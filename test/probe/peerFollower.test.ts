@@ -1,4 +1,7 @@
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
+import { WebSocketServer } from "ws";
 import type { AnvilNode } from "../../src/devnet/anvil.js";
 import { startAnvil } from "../../src/devnet/anvil.js";
 import type { BlockRef } from "../../src/chain/blockRef.js";
@@ -85,5 +88,45 @@ describe("PeerFollower", () => {
     const again = await startAnvil({ name: "peer", chainId: 31_337, noMining: true, port: node.port });
     cleanup.push(() => again.stop());
     await waitFor(() => follower.observation().reachable, { what: "reachable again" });
+  });
+
+  it("is still pending, not unusable, while its chain id is known and its head not yet", async () => {
+    // A peer that answers eth_chainId over WebSocket at once but holds every HTTP read: a loaded machine's first
+    // contact, between the WebSocket check and the first head. A round then must not call the peers unusable.
+    const held: Array<() => void> = [];
+    const server = createServer((request, response) => {
+      request.resume();
+      held.push(() => response.destroy());
+    });
+    const sockets = new WebSocketServer({ server });
+    sockets.on("connection", (socket) =>
+      socket.on("message", (data) => {
+        const { id, method } = JSON.parse(String(data)) as { id: number; method: string };
+        if (method === "eth_chainId") socket.send(JSON.stringify({ jsonrpc: "2.0", id, result: "0x7a69" }));
+      }),
+    );
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    cleanup.push(async () => {
+      for (const release of held) release();
+      for (const client of sockets.clients) client.terminate();
+      sockets.close();
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    });
+    const url = `127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const follower = new PeerFollower({
+      network: "devnet",
+      peer: { name: "full-0", http: `http://${url}`, ws: `ws://${url}` },
+      expectedChainId: 31_337,
+      pollIntervalMs: 60_000,
+      timeoutMs: 60_000,
+      logger: silentLogger(),
+    });
+    cleanup.push(() => follower.stop());
+    follower.start();
+    await waitFor(() => follower.observation().chainId === 31_337 && held.length > 0, { what: "chain id" });
+    const observation = follower.observation();
+    expect(observation.head).toBeUndefined();
+    expect(observation.pending).toBe(true);
   });
 });
