@@ -76,6 +76,12 @@ async function requestsServed(gateway: SpawnedGateway): Promise<number> {
 }
 
 /** Pids of the workers that have said they listen, in order. */
+/**
+ * A worker's start is mostly module loading, which a loaded machine (two cores shared with the rest of the suite)
+ * stretches to tens of seconds: the bound for a worker, first or replacement, to listen.
+ */
+const WORKER_START_MS = 45_000;
+
 function workerPids(gateway: SpawnedGateway): number[] {
   return gateway
     .stdout()
@@ -112,41 +118,48 @@ describe("lightfleet gateway with workers: 2", () => {
     children.push(gateway.child);
     await waitFor(async () => (await fetch(`${gateway.admin}/readyz`)).status === 200, {
       what: "every worker ready",
-      timeoutMs: 20_000,
+      timeoutMs: WORKER_START_MS,
     });
     return gateway;
   }
 
-  it("sums the workers' request counts on /metrics, keeps a dead worker's in the sum, and replaces it", async () => {
-    const gateway = await start();
-    const [first, second] = workerPids(gateway);
-    expect(first).toBeDefined();
-    expect(second).toBeDefined();
-    expect(first).not.toBe(second);
-    expect(first).not.toBe(gateway.child.pid);
+  it(
+    "sums the workers' request counts on /metrics, keeps a dead worker's in the sum, and replaces it",
+    async () => {
+      const gateway = await start();
+      const [first, second] = workerPids(gateway);
+      expect(first).toBeDefined();
+      expect(second).toBeDefined();
+      expect(first).not.toBe(second);
+      expect(first).not.toBe(gateway.child.pid);
 
-    expect((await fetch(`${gateway.admin}/healthz`)).status).toBe(200);
-    const calls = 20;
-    for (let i = 0; i < calls; i++) expect(await blockNumberOnNewConnection(gateway.url)).toBe("0x3");
-    expect(await requestsServed(gateway)).toBe(calls);
+      expect((await fetch(`${gateway.admin}/healthz`)).status).toBe(200);
+      const calls = 20;
+      for (let i = 0; i < calls; i++) expect(await blockNumberOnNewConnection(gateway.url)).toBe("0x3");
+      expect(await requestsServed(gateway)).toBe(calls);
 
-    process.kill(first!, "SIGKILL");
-    const replacement = await waitFor(() => workerPids(gateway)[2], { what: "a replacement worker" });
-    expect([first, second]).not.toContain(replacement);
-    await waitFor(async () => (await fetch(`${gateway.admin}/readyz`)).status === 200, {
-      what: "ready again",
-    });
-    // The dead worker's counts stay in the sum at the values of the last scrape, which had them all: no drop for
-    // rate() or the autoscaler to read as a reset.
-    expect(await requestsServed(gateway)).toBe(calls);
-    for (let i = 0; i < 10; i++) expect(await blockNumberOnNewConnection(gateway.url)).toBe("0x3");
-    expect(await requestsServed(gateway)).toBe(calls + 10);
-    expect(gateway.stdout()).toMatch(/gateway worker exited; starting a replacement/);
+      process.kill(first!, "SIGKILL");
+      const replacement = await waitFor(() => workerPids(gateway)[2], {
+        what: "a replacement worker",
+        timeoutMs: WORKER_START_MS,
+      });
+      expect([first, second]).not.toContain(replacement);
+      await waitFor(async () => (await fetch(`${gateway.admin}/readyz`)).status === 200, {
+        what: "ready again",
+      });
+      // The dead worker's counts stay in the sum at the values of the last scrape, which had them all: no drop for
+      // rate() or the autoscaler to read as a reset.
+      expect(await requestsServed(gateway)).toBe(calls);
+      for (let i = 0; i < 10; i++) expect(await blockNumberOnNewConnection(gateway.url)).toBe("0x3");
+      expect(await requestsServed(gateway)).toBe(calls + 10);
+      expect(gateway.stdout()).toMatch(/gateway worker exited; starting a replacement/);
 
-    const exited = new Promise<number | null>((resolve) => gateway.child.once("exit", resolve));
-    gateway.child.kill("SIGTERM");
-    expect(await exited).toBe(0);
-  });
+      const exited = new Promise<number | null>((resolve) => gateway.child.once("exit", resolve));
+      gateway.child.kill("SIGTERM");
+      expect(await exited).toBe(0);
+    },
+    3 * WORKER_START_MS,
+  );
 
   it("keeps one rate limit per address over the workers: the whole burst on one connection, and shared", async () => {
     const limited = writeGatewayConfig(join(dir, "limited.yaml"), {
@@ -355,33 +368,40 @@ describe("lightfleet gateway with workers: 2", () => {
       gateway.child.kill("SIGTERM");
     });
 
-    it('answers the filters of a worker that died "filter not found" from either worker, and serves the others', async () => {
-      const gateway = await start();
-      // Consecutive fresh connections: one filter on each worker.
-      const filters = [
-        (await callOnNewConnection(gateway.url, "eth_newBlockFilter")).result as string,
-        (await callOnNewConnection(gateway.url, "eth_newBlockFilter")).result as string,
-      ];
-      const [first] = workerPids(gateway);
-      process.kill(first!, "SIGKILL");
-      await waitFor(() => workerPids(gateway)[2], { what: "a replacement worker" });
-      await waitFor(async () => (await fetch(`${gateway.admin}/readyz`)).status === 200, {
-        what: "ready again",
-      });
-      const verdicts = new Set<string>();
-      for (const filter of filters) {
-        const outcomes = new Set<string>();
-        for (let i = 0; i < 4; i++) {
-          const answer = await callOnNewConnection(gateway.url, "eth_getFilterChanges", [filter]);
-          outcomes.add(answer.error ? `${answer.error.code} ${answer.error.message}` : "changes");
+    it(
+      'answers the filters of a worker that died "filter not found" from either worker, and serves the others',
+      async () => {
+        const gateway = await start();
+        // Consecutive fresh connections: one filter on each worker.
+        const filters = [
+          (await callOnNewConnection(gateway.url, "eth_newBlockFilter")).result as string,
+          (await callOnNewConnection(gateway.url, "eth_newBlockFilter")).result as string,
+        ];
+        const [first] = workerPids(gateway);
+        process.kill(first!, "SIGKILL");
+        await waitFor(() => workerPids(gateway)[2], {
+          what: "a replacement worker",
+          timeoutMs: WORKER_START_MS,
+        });
+        await waitFor(async () => (await fetch(`${gateway.admin}/readyz`)).status === 200, {
+          what: "ready again",
+        });
+        const verdicts = new Set<string>();
+        for (const filter of filters) {
+          const outcomes = new Set<string>();
+          for (let i = 0; i < 4; i++) {
+            const answer = await callOnNewConnection(gateway.url, "eth_getFilterChanges", [filter]);
+            outcomes.add(answer.error ? `${answer.error.code} ${answer.error.message}` : "changes");
+          }
+          // The same answer whichever worker took the poll.
+          expect(outcomes.size).toBe(1);
+          verdicts.add([...outcomes][0]!);
         }
-        // The same answer whichever worker took the poll.
-        expect(outcomes.size).toBe(1);
-        verdicts.add([...outcomes][0]!);
-      }
-      expect([...verdicts].sort()).toEqual(["-32000 filter not found", "changes"]);
-      gateway.child.kill("SIGTERM");
-    });
+        expect([...verdicts].sort()).toEqual(["-32000 filter not found", "changes"]);
+        gateway.child.kill("SIGTERM");
+      },
+      3 * WORKER_START_MS,
+    );
   });
 });
 
