@@ -80,6 +80,7 @@ const SYSTEM = [
   "test/gateway/gatewayReplicas.test.ts",
   "test/gateway/sharedState/redisFilters.test.ts",
   "test/gateway/sharedState/redisState.test.ts",
+  "test/up/upReplicas.test.ts",
   // Prometheus and promtool
   "test/chart/alerts.test.ts",
   "test/metrics/controllerMetrics.test.ts",

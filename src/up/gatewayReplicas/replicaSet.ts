@@ -163,6 +163,8 @@ export class ReplicaSet {
 
   private exited(replica: Replica, child: ChildProcess, code: number | null, signal: string | null): void {
     if (replica.child !== child) return;
+    // One that never listened may have found its port taken: the next try takes any free one.
+    if (!replica.serving) replica.port = 0;
     replica.child = undefined;
     replica.serving = false;
     replica.heads = {};
