@@ -56,6 +56,7 @@ export class SharedStore {
   private readonly errors: Counter<"operation">;
   private readonly subscriberStalls: Counter;
   private loggedAt = 0;
+  private connectedOnce = false;
 
   constructor(private readonly options: SharedStoreOptions) {
     this.redis = new Redis(options.url, {
@@ -73,7 +74,10 @@ export class SharedStore {
     this.errors = metrics.errors;
     this.subscriberStalls = metrics.subscriberStalls;
     this.redis.on("error", (error: Error) => this.logFailure(error, "shared store (Redis) connection error"));
-    this.redis.on("ready", () => options.logger.info("shared store (Redis) connected"));
+    this.redis.on("ready", () => {
+      this.connectedOnce = true;
+      options.logger.info("shared store (Redis) connected");
+    });
   }
 
   /** True while commands can be sent (connected); a command sent otherwise fails at once. */
@@ -88,7 +92,9 @@ export class SharedStore {
       return await command(this.redis);
     } catch (error) {
       this.errors.inc({ operation });
-      this.logFailure(error, `shared store (Redis) command failed: ${operation}`);
+      // Before the first connection a command fails at once ("not writeable"): the gateway is starting, and a
+      // connection that cannot be made says why in its own error.
+      if (this.connectedOnce) this.logFailure(error, `shared store (Redis) command failed: ${operation}`);
       throw error;
     } finally {
       this.duration.observe({ operation }, (performance.now() - started) / 1000);
