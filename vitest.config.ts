@@ -37,6 +37,7 @@ const UNIT = [
   "test/gateway/rpc/rules.test.ts",
   "test/gateway/cluster/sharedConnectionCap.test.ts",
   "test/gateway/cluster/sharedRateLimit.test.ts",
+  "test/gateway/sharedState/subscriberWatch.test.ts",
   "test/health/**/*.test.ts",
   "test/image/imageBuildInputs.test.ts",
   "test/keys/http/sameOrigin.test.ts",
@@ -79,6 +80,7 @@ const SYSTEM = [
   "test/gateway/gatewayReplicas.test.ts",
   "test/gateway/sharedState/redisFilters.test.ts",
   "test/gateway/sharedState/redisState.test.ts",
+  "test/up/upReplicas.test.ts",
   // Prometheus and promtool
   "test/chart/alerts.test.ts",
   "test/metrics/controllerMetrics.test.ts",

@@ -7,6 +7,8 @@ export type SharedStoreOperation = "rate_limit" | "transaction_limit" | "lease" 
 export interface SharedStoreMetrics {
   duration: Histogram<"operation">;
   errors: Counter<"operation">;
+  /** Subscriber connections found stalled (a PING unanswered) and replaced. */
+  subscriberStalls: Counter;
   /** 1 while connected; read at each scrape from `connected`. */
   up: Gauge;
 }
@@ -29,6 +31,11 @@ export function createSharedStoreMetrics(
       name: "lightfleet_gateway_shared_store_errors_total",
       help: "Commands to the gateway's shared store (Redis) that failed or timed out, by operation",
       labelNames: ["operation"],
+      registers,
+    }),
+    subscriberStalls: new Counter({
+      name: "lightfleet_gateway_shared_store_subscriber_stale_total",
+      help: "Times the gateway's pub/sub connection to its shared store (Redis) stopped answering PING without closing, and was replaced",
       registers,
     }),
     up: new Gauge({

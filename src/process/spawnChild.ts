@@ -32,6 +32,8 @@ export interface SpawnChildOptions {
    * script's node, say), and a Ctrl-C on the terminal reaches only the supervisor, which then stops it in order.
    */
   processGroup?: boolean;
+  /** Opens a Node IPC channel to the child (`child.send`, its `process.on("message")`), for a node child. */
+  ipc?: boolean;
 }
 
 /**
@@ -45,7 +47,8 @@ export function spawnChild(options: SpawnChildOptions): ChildProcess {
   const child = spawn(command, args, {
     cwd: options.cwd,
     env: options.env ?? process.env,
-    stdio: ["ignore", "pipe", "pipe"],
+    stdio: options.ipc ? ["ignore", "pipe", "pipe", "ipc"] : ["ignore", "pipe", "pipe"],
+    ...(options.ipc ? { serialization: "advanced" as const } : {}),
     detached: options.processGroup === true,
   });
   if (options.processGroup) {

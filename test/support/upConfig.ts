@@ -32,6 +32,8 @@ export interface UpConfigOptions {
   geth?: string;
   /** Block interval (default 500ms). */
   blockTime?: string;
+  /** More `gateway` settings (replicas, say) over the loopback host and ephemeral port. */
+  gateway?: Record<string, unknown>;
 }
 
 /**
@@ -49,7 +51,7 @@ export function writeUpConfig(options: UpConfigOptions = {}): string {
     [
       `log: { level: info, format: ${options.logFormat ?? "json"} }`,
       "admin: { host: 127.0.0.1, port: 0 }",
-      "gateway: { host: 127.0.0.1, port: 0 }",
+      `gateway: ${JSON.stringify({ host: "127.0.0.1", port: 0, ...options.gateway })}`,
       "keys: { host: 127.0.0.1, port: 0 }",
       `dataDir: ${JSON.stringify(join(dir, "data"))}`,
       "devnet:",

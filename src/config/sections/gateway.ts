@@ -42,6 +42,12 @@ export const gatewaySchema = z.strictObject({
    * core the process may use (its CPUs, fewer under a cgroup CPU limit).
    */
   workers: z.union([z.literal("auto"), z.number().int().min(1).max(256)]).default(1),
+  /**
+   * `lightfleet up` only: gateway processes behind one front address (the gateway's host and port), which spreads
+   * fresh connections over them round robin. Above 1 they share their state through Redis: `sharedState` when it names
+   * one, else a redis-server (from PATH) that `up` starts for them.
+   */
+  replicas: z.number().int().min(1).max(16).default(1),
   /** Filters, limits, caps and the head's high-water mark: in-process (default) or shared through Redis. */
   sharedState: sharedStateSchema.default({ backend: "memory" }),
   /** Largest HTTP request body, in bytes (HTTP 413 beyond). */

@@ -3,6 +3,8 @@ import type { Counter, Histogram, Registry } from "prom-client";
 import type { Logger } from "../../log/logger.js";
 import { createSharedStoreMetrics } from "../../metrics/sharedStoreMetrics.js";
 import type { SharedStoreOperation } from "../../metrics/sharedStoreMetrics.js";
+import { SubscriberWatch } from "./subscriberWatch.js";
+import type { WatchTimers } from "./subscriberWatch.js";
 
 /** The shared-store calls the gateway makes, as metric labels (a fixed set). */
 export type StoreOperation = SharedStoreOperation;
@@ -14,12 +16,18 @@ export interface SharedStoreOptions {
   commandTimeoutMs: number;
   registry: Registry;
   logger: Logger;
+  /** The subscriber connection's PING: every `intervalMs`, answered within `deadlineMs` (defaults below). */
+  subscriberPing?: { intervalMs?: number; deadlineMs?: number; timers?: WatchTimers };
 }
 
 /** Reconnection backoff: fast at first, then every 2 s for as long as Redis is away. */
 const RECONNECT_MAX_MS = 2_000;
 /** A subscription that failed on a live connection is tried again after this long. */
 const RESUBSCRIBE_MS = 1_000;
+/** The subscriber connection is sent a PING this long after its last answer... */
+const SUBSCRIBER_PING_MS = 1_000;
+/** ...and is taken as stalled (and replaced) when the answer takes longer than this. */
+const SUBSCRIBER_DEADLINE_MS = 1_000;
 /** A failure is logged at most this often (an outage fails every call). */
 const LOG_EVERY_MS = 10_000;
 
@@ -39,12 +47,16 @@ export class SharedStore {
   readonly redis: Redis;
   /** The pub/sub connection, opened with the first listener. */
   private subscriber: Redis | undefined;
+  /** PINGs the pub/sub connection while it is up, to find a stall that does not close it. */
+  private watch: SubscriberWatch | undefined;
   private readonly listeners = new Map<string, ChannelListener>();
   /** Channels subscribed on the current subscriber connection. */
   private readonly subscribed = new Set<string>();
   private readonly duration: Histogram<"operation">;
   private readonly errors: Counter<"operation">;
+  private readonly subscriberStalls: Counter;
   private loggedAt = 0;
+  private connectedOnce = false;
 
   constructor(private readonly options: SharedStoreOptions) {
     this.redis = new Redis(options.url, {
@@ -60,8 +72,12 @@ export class SharedStore {
     const metrics = createSharedStoreMetrics(options.registry, () => this.ready);
     this.duration = metrics.duration;
     this.errors = metrics.errors;
+    this.subscriberStalls = metrics.subscriberStalls;
     this.redis.on("error", (error: Error) => this.logFailure(error, "shared store (Redis) connection error"));
-    this.redis.on("ready", () => options.logger.info("shared store (Redis) connected"));
+    this.redis.on("ready", () => {
+      this.connectedOnce = true;
+      options.logger.info("shared store (Redis) connected");
+    });
   }
 
   /** True while commands can be sent (connected); a command sent otherwise fails at once. */
@@ -76,7 +92,9 @@ export class SharedStore {
       return await command(this.redis);
     } catch (error) {
       this.errors.inc({ operation });
-      this.logFailure(error, `shared store (Redis) command failed: ${operation}`);
+      // Before the first connection a command fails at once ("not writeable"): the gateway is starting, and a
+      // connection that cannot be made says why in its own error.
+      if (this.connectedOnce) this.logFailure(error, `shared store (Redis) command failed: ${operation}`);
       throw error;
     } finally {
       this.duration.observe({ operation }, (performance.now() - started) / 1000);
@@ -106,6 +124,7 @@ export class SharedStore {
   }
 
   async close(): Promise<void> {
+    this.watch?.stop();
     this.subscriber?.disconnect();
     this.redis.disconnect();
   }
@@ -119,19 +138,49 @@ export class SharedStore {
       // Channel names carry the prefix already (see `channel`).
       keyPrefix: "",
       connectionName: "lightfleet-gateway-subscriber",
+      // The watch's PING deadline bounds this connection's commands instead.
+      commandTimeout: undefined,
+      // A stalled connection is dropped at once: nothing on it is worth the wait for a goodbye.
+      disconnectTimeout: 0,
     });
     this.subscriber = subscriber;
+    const { intervalMs, deadlineMs, timers } = this.options.subscriberPing ?? {};
+    const deadline = deadlineMs ?? SUBSCRIBER_DEADLINE_MS;
+    const watch = new SubscriberWatch({
+      intervalMs: intervalMs ?? SUBSCRIBER_PING_MS,
+      deadlineMs: deadline,
+      timers,
+      ping: () => subscriber.ping(),
+      stalled: () => {
+        // Packets stopped but the socket is open: messages may be missed from here on, so the listeners stop
+        // trusting what they learnt from it before the new connection subscribes (and they read again).
+        this.subscriberStalls.inc();
+        this.options.logger.warn(
+          { deadlineMs: deadline },
+          "shared store (Redis) subscriber connection stalled (PING unanswered); reconnecting it",
+        );
+        this.loseSubscriptions();
+        subscriber.disconnect(true);
+      },
+    });
+    this.watch = watch;
     subscriber.on("error", (error: Error) => this.logFailure(error, "shared store (Redis) subscriber error"));
     subscriber.on("ready", () => {
+      watch.start();
       for (const channel of this.listeners.keys()) this.subscribe(subscriber, channel);
     });
     subscriber.on("close", () => {
-      const lost = [...this.subscribed];
-      this.subscribed.clear();
-      for (const channel of lost) this.listeners.get(channel)?.subscribed(false);
+      watch.stop();
+      this.loseSubscriptions();
     });
     subscriber.on("message", (channel: string, text: string) => this.listeners.get(channel)?.message(text));
     return subscriber;
+  }
+
+  private loseSubscriptions(): void {
+    const lost = [...this.subscribed];
+    this.subscribed.clear();
+    for (const channel of lost) this.listeners.get(channel)?.subscribed(false);
   }
 
   private subscribe(subscriber: Redis, channel: string): void {

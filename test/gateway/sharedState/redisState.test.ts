@@ -6,6 +6,7 @@ import { SharedStore } from "../../../src/gateway/sharedState/sharedStore.js";
 import { silentLogger } from "../../../src/log/logger.js";
 import { Registry } from "prom-client";
 import { redisTool, startRedis } from "../../support/redisServer.js";
+import { startStallingProxy } from "../../support/stallingProxy.js";
 import type { RedisServer } from "../../support/redisServer.js";
 import { waitFor } from "../../support/waitFor.js";
 
@@ -33,10 +34,10 @@ describe.skipIf(!redisTool.path)("gateway state in a real Redis", () => {
       )?.value ?? 0
     );
   };
-  const store = () => {
+  const store = (url = redis.url) => {
     const registry = new Registry();
     const made = new SharedStore({
-      url: redis.url,
+      url,
       keyPrefix: `test-${process.pid}:`,
       commandTimeoutMs: 250,
       registry,
@@ -181,6 +182,55 @@ describe.skipIf(!redisTool.path)("gateway state in a real Redis", () => {
     await one.redis.connect();
     await waitFor(() => a.following, { what: "the mark read again once the command connection is back" });
     a.close();
+  });
+
+  it("notices a subscriber connection that stalls without closing, and follows the mark again on a new one", async () => {
+    // The replica's connections to Redis go through a proxy that can go silent on its subscriber connection alone.
+    const proxy = await startStallingProxy(redis.port);
+    const one = store(`redis://127.0.0.1:${proxy.port}`);
+    try {
+      const other = store();
+      await waitFor(() => stores.every((s) => s.ready));
+      const network = `stall-${Date.now()}`;
+      const a = new SharedHead({ store: one, network, waitForHead: async () => undefined });
+      const b = new SharedHead({ store: other, network, waitForHead: async () => undefined });
+      expect(await a.raise(500)).toBe(500);
+      await waitFor(() => a.following && b.following, { what: "both replicas following the mark" });
+      expect(proxy.stall("lightfleet-gateway-subscriber")).toBe(1);
+      // Another replica raises the mark: the message never reaches the stalled connection, and commands on the
+      // replica's other connection still work.
+      expect(await b.raise(510)).toBe(510);
+      expect(await one.redis.get(`head:${network}`)).toBe("510");
+      // Within the subscriber's PING deadline the replica stops answering from its old mark...
+      await waitFor(async () => (await a.current(500)) === 510, {
+        what: "the stalled replica to answer the raised mark",
+        timeoutMs: 10_000,
+      });
+      expect(await a.head(500)).toBe(510);
+      // ...reconnects its subscriber (the stalled socket is left as it is: nothing closed it on the way), reads the
+      // mark again and follows it from memory.
+      expect(proxy.stalledOpen()).toBe(1);
+      await waitFor(() => a.following, {
+        what: "the replica following the mark on a new subscriber connection",
+      });
+      expect(a.current(500)).toBe(510);
+      expect(await b.raise(520)).toBe(520);
+      await waitFor(() => a.current(500) === 520, {
+        what: "a raise published to the new subscriber connection",
+      });
+      const stale = await registries
+        .get(one)!
+        .getSingleMetric("lightfleet_gateway_shared_store_subscriber_stale_total")
+        ?.get();
+      expect(stale?.values[0]?.value).toBe(1);
+      a.close();
+      b.close();
+    } finally {
+      // Gone with its proxy: the tests after this one wait for every store left to be connected.
+      await one.close();
+      stores.splice(stores.indexOf(one), 1);
+      await proxy.close();
+    }
   });
 
   it("stops trusting its cached mark while Redis is away, and follows it again once Redis is back", async () => {
