@@ -11,7 +11,7 @@ import { lightfleetCacheDir } from "../cacheDir.js";
  */
 export const GETH_VERSION = "v1.17.10";
 const GETH_PACKAGE = "github.com/ethereum/go-ethereum/cmd/geth";
-/** What the build took in a cold `.ci/run` on 2 shared cores, module downloads included (for the progress log). */
+/** For the progress log: the build measured on its own, cold, on 2 loaded cores, module downloads included. */
 const GETH_COLD_MINUTES = 11;
 
 /** Outside the work tree (~/.cache/lightfleet/geth-<version>), so a clean clone reuses what an earlier run built. */

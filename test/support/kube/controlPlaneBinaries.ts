@@ -30,7 +30,7 @@ export interface ControlPlaneBinaries {
   kubernetesVersion: string;
 }
 
-/** In build order; `coldMinutes` is what each took in a cold `.ci/run` on 2 shared cores (for the progress log). */
+/** In build order; `coldMinutes` is an estimate for the progress log (the whole measured at about 20 min on 2 loaded cores). */
 const COMMANDS = [
   { key: "etcd", file: "etcd", pkg: "go.etcd.io/etcd/server/v3", coldMinutes: 4 },
   {
