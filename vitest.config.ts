@@ -60,6 +60,7 @@ const UNIT = [
   "test/scaling/scaler.test.ts",
   "test/scaling/scalingConfig.test.ts",
   "test/scaling/scalingConflicts.test.ts",
+  "test/support/cacheDir.test.ts",
   "test/support/unitGuard.test.ts",
   "test/up/fleetView.test.ts",
 ];

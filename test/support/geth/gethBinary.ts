@@ -1,9 +1,9 @@
 import { runGo } from "../goCommand.js";
 import { existsSync } from "node:fs";
 import { mkdir, rename, rm } from "node:fs/promises";
-import { homedir } from "node:os";
 import { join } from "node:path";
 import { acquireLock, missingGo as missingGoForKube } from "../kube/controlPlaneBinaries.js";
+import { lightfleetCacheDir } from "../cacheDir.js";
 
 /**
  * The geth the tests run beside anvil: a real execution client, built from the Go module proxy at this version (a
@@ -11,13 +11,12 @@ import { acquireLock, missingGo as missingGoForKube } from "../kube/controlPlane
  */
 export const GETH_VERSION = "v1.17.10";
 const GETH_PACKAGE = "github.com/ethereum/go-ethereum/cmd/geth";
+/** For the progress log: the build measured on its own, cold, on 2 loaded cores, module downloads included. */
+const GETH_COLD_MINUTES = 11;
 
 /** Outside the work tree (~/.cache/lightfleet/geth-<version>), so a clean clone reuses what an earlier run built. */
 export function gethCacheDir(): string {
-  const base =
-    process.env.LIGHTFLEET_CACHE_DIR ??
-    join(process.env.XDG_CACHE_HOME ?? join(homedir(), ".cache"), "lightfleet");
-  return join(base, `geth-${GETH_VERSION}`);
+  return join(lightfleetCacheDir(), `geth-${GETH_VERSION}`);
 }
 
 /** The geth binary when built, or undefined. */
@@ -49,7 +48,9 @@ export async function ensureGeth(log: (line: string) => void = () => undefined):
     const target = join(dir, "geth");
     if (existsSync(target)) return target;
     const started = Date.now();
-    log(`building geth ${GETH_VERSION} (${GETH_PACKAGE}) into ${dir} ...`);
+    log(
+      `building geth ${GETH_VERSION} (${GETH_PACKAGE}) into ${dir} (cold: about ${GETH_COLD_MINUTES} min) ...`,
+    );
     // go install writes into GOBIN: a directory of its own, so a build cut short never leaves a half binary as geth.
     const partial = join(dir, `.partial-${process.pid}`);
     await rm(partial, { recursive: true, force: true });

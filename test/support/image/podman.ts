@@ -1,17 +1,14 @@
 import { execFile, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
-import { homedir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { lightfleetCacheDir } from "../cacheDir.js";
 
 const run = promisify(execFile);
 
 /** Everything the image tooling keeps (base, image store): outside the work tree, never committed. */
 export function imageCacheDir(): string {
-  const base =
-    process.env.LIGHTFLEET_CACHE_DIR ??
-    join(process.env.XDG_CACHE_HOME ?? join(homedir(), ".cache"), "lightfleet");
-  return join(base, "image");
+  return join(lightfleetCacheDir(), "image");
 }
 
 /**

@@ -1,11 +1,11 @@
 import { execFile } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { mkdir, open, rename, rm, stat } from "node:fs/promises";
-import { homedir } from "node:os";
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
 import { runGo } from "../goCommand.js";
 import { waitFor } from "../waitFor.js";
+import { lightfleetCacheDir } from "../cacheDir.js";
 
 const run = promisify(execFile);
 
@@ -30,16 +30,23 @@ export interface ControlPlaneBinaries {
   kubernetesVersion: string;
 }
 
+/** In build order; `coldMinutes` is an estimate for the progress log (the whole measured at about 20 min on 2 loaded cores). */
 const COMMANDS = [
-  { key: "etcd", file: "etcd", pkg: "go.etcd.io/etcd/server/v3" },
-  { key: "kubeApiserver", file: "kube-apiserver", pkg: "k8s.io/kubernetes/cmd/kube-apiserver" },
+  { key: "etcd", file: "etcd", pkg: "go.etcd.io/etcd/server/v3", coldMinutes: 4 },
+  {
+    key: "kubeApiserver",
+    file: "kube-apiserver",
+    pkg: "k8s.io/kubernetes/cmd/kube-apiserver",
+    coldMinutes: 12,
+  },
   {
     key: "kubeControllerManager",
     file: "kube-controller-manager",
     pkg: "k8s.io/kubernetes/cmd/kube-controller-manager",
+    coldMinutes: 3,
   },
   // Shares most of its packages with the two above, so Go's build cache makes it the cheap last step (about 50 s).
-  { key: "kubelet", file: "kubelet", pkg: "k8s.io/kubernetes/cmd/kubelet" },
+  { key: "kubelet", file: "kubelet", pkg: "k8s.io/kubernetes/cmd/kubelet", coldMinutes: 1 },
 ] as const;
 
 /** The versions go.mod pins: the cache is keyed by them, so a version bump builds anew. */
@@ -55,9 +62,7 @@ export function pinnedVersions(): { kubernetes: string; etcd: string } {
 
 /** Outside the work tree, so a clean clone reuses what an earlier run built; never committed. */
 export function controlPlaneCacheDir(): string {
-  const base =
-    process.env.LIGHTFLEET_CACHE_DIR ??
-    join(process.env.XDG_CACHE_HOME ?? join(homedir(), ".cache"), "lightfleet");
+  const base = lightfleetCacheDir();
   const { kubernetes, etcd } = pinnedVersions();
   return join(base, "controlplane", `kubernetes-${kubernetes}-etcd-${etcd}`);
 }
@@ -112,7 +117,9 @@ export async function ensureControlPlane(
       const target = join(dir, command.file);
       if (existsSync(target)) continue;
       const started = Date.now();
-      log(`building ${command.file} (${command.pkg}) into ${dir} ...`);
+      log(
+        `building ${command.file} ${kubernetes} (${command.pkg}) into ${dir} (cold: about ${command.coldMinutes} min) ...`,
+      );
       const partial = `${target}.partial`;
       await goBuild(["build", "-trimpath", "-ldflags", ldflags, "-o", partial, command.pkg]);
       await rename(partial, target);
