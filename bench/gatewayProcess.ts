@@ -3,6 +3,8 @@ import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { ensureBuilt } from "./builtGateway.js";
+import { MEMORY_PROBE_ENV, MEMORY_PROBE_NODE_ARGS } from "./processUsage.js";
 
 /** A server the benchmark runs as a process of its own. */
 export interface ChildServer {
@@ -23,7 +25,7 @@ export function withRaisedFileLimit(command: string, args: string[]): [string, s
 }
 
 /**
- * `lightfleet gateway` with `gateway.workers: workers` as a process of its own (node:cluster needs one), in front of
+ * `lightfleet gateway` as shipped (dist/cli.js, built first when src/ is newer) with `gateway.workers: workers` as a process of its own (node:cluster needs one), in front of
  * one node, on ephemeral ports; resolves once every worker serves a head. `policy` is node:cluster's
  * NODE_CLUSTER_SCHED_POLICY: rr (the primary hands out connections) or none (the kernel does).
  */
@@ -69,10 +71,9 @@ export async function spawnGatewayProcess(options: {
   );
   const child: ChildProcess = spawn(
     ...withRaisedFileLimit(process.execPath, [
+      ...MEMORY_PROBE_NODE_ARGS,
       ...(options.nodeArgs ?? []),
-      "--import",
-      "tsx",
-      join(ROOT, "src/cli.ts"),
+      ensureBuilt(),
       "gateway",
       "--config",
       file,
@@ -83,7 +84,7 @@ export async function spawnGatewayProcess(options: {
     ]),
     {
       cwd: ROOT,
-      env: { ...process.env, NODE_CLUSTER_SCHED_POLICY: options.policy },
+      env: { ...process.env, ...MEMORY_PROBE_ENV, NODE_CLUSTER_SCHED_POLICY: options.policy },
       stdio: ["ignore", "pipe", "inherit"],
     },
   );
@@ -117,9 +118,16 @@ export async function spawnGatewayProcess(options: {
  */
 export async function spawnListening(script: string, args: string[] = []): Promise<ChildServer> {
   const child = spawn(
-    ...withRaisedFileLimit(process.execPath, ["--import", "tsx", join(ROOT, "bench", script), ...args]),
+    ...withRaisedFileLimit(process.execPath, [
+      ...MEMORY_PROBE_NODE_ARGS,
+      "--import",
+      "tsx",
+      join(ROOT, "bench", script),
+      ...args,
+    ]),
     {
       cwd: ROOT,
+      env: { ...process.env, ...MEMORY_PROBE_ENV },
       stdio: ["ignore", "pipe", "inherit"],
     },
   );
