@@ -40,6 +40,10 @@ export async function spawnGatewayProcess(options: {
   networkGateway?: Record<string, unknown>;
   /** Flags for node itself, e.g. `--cpu-prof` (which NODE_OPTIONS does not take). */
   nodeArgs?: string[];
+  /** A command that runs node, e.g. valgrind with its flags; the process id is then the wrapper's. */
+  wrapper?: string[];
+  /** How long it may take to get ready (longer under a wrapper such as valgrind); 60 s by default. */
+  readyTimeoutMs?: number;
 }): Promise<ChildServer & { adminUrl: string }> {
   const dir = mkdtempSync(join(tmpdir(), "bench-gateway-"));
   const file = join(dir, "gateway.yaml");
@@ -69,8 +73,10 @@ export async function spawnGatewayProcess(options: {
       ],
     }),
   );
+  const [command, ...wrapperArgs] = [...(options.wrapper ?? []), process.execPath];
   const child: ChildProcess = spawn(
-    ...withRaisedFileLimit(process.execPath, [
+    ...withRaisedFileLimit(command!, [
+      ...wrapperArgs,
       ...MEMORY_PROBE_NODE_ARGS,
       ...(options.nodeArgs ?? []),
       ensureBuilt(),
@@ -94,7 +100,7 @@ export async function spawnGatewayProcess(options: {
     await stopChild(child);
     rmSync(dir, { recursive: true, force: true });
   };
-  const deadline = Date.now() + 60_000;
+  const deadline = Date.now() + (options.readyTimeoutMs ?? 60_000);
   for (;;) {
     const line = stdout.split("\n").find((l) => l.includes('"gateway serving"'));
     if (line) {

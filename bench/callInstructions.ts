@@ -1,0 +1,98 @@
+/**
+ * Instructions the gateway's process executes per call, counted by valgrind's callgrind: a measure the machine's
+ * other load does not move at all (unlike requests/s, and CPU time less so), for eth_blockNumber (answered from the
+ * served head) and a forwarded eth_getBlockByNumber. The gateway (dist/cli.js) runs under callgrind in front of one
+ * anvil node; each call is sent WARMUP times (so V8 has compiled the path), the counters are zeroed, the call is sent
+ * CALLS times over a few keep-alive connections, and the counters are dumped. The process's own work with no calls
+ * (its head poll) over as long is counted the same way and taken off. Counts user-space instructions only: the
+ * kernel's work on the sockets is not in them. Takes a few minutes (valgrind runs node ~50x slower).
+ *
+ *   npm run bench:call-instructions -- [calls=2000]
+ */
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Agent, request } from "undici";
+import { startDevnet } from "../src/devnet/devnet.js";
+import { spawnGatewayProcess } from "./gatewayProcess.js";
+
+const CALLS = Number(process.argv[2] ?? 2_000);
+const WARMUP = 1_000;
+const CONNECTIONS = 4;
+
+const calls = {
+  eth_blockNumber: { jsonrpc: "2.0", id: 1, method: "eth_blockNumber", params: [] },
+  eth_getBlockByNumber: { jsonrpc: "2.0", id: 1, method: "eth_getBlockByNumber", params: ["0x3", false] },
+};
+
+const dir = mkdtempSync(join(tmpdir(), "bench-callgrind-"));
+const devnet = await startDevnet({
+  networks: [{ name: "bench", chainId: 31_337, lightNodes: 1 }],
+  blockTimeMs: 0,
+});
+const agent = new Agent({ connections: CONNECTIONS, pipelining: 1 });
+try {
+  for (let i = 0; i < 5; i++) await devnet.mine("bench");
+  const light = devnet.nodes("bench").find((n) => n.role === "light")!;
+  const gateway = await spawnGatewayProcess({
+    workers: 1,
+    policy: "none",
+    ...light,
+    wrapper: ["valgrind", "--tool=callgrind", `--callgrind-out-file=${dir}/callgrind.out`, "--dump-instr=no"],
+    readyTimeoutMs: 600_000,
+  });
+  /** Instructions executed since the last zeroing, from a fresh dump's totals. */
+  const dumpedInstructions = (): number => {
+    for (const f of readdirSync(dir)) rmSync(join(dir, f));
+    execFileSync("callgrind_control", ["--dump", String(gateway.pid)], { stdio: "ignore" });
+    const file = readdirSync(dir).find((f) => f.startsWith("callgrind.out"));
+    const totals = /^(?:totals|summary): (\d+)/m.exec(readFileSync(join(dir, file!), "utf8"));
+    return Number(totals![1]);
+  };
+  const zero = () => execFileSync("callgrind_control", ["--zero", String(gateway.pid)], { stdio: "ignore" });
+  const send = async (body: unknown, count: number) => {
+    const text = JSON.stringify(body);
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: CONNECTIONS }, async () => {
+        while (next++ < count) {
+          const response = await request(`${gateway.url}/`, {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: text,
+            dispatcher: agent,
+          });
+          const answer = (await response.body.json()) as { result?: unknown };
+          if (answer.result === undefined) throw new Error(`no result: ${JSON.stringify(answer)}`);
+        }
+      }),
+    );
+  };
+  try {
+    console.log(
+      `gateway under callgrind (pid ${gateway.pid}); ${CALLS} calls each after ${WARMUP} to warm up`,
+    );
+    for (const [name, body] of Object.entries(calls)) {
+      await send(body, WARMUP);
+      zero();
+      const started = performance.now();
+      await send(body, CALLS);
+      const elapsed = performance.now() - started;
+      const busy = dumpedInstructions();
+      zero();
+      await new Promise((r) => setTimeout(r, elapsed));
+      const idle = dumpedInstructions();
+      console.log(
+        `  ${name.padEnd(21)} ${Math.round((busy - idle) / CALLS).toLocaleString("en-US")} instructions/call ` +
+          `(${Math.round(busy / CALLS).toLocaleString("en-US")} with idle work; ${(elapsed / 1000).toFixed(1)} s)`,
+      );
+    }
+  } finally {
+    await gateway.stop();
+  }
+} finally {
+  await agent.close();
+  await devnet.stop();
+  rmSync(dir, { recursive: true, force: true });
+}
