@@ -12,6 +12,7 @@ import type { NetworkRuntime } from "../networkRuntime.js";
 import type { Refusal } from "../pipeline/answer.js";
 import type { ParsedBody } from "../rpc/parseRequest.js";
 import { WsSession } from "./wsSession.js";
+import type { WsNetwork } from "./wsSession.js";
 
 export interface WsUpgradeOptions {
   settings: Config["gateway"];
@@ -35,12 +36,20 @@ const TOO_MANY = "HTTP/1.1 429 Too Many Requests\r\nconnection: close\r\ncontent
 export class WsUpgrades {
   private readonly wss: WebSocketServer;
   private readonly sessions = new Set<WsSession>();
-  /** One logger per network, shared by its sessions. */
-  private readonly loggers = new Map<string, Logger>();
+  /** What each network gives its sessions, made once per network. */
+  private readonly networks = new Map<string, WsNetwork>();
+  /** One timer pings every session (a timer per connection would be memory per subscriber). */
+  private readonly pings: NodeJS.Timeout;
   private stopping = false;
 
   constructor(private readonly options: WsUpgradeOptions) {
     this.wss = new WebSocketServer({ noServer: true, maxPayload: options.settings.maxBodyBytes });
+    // A client that has not answered a ping by the next one is cut off: between one and two intervals after it went
+    // quiet.
+    this.pings = setInterval(() => {
+      for (const session of this.sessions) session.ping();
+    }, options.settings.pingInterval);
+    this.pings.unref();
   }
 
   /** node:http's `upgrade` event. */
@@ -78,6 +87,7 @@ export class WsUpgrades {
   }
 
   close(): void {
+    clearInterval(this.pings);
     this.wss.close();
   }
 
@@ -86,13 +96,28 @@ export class WsUpgrades {
     socket.end(TOO_MANY);
   }
 
-  private loggerOf(network: string): Logger {
-    let logger = this.loggers.get(network);
-    if (!logger) {
-      logger = this.options.logger.child({ component: "gateway", network });
-      this.loggers.set(network, logger);
+  private networkOf(name: string): WsNetwork {
+    let network = this.networks.get(name);
+    if (!network) {
+      const { settings, metrics, logger } = this.options;
+      const runtime = this.options.runtimes.get(name)!;
+      network = {
+        handler: runtime.handler,
+        streams: runtime.streams,
+        limits: {
+          maxBatchLength: settings.maxBatchLength,
+          maxSubscriptions: settings.maxSubscriptionsPerConnection,
+          maxBufferedBytes: settings.maxBufferedBytes,
+          maxInFlight: settings.maxInFlightPerConnection,
+        },
+        admit: (parsed, address) => this.options.admit(runtime, parsed, address),
+        metrics,
+        logger: logger.child({ component: "gateway", network: name }),
+        sessions: this.sessions,
+      };
+      this.networks.set(name, network);
     }
-    return logger;
+    return network;
   }
 
   /** Serves a WebSocket whose connection is counted for its address. */
@@ -103,29 +128,11 @@ export class WsUpgrades {
     route: NonNullable<RouteMatch>,
     address: string,
   ): void {
-    const { settings, connectionCap } = this.options;
+    const { connectionCap } = this.options;
     socket.once("close", () => connectionCap.release(address));
     this.wss.handleUpgrade(req, socket, head, (ws) => {
-      const runtime = this.options.runtimes.get(route.network)!;
-      const handler = runtime.handler;
-      const session = new WsSession(
-        ws,
-        socket,
-        { network: handler.network, handle: (request) => handler.handle(request, address) },
-        runtime.streams,
-        {
-          maxBatchLength: settings.maxBatchLength,
-          maxSubscriptions: settings.maxSubscriptionsPerConnection,
-          maxBufferedBytes: settings.maxBufferedBytes,
-          pingIntervalMs: settings.pingInterval,
-          maxInFlight: settings.maxInFlightPerConnection,
-        },
-        (parsed) => this.options.admit(runtime, parsed, address),
-        this.options.metrics,
-        this.loggerOf(route.network),
-      );
-      this.sessions.add(session);
-      ws.on("close", () => this.sessions.delete(session));
+      // The session is in `sessions` until it closes.
+      new WsSession(ws, socket, this.networkOf(route.network), address);
     });
   }
 }
