@@ -3,14 +3,16 @@
  * other load does not move at all (unlike requests/s, and CPU time less so), for eth_blockNumber (answered from the
  * served head) and a forwarded eth_getBlockByNumber. The gateway (dist/cli.js) runs under callgrind in front of one
  * anvil node; each call is sent WARMUP times (so V8 has compiled the path), the counters are zeroed, the call is sent
- * CALLS times over a few keep-alive connections, and the counters are dumped. The process's own work with no calls
- * (its head poll) over as long is counted the same way and taken off. Counts user-space instructions only: the
- * kernel's work on the sockets is not in them. Takes a few minutes (valgrind runs node ~50x slower).
+ * CALLS times over a few keep-alive connections, and the counters are dumped. The head is polled every 10 s, not
+ * every 100 ms as in bench:gateway (under valgrind a poll costs as much as hundreds of calls); what the process does
+ * with no calls over as long is counted the same way and taken off. Counts user-space instructions only: the
+ * kernel's work on the sockets is not in them. Takes a few minutes (valgrind runs node ~50x slower). With a
+ * directory, each call's callgrind dump is kept there (read it with callgrind_annotate).
  *
- *   npm run bench:call-instructions -- [calls=2000]
+ *   npm run bench:call-instructions -- [calls=2000] [directory]
  */
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Agent, request } from "undici";
@@ -18,6 +20,7 @@ import { startDevnet } from "../src/devnet/devnet.js";
 import { spawnGatewayProcess } from "./gatewayProcess.js";
 
 const CALLS = Number(process.argv[2] ?? 2_000);
+const KEEP = process.argv[3];
 const WARMUP = 1_000;
 const CONNECTIONS = 4;
 
@@ -39,14 +42,19 @@ try {
     workers: 1,
     policy: "none",
     ...light,
+    settings: { headPollInterval: "10s" },
     wrapper: ["valgrind", "--tool=callgrind", `--callgrind-out-file=${dir}/callgrind.out`, "--dump-instr=no"],
     readyTimeoutMs: 600_000,
   });
   /** Instructions executed since the last zeroing, from a fresh dump's totals. */
-  const dumpedInstructions = (): number => {
+  const dumpedInstructions = (keepAs?: string): number => {
     for (const f of readdirSync(dir)) rmSync(join(dir, f));
     execFileSync("callgrind_control", ["--dump", String(gateway.pid)], { stdio: "ignore" });
     const file = readdirSync(dir).find((f) => f.startsWith("callgrind.out"));
+    if (KEEP && keepAs) {
+      mkdirSync(KEEP, { recursive: true });
+      copyFileSync(join(dir, file!), join(KEEP, keepAs));
+    }
     const totals = /^(?:totals|summary): (\d+)/m.exec(readFileSync(join(dir, file!), "utf8"));
     return Number(totals![1]);
   };
@@ -79,7 +87,7 @@ try {
       const started = performance.now();
       await send(body, CALLS);
       const elapsed = performance.now() - started;
-      const busy = dumpedInstructions();
+      const busy = dumpedInstructions(`${name}.callgrind`);
       zero();
       await new Promise((r) => setTimeout(r, elapsed));
       const idle = dumpedInstructions();
