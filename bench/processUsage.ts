@@ -77,12 +77,15 @@ export interface SettledMemory {
 }
 
 /**
- * The memory of a server started with MEMORY_PROBE_NODE_ARGS and MEMORY_PROBE_ENV (and of its workers), each
- * process read right after several full garbage collections: readings taken before and after something (subscribers
+ * The memory of a server started with MEMORY_PROBE_NODE_ARGS and MEMORY_PROBE_ENV (and of its workers), each such
+ * process read right after several full garbage collections (other processes of the tree by resident memory only): readings taken before and after something (subscribers
  * connecting) differ by what it holds, not by when the collector last ran. Rejects after 30 s without an answer.
  */
 export async function settledMemory(pid: number): Promise<SettledMemory> {
-  const pids = processTree(pid);
+  const tree = processTree(pid);
+  // Only the processes started with the probe are asked (a server run by tsx has esbuild as a child, for one).
+  const pids = tree.filter((p) => probed(p));
+  const others = tree.filter((p) => !pids.includes(p));
   const file = (p: number) => join(probeDir, `${p}.json`);
   for (const p of pids) {
     rmSync(file(p), { force: true });
@@ -93,7 +96,7 @@ export async function settledMemory(pid: number): Promise<SettledMemory> {
     if (Date.now() > deadline) throw new Error(`process ${pid} did not report its memory (memoryProbe.mjs)`);
     await new Promise((r) => setTimeout(r, 20));
   }
-  let rss = 0;
+  let rss = others.reduce((sum, p) => sum + ownResidentBytes(p), 0);
   let heap = 0;
   for (const p of pids) {
     const usage = JSON.parse(readFileSync(file(p), "utf8")) as NodeJS.MemoryUsage;
@@ -101,4 +104,12 @@ export async function settledMemory(pid: number): Promise<SettledMemory> {
     heap += usage.heapUsed + usage.external;
   }
   return { rss, heap };
+}
+
+function probed(pid: number): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("memoryProbe.mjs");
+  } catch {
+    return false;
+  }
 }

@@ -26,6 +26,9 @@ export interface WsUpgradeOptions {
   logger: Logger;
 }
 
+/** Socket errors end in `close`, where what the connection held is released. */
+const ignore = () => {};
+
 const NOT_FOUND = "HTTP/1.1 404 Not Found\r\nconnection: close\r\ncontent-length: 0\r\n\r\n";
 const TOO_MANY = "HTTP/1.1 429 Too Many Requests\r\nconnection: close\r\ncontent-length: 0\r\n\r\n";
 
@@ -59,7 +62,7 @@ export class WsUpgrades {
       socket.end(NOT_FOUND);
       return;
     }
-    socket.on("error", () => {});
+    socket.on("error", ignore);
     const { connectionCap } = this.options;
     const address = clientAddress(req, this.options.settings.trustForwardedFor);
     const granted = connectionCap.acquire(address);
@@ -129,7 +132,8 @@ export class WsUpgrades {
     address: string,
   ): void {
     const { connectionCap } = this.options;
-    socket.once("close", () => connectionCap.release(address));
+    // `on`, not `once` (a socket closes once): no wrapper kept per connection.
+    socket.on("close", () => connectionCap.release(address));
     this.wss.handleUpgrade(req, socket, head, (ws) => {
       // The session is in `sessions` until it closes.
       new WsSession(ws, socket, this.networkOf(route.network), address);
