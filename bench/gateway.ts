@@ -615,6 +615,9 @@ function markdown(): string {
       else
         cells.push(
           `${r.p99.toFixed(0)} ms / ${(r.bytesPerSubscriber / 1024).toFixed(1)} KiB` +
+            (Number.isFinite(r.heapPerSubscriber)
+              ? ` (heap ${(r.heapPerSubscriber / 1024).toFixed(1)} KiB)`
+              : "") +
             (target.gateway && bare && typeof bare !== "string"
               ? ` (${(r.p99 / bare.p99).toFixed(2)}x bare)`
               : "") +
