@@ -5,18 +5,22 @@
  * anvil node; each call is sent WARMUP times (so V8 has compiled the path), the counters are zeroed, the call is sent
  * CALLS times over a few keep-alive connections, and the counters are dumped. The head is polled every 10 s, not
  * every 100 ms as in bench:gateway (under valgrind a poll costs as much as hundreds of calls); what the process does
- * with no calls over as long is counted the same way and taken off. Counts user-space instructions only: the
+ * with no calls over as long is counted the same way and taken off. Printed for the main thread (the JavaScript,
+ * node:http and libuv: the steady figure) and for all threads (V8 compiling and collecting garbage in the background
+ * too, which moves with when the compiler kicks in). Counts user-space instructions only: the
  * kernel's work on the sockets is not in them. Takes a few minutes (valgrind runs node ~50x slower). With a
  * directory, each call's callgrind dump is kept there (read it with callgrind_annotate).
  *
  *   npm run bench:call-instructions -- [calls=2000] [directory]
  */
 import { execFileSync } from "node:child_process";
-import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Agent, request } from "undici";
 import { startDevnet } from "../src/devnet/devnet.js";
+import { callgrindTotals } from "./callgrindTotals.js";
+import type { CallgrindTotals } from "./callgrindTotals.js";
 import { spawnGatewayProcess } from "./gatewayProcess.js";
 
 const CALLS = Number(process.argv[2] ?? 2_000);
@@ -47,7 +51,7 @@ try {
     readyTimeoutMs: 600_000,
   });
   /** Instructions executed since the last zeroing, from a fresh dump's totals. */
-  const dumpedInstructions = (keepAs?: string): number => {
+  const dumpedInstructions = (keepAs?: string): CallgrindTotals => {
     for (const f of readdirSync(dir)) rmSync(join(dir, f));
     execFileSync("callgrind_control", ["--dump", String(gateway.pid)], { stdio: "ignore" });
     const file = readdirSync(dir).find((f) => f.startsWith("callgrind.out"));
@@ -55,8 +59,7 @@ try {
       mkdirSync(KEEP, { recursive: true });
       copyFileSync(join(dir, file!), join(KEEP, keepAs));
     }
-    const totals = /^(?:totals|summary): (\d+)/m.exec(readFileSync(join(dir, file!), "utf8"));
-    return Number(totals![1]);
+    return callgrindTotals(join(dir, file!));
   };
   const zero = () => execFileSync("callgrind_control", ["--zero", String(gateway.pid)], { stdio: "ignore" });
   const send = async (body: unknown, count: number) => {
@@ -91,9 +94,11 @@ try {
       zero();
       await new Promise((r) => setTimeout(r, elapsed));
       const idle = dumpedInstructions();
+      const perCall = (n: number) => Math.round(n / CALLS).toLocaleString("en-US");
       console.log(
-        `  ${name.padEnd(21)} ${Math.round((busy - idle) / CALLS).toLocaleString("en-US")} instructions/call ` +
-          `(${Math.round(busy / CALLS).toLocaleString("en-US")} with idle work; ${(elapsed / 1000).toFixed(1)} s)`,
+        `  ${name.padEnd(21)} main thread ${perCall(busy.main - idle.main)} instructions/call ` +
+          `(${perCall(busy.main)} with idle work); all threads ${perCall(busy.all - idle.all)} ` +
+          `(${perCall(busy.all)}); ${(elapsed / 1000).toFixed(1)} s`,
       );
     }
   } finally {
