@@ -21,7 +21,9 @@
  * markdown table (docs/gateway.md keeps one per run). Bounded: a few seconds per HTTP run, a few blocks per fan-out
  * size.
  *
- *   npm run bench:gateway -- [seconds=5] [connections=16] [redis]
+ *   npm run bench:gateway -- [seconds=5] [connections=16] [redis|http]
+ *
+ * With `http`: every server, HTTP only (no WebSocket fan-out).
  *
  * With `redis`: only the gateway with in-process state and the gateway with its state in Redis, HTTP only, ROUNDS
  * times each in turn (the machine's other load shifts between runs), with the ratio of their CPU per call.
@@ -40,12 +42,14 @@ import { spawnGatewayProcess, spawnListening, withRaisedFileLimit } from "./gate
 import { mineUntilFinalized } from "./peers/chainForPeers.js";
 import { PEERS, notBuiltReason } from "./peers/peers.js";
 import { startPeer } from "./peers/startPeer.js";
-import { cpuSeconds, residentBytes } from "./processUsage.js";
+import { cpuSeconds, residentBytes, settledMemory } from "./processUsage.js";
 
 const SECONDS = Number(process.argv[2] ?? 5);
 const CONNECTIONS = Number(process.argv[3] ?? 16);
 /** Only the two gateways whose state differs (in process, Redis), compared round after round. */
 const REDIS_ONLY = process.argv[4] === "redis";
+/** Every server, HTTP calls only (no fan-out): a few minutes shorter. */
+const HTTP_ONLY = process.argv[4] === "http";
 const ROUNDS = REDIS_ONLY ? 5 : 1;
 const FAN_OUT_SIZES = [1_000, 5_000];
 const LARGE_FAN_OUT = 20_000;
@@ -81,6 +85,11 @@ interface Target {
   pid?: number;
   /** The process serving its WebSocket, when not the same one. */
   wsPid?: number;
+  /**
+   * Its WebSocket process reports its memory after a full garbage collection (bench/memoryProbe.mjs); otherwise its
+   * memory is resident memory as it stands.
+   */
+  settles?: boolean;
   /** Why it has no WebSocket, for its fan-out cells. */
   noWebSocket?: string;
   /** The gateway's own rows, which get the ratios. */
@@ -159,6 +168,7 @@ if (!REDIS_ONLY) {
     wsUrl: bareWs.url,
     pid: bareHttp.pid,
     wsPid: bareWs.pid,
+    settles: true,
     stop: async () => {
       await bareHttp.stop();
       await bareWs.stop();
@@ -197,6 +207,7 @@ for (const [name, workers, policy] of [
     wsUrl: `${g.url.replace("http", "ws")}/ws`,
     pid: g.pid,
     gateway: true,
+    settles: true,
     stop: g.stop,
   });
 }
@@ -312,8 +323,20 @@ interface FanOut {
   p99: number;
   delivered: number;
   expected: number;
-  /** Growth of the server's resident memory (all its processes) per subscriber, once all are subscribed. */
+  /**
+   * Growth of the server's resident memory (all its processes) per subscriber, once all are subscribed; both readings
+   * after full garbage collections where the server allows (Target.settles).
+   */
   bytesPerSubscriber: number;
+  /** Growth of the JavaScript heap and buffers per subscriber, where the server settles; else NaN. */
+  heapPerSubscriber: number;
+}
+
+/** The server's memory: after full garbage collections where it allows, else resident memory as it stands. */
+async function memoryOf(target: Target): Promise<{ rss: number; heap: number }> {
+  const pid = target.wsPid ?? target.pid;
+  if (pid === undefined) return { rss: NaN, heap: NaN };
+  return target.settles ? settledMemory(pid) : { rss: residentBytes(pid), heap: NaN };
 }
 
 /** One process of subscribers; resolves once all are subscribed, with what to do next. */
@@ -369,8 +392,7 @@ async function startClients(wsUrl: string, count: number, deadline: number) {
  * gets the node's own announcement over a direct subscription (epoch ms, sub-millisecond).
  */
 async function fanOut(target: Target, size: number): Promise<FanOut> {
-  const pid = target.wsPid ?? target.pid;
-  const memoryBefore = pid === undefined ? NaN : residentBytes(pid);
+  const memoryBefore = await memoryOf(target);
   // Bounded: connecting is a few milliseconds per subscriber at worst on a loaded machine.
   const deadline = Date.now() + 60_000 + size * 10;
   const processes = Math.ceil(size / CLIENTS_PER_PROCESS);
@@ -384,7 +406,7 @@ async function fanOut(target: Target, size: number): Promise<FanOut> {
           deadline,
         ),
       );
-    const memoryAfter = pid === undefined ? NaN : residentBytes(pid);
+    const memoryAfter = await memoryOf(target);
     for (let b = 0; b < FAN_OUT_BLOCKS; b++) {
       await devnet.mine("bench");
       // Every subscriber receives the block before the next one; one that never does is counted as lost (bounded).
@@ -406,7 +428,8 @@ async function fanOut(target: Target, size: number): Promise<FanOut> {
       p99: percentile(sorted, 99),
       delivered: sorted.length,
       expected: size * FAN_OUT_BLOCKS,
-      bytesPerSubscriber: (memoryAfter - memoryBefore) / size,
+      bytesPerSubscriber: (memoryAfter.rss - memoryBefore.rss) / size,
+      heapPerSubscriber: (memoryAfter.heap - memoryBefore.heap) / size,
     };
   } finally {
     for (const c of clients) c.kill();
@@ -494,13 +517,14 @@ try {
     }
   }
 
-  if (!REDIS_ONLY) {
+  if (!REDIS_ONLY && !HTTP_ONLY) {
     console.log(
       `WebSocket newHeads fan-out (${FAN_OUT_BLOCKS} blocks each, from the node's own announcement):`,
     );
     const row = (name: string, size: number, r: FanOut) =>
       `  ${String(size).padStart(6)} subscribers, ${name.padEnd(19)}: p50 ${r.p50.toFixed(1)} ms p99 ` +
       `${r.p99.toFixed(1)} ms, ${(r.bytesPerSubscriber / 1024).toFixed(1)} KiB/subscriber ` +
+      (Number.isFinite(r.heapPerSubscriber) ? `(heap ${(r.heapPerSubscriber / 1024).toFixed(1)} KiB) ` : "") +
       `(${r.delivered}/${r.expected} delivered)`;
     for (const size of FAN_OUT_SIZES) {
       const results = new Map<string, FanOut | string>();
@@ -542,6 +566,7 @@ try {
           wsUrl: `${fresh.url.replace("http", "ws")}/ws`,
           pid: fresh.pid,
           gateway: true,
+          settles: true,
         },
         LARGE_FAN_OUT,
       ).catch(errorText);
@@ -590,6 +615,9 @@ function markdown(): string {
       else
         cells.push(
           `${r.p99.toFixed(0)} ms / ${(r.bytesPerSubscriber / 1024).toFixed(1)} KiB` +
+            (Number.isFinite(r.heapPerSubscriber)
+              ? ` (heap ${(r.heapPerSubscriber / 1024).toFixed(1)} KiB)`
+              : "") +
             (target.gateway && bare && typeof bare !== "string"
               ? ` (${(r.p99 / bare.p99).toFixed(2)}x bare)`
               : "") +

@@ -3,6 +3,8 @@ import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { ensureBuilt } from "./builtGateway.js";
+import { MEMORY_PROBE_ENV, MEMORY_PROBE_NODE_ARGS } from "./processUsage.js";
 
 /** A server the benchmark runs as a process of its own. */
 export interface ChildServer {
@@ -23,7 +25,7 @@ export function withRaisedFileLimit(command: string, args: string[]): [string, s
 }
 
 /**
- * `lightfleet gateway` with `gateway.workers: workers` as a process of its own (node:cluster needs one), in front of
+ * `lightfleet gateway` as shipped (dist/cli.js, built first when src/ is newer) with `gateway.workers: workers` as a process of its own (node:cluster needs one), in front of
  * one node, on ephemeral ports; resolves once every worker serves a head. `policy` is node:cluster's
  * NODE_CLUSTER_SCHED_POLICY: rr (the primary hands out connections) or none (the kernel does).
  */
@@ -38,6 +40,10 @@ export async function spawnGatewayProcess(options: {
   networkGateway?: Record<string, unknown>;
   /** Flags for node itself, e.g. `--cpu-prof` (which NODE_OPTIONS does not take). */
   nodeArgs?: string[];
+  /** A command that runs node, e.g. valgrind with its flags; the process id is then the wrapper's. */
+  wrapper?: string[];
+  /** How long it may take to get ready (longer under a wrapper such as valgrind); 60 s by default. */
+  readyTimeoutMs?: number;
 }): Promise<ChildServer & { adminUrl: string }> {
   const dir = mkdtempSync(join(tmpdir(), "bench-gateway-"));
   const file = join(dir, "gateway.yaml");
@@ -67,12 +73,13 @@ export async function spawnGatewayProcess(options: {
       ],
     }),
   );
+  const [command, ...wrapperArgs] = [...(options.wrapper ?? []), process.execPath];
   const child: ChildProcess = spawn(
-    ...withRaisedFileLimit(process.execPath, [
+    ...withRaisedFileLimit(command!, [
+      ...wrapperArgs,
+      ...MEMORY_PROBE_NODE_ARGS,
       ...(options.nodeArgs ?? []),
-      "--import",
-      "tsx",
-      join(ROOT, "src/cli.ts"),
+      ensureBuilt(),
       "gateway",
       "--config",
       file,
@@ -83,7 +90,7 @@ export async function spawnGatewayProcess(options: {
     ]),
     {
       cwd: ROOT,
-      env: { ...process.env, NODE_CLUSTER_SCHED_POLICY: options.policy },
+      env: { ...process.env, ...MEMORY_PROBE_ENV, NODE_CLUSTER_SCHED_POLICY: options.policy },
       stdio: ["ignore", "pipe", "inherit"],
     },
   );
@@ -93,7 +100,7 @@ export async function spawnGatewayProcess(options: {
     await stopChild(child);
     rmSync(dir, { recursive: true, force: true });
   };
-  const deadline = Date.now() + 60_000;
+  const deadline = Date.now() + (options.readyTimeoutMs ?? 60_000);
   for (;;) {
     const line = stdout.split("\n").find((l) => l.includes('"gateway serving"'));
     if (line) {
@@ -117,9 +124,16 @@ export async function spawnGatewayProcess(options: {
  */
 export async function spawnListening(script: string, args: string[] = []): Promise<ChildServer> {
   const child = spawn(
-    ...withRaisedFileLimit(process.execPath, ["--import", "tsx", join(ROOT, "bench", script), ...args]),
+    ...withRaisedFileLimit(process.execPath, [
+      ...MEMORY_PROBE_NODE_ARGS,
+      "--import",
+      "tsx",
+      join(ROOT, "bench", script),
+      ...args,
+    ]),
     {
       cwd: ROOT,
+      env: { ...process.env, ...MEMORY_PROBE_ENV },
       stdio: ["ignore", "pipe", "inherit"],
     },
   );

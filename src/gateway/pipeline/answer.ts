@@ -37,26 +37,27 @@ export function answer(parsed: ParsedBody, steps: AnswerSteps, client = ""): Ans
 }
 
 function admitted(parsed: ParsedBody, steps: AnswerSteps, client: string): Answer | Promise<Answer> {
-  const body = answerCalls(parsed, steps.call, client);
+  const body = answerCalls(parsed, steps, client);
   return body instanceof Promise ? body.then((b) => ({ body: b })) : { body };
 }
 
-function answerCalls(parsed: ParsedBody, call: AnswerSteps["call"], client: string): Body | Promise<Body> {
+/** Calls `steps.call` as a method: steps may be an object whose calls read its own state (a WebSocket session). */
+function answerCalls(parsed: ParsedBody, steps: AnswerSteps, client: string): Body | Promise<Body> {
   if (parsed.kind === "error") return parsed.response;
   if (parsed.kind === "single") {
     if (!parsed.item.ok) return parsed.item.response;
     const notification = parsed.item.request.id === undefined;
-    const response = call(parsed.item.request, client);
+    const response = steps.call(parsed.item.request, client);
     if (response instanceof Promise) return notification ? response.then(() => undefined) : response;
     return notification ? undefined : response;
   }
-  return Promise.all(parsed.items.map((item) => (item.ok ? call(item.request, client) : item.response))).then(
-    (responses) => {
-      const answered = responses.filter((_, i) => {
-        const item = parsed.items[i]!;
-        return !item.ok || item.request.id !== undefined;
-      });
-      return answered.length > 0 ? answered : undefined;
-    },
-  );
+  return Promise.all(
+    parsed.items.map((item) => (item.ok ? steps.call(item.request, client) : item.response)),
+  ).then((responses) => {
+    const answered = responses.filter((_, i) => {
+      const item = parsed.items[i]!;
+      return !item.ok || item.request.id !== undefined;
+    });
+    return answered.length > 0 ? answered : undefined;
+  });
 }

@@ -48,6 +48,8 @@ export class NodeCalls {
   private readonly blockWaiters = new Set<() => void>();
   /** How long such a call waits: two block times, within the upstream timeout. */
   private readonly blockWaitMs: number;
+  /** Answer counts per node and outcome (metrics). */
+  private readonly upstreamCells = new Map<string, Map<string, CountCell>>();
 
   constructor(private readonly options: NodeCallsOptions) {
     const { upstreams, hedge, hungNodes, metrics } = options;
@@ -279,13 +281,24 @@ export class NodeCalls {
     );
   }
 
+  /** The count of one node's answers with one outcome; found with no key built per call. */
   private upstreamCount(upstream: string, outcome: string): CountCell {
-    const network = this.network;
-    return this.options.metrics.pendingUpstreamRequests.cell(`${network}\n${upstream}\n${outcome}`, {
-      network,
-      upstream,
-      outcome,
-    });
+    let cells = this.upstreamCells.get(upstream);
+    if (!cells) {
+      cells = new Map();
+      this.upstreamCells.set(upstream, cells);
+    }
+    let cell = cells.get(outcome);
+    if (!cell) {
+      const network = this.network;
+      cell = this.options.metrics.pendingUpstreamRequests.cell(`${network}\n${upstream}\n${outcome}`, {
+        network,
+        upstream,
+        outcome,
+      });
+      cells.set(outcome, cell);
+    }
+    return cell;
   }
 }
 

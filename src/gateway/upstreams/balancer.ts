@@ -22,7 +22,9 @@ export function rankCandidates(
   const pool = (routed.length > 0 ? routed : nodes.filter((n) => n.reachable)).filter(
     (n) => !exclude.has(n.name),
   );
-  return [...pool].sort((a, b) => {
+  // `pool` is a new array (filter's), sorted in place; one node needs no sorting.
+  if (pool.length < 2) return pool;
+  return pool.sort((a, b) => {
     const blockOrder = Number(hasBlock(b, minBlock)) - Number(hasBlock(a, minBlock));
     if (blockOrder !== 0) return blockOrder;
     if (routed.length === 0 && a.head !== b.head) return (b.head ?? -1) - (a.head ?? -1);

@@ -41,6 +41,8 @@ interface NodeRecord {
  * - a read is **hedged** after `hedgeDelay`: the node's recent latency quantile for that kind of call, within
  *   minDelay..maxDelay (every node's, while the node has too few answers of its own).
  */
+const NONE: ReadonlySet<string> = new Set();
+
 export class CallTracker {
   private readonly nodes = new Map<string, NodeRecord>();
   /** Every node's answers per kind of call: the hedge delay of a node that has no history of its own yet. */
@@ -115,10 +117,12 @@ export class CallTracker {
   }
 
   /** Nodes new calls should avoid now (hung or recently failed). */
-  avoided(): Set<string> {
-    const avoid = new Set<string>();
-    for (const name of this.nodes.keys()) if (this.isHung(name) || this.recentlyFailed(name)) avoid.add(name);
-    return avoid;
+  avoided(): ReadonlySet<string> {
+    // Asked on every forwarded call, and almost always empty: no set made for that.
+    let avoid: Set<string> | undefined;
+    for (const name of this.nodes.keys())
+      if (this.isHung(name) || this.recentlyFailed(name)) (avoid ??= new Set()).add(name);
+    return avoid ?? NONE;
   }
 
   /** Forgets nodes that are no longer upstreams. */

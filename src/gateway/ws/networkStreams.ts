@@ -49,6 +49,11 @@ export class NetworkStreams {
     return () => this.listeners.delete(listener);
   }
 
+  /** Removes a listener (for listeners that keep no function to remove themselves, such as each connection). */
+  remove(listener: StreamListener): void {
+    this.listeners.delete(listener);
+  }
+
   latest(): FeedBlock | undefined {
     return this.feed.latest();
   }

@@ -14,17 +14,34 @@ import type { FeedBlock } from "./headFeed.js";
 import { newSubscriptionId, subscriptionIdBytes } from "./headsNotification.js";
 import type { Log, LogFilter } from "./logFilter.js";
 import { matchesFilter, parseLogFilter } from "./logFilter.js";
-import type { NetworkStreams } from "./networkStreams.js";
+import type { NetworkStreams, StreamListener } from "./networkStreams.js";
 
 export interface WsLimits {
   maxBatchLength: number;
   maxSubscriptions: number;
   /** A client that lets this much pile up unread is cut off (it cannot keep up with the chain). */
   maxBufferedBytes: number;
-  pingIntervalMs: number;
   /** Calls of this connection answered at once; beyond, the gateway stops reading until answers go out. */
   maxInFlight: number;
 }
+
+/** What a network gives each of its connections, made once per network (nothing per connection but the session). */
+export interface WsNetwork {
+  /** The network's call handler. */
+  handler: Pick<CallExecutor, "network" | "handle">;
+  streams: NetworkStreams;
+  limits: WsLimits;
+  /** The per-address rate limit: the refusal to send when a frame's calls do not fit. */
+  admit: (parsed: ParsedBody, address: string) => Refusal | Promise<Refusal>;
+  metrics: GatewayMetrics;
+  logger: Logger;
+  /** The open sessions (of every network), each in it from its start to its close. */
+  sessions: Set<WsSession>;
+}
+
+/** The session of each socket, found from the socket in its listeners (shared by every connection: no closures). */
+const SESSION = Symbol("session");
+type SessionSocket = WebSocket & { [SESSION]: WsSession };
 
 /**
  * A newHeads subscription keeps its id's bytes, written into every notification frame, and the lowest head it may be
@@ -33,54 +50,73 @@ export interface WsLimits {
 type Subscription =
   { type: "newHeads"; idBytes: Buffer; floor: number } | { type: "logs"; filter: LogFilter };
 
+const sessionOf = (socket: WebSocket): WsSession => (socket as SessionSocket)[SESSION];
+function onMessage(this: WebSocket, data: WebSocket.RawData, isBinary: boolean): void {
+  sessionOf(this).onMessage(data, isBinary);
+}
+function onPong(this: WebSocket): void {
+  sessionOf(this).alive = true;
+}
+function onClose(this: WebSocket): void {
+  sessionOf(this).cleanup();
+}
+function onError(this: WebSocket, error: Error): void {
+  sessionOf(this).network.logger.debug({ err: error.message }, "gateway: client socket error");
+}
+
 /**
  * One client WebSocket on a network's `/ws`: calls routed like HTTP, and `newHeads` / `logs` subscriptions served
  * from the network's shared streams, so a client keeps its subscription ids whichever node the gateway follows.
+ *
+ * Thousands of these are held at once, so a session keeps only what is its own: the network's parts are shared
+ * (WsNetwork), the socket's listeners are functions shared by every session, the session is its own stream listener
+ * and its own steps of answering a frame (the same answer as HTTP's, with its subscriptions in front), and pings are
+ * sent by one timer for every session (WsUpgrades).
  */
-export class WsSession {
+export class WsSession implements StreamListener, AnswerSteps {
   private readonly subscriptions = new Map<string, Subscription>();
-  private readonly unlisten: () => void;
-  /** Notifications are sent in block order, each after the previous block's logs. */
-  private outbox: Promise<void> = Promise.resolve();
-  private pingTimer: NodeJS.Timeout;
-  private alive = true;
+  /** Notifications are sent in block order, each after the previous block's logs; none made until one is queued. */
+  private outbox: Promise<void> | undefined;
+  /** Answered the last ping (or has not been pinged yet). */
+  alive = true;
   private inFlight = 0;
   /** Notification steps waiting in the outbox. */
   private queued = 0;
   /** Frames read while maxInFlight were being answered; bounded by what the paused socket had already read. */
-  private readonly waiting: Array<[WebSocket.RawData, boolean]> = [];
-  /** The steps of answering a frame (the same answer as HTTP's), with this connection's subscriptions in front. */
-  private readonly steps: AnswerSteps = {
-    admit: (parsed) => this.admit(parsed),
-    call: (request) => this.call(request),
-  };
+  private waiting: Array<[WebSocket.RawData, boolean]> | undefined;
 
   constructor(
     private readonly socket: WebSocket,
     /** The socket `ws` upgraded: newHeads frames, framed once per block, are written to it directly. */
     private readonly frames: Writable,
-    /** The network's call handler, for this connection's client address. */
-    private readonly handler: Pick<CallExecutor, "network" | "handle">,
-    private readonly streams: NetworkStreams,
-    private readonly limits: WsLimits,
-    /** The per-address rate limit: the refusal to send when a frame's calls do not fit. */
-    private readonly admit: (parsed: ParsedBody) => Refusal | Promise<Refusal>,
-    private readonly metrics: GatewayMetrics,
-    private readonly logger: Logger,
+    readonly network: WsNetwork,
+    /** The client's address, which the rate limit and the filters count by. */
+    private readonly address: string,
   ) {
-    const network = handler.network;
-    metrics.wsConnections.inc({ network });
-    this.unlisten = streams.add({
-      onBlock: (block, logs) => this.onBlock(block, logs),
-      onRemoved: (block, logs) => this.onRemoved(block, logs),
-    });
-    socket.on("message", (data, isBinary) => this.onMessage(data, isBinary));
-    socket.on("pong", () => {
-      this.alive = true;
-    });
-    socket.on("close", () => this.cleanup());
-    socket.on("error", (error) => this.logger.debug({ err: error.message }, "gateway: client socket error"));
-    this.pingTimer = setInterval(() => this.ping(), limits.pingIntervalMs);
+    network.metrics.wsConnections.inc({ network: network.handler.network });
+    network.streams.add(this);
+    network.sessions.add(this);
+    (socket as SessionSocket)[SESSION] = this;
+    socket.on("message", onMessage);
+    socket.on("pong", onPong);
+    socket.on("close", onClose);
+    socket.on("error", onError);
+  }
+
+  private get handler(): WsNetwork["handler"] {
+    return this.network.handler;
+  }
+
+  private get limits(): WsLimits {
+    return this.network.limits;
+  }
+
+  private get metrics(): GatewayMetrics {
+    return this.network.metrics;
+  }
+
+  private get logger(): Logger {
+    return this.network.logger;
   }
 
   /** Closes with 1001 (going away), as on shutdown. */
@@ -88,7 +124,8 @@ export class WsSession {
     if (this.socket.readyState === WebSocket.OPEN) this.socket.close(code, reason);
   }
 
-  private ping(): void {
+  /** Pings the client; one that did not answer the last ping is cut off (called by one timer for all sessions). */
+  ping(): void {
     if (!this.alive) {
       this.metrics.wsDisconnects.inc({ network: this.handler.network, reason: "ping-timeout" });
       this.socket.terminate();
@@ -98,10 +135,10 @@ export class WsSession {
     if (this.socket.readyState === WebSocket.OPEN) this.socket.ping();
   }
 
-  private cleanup(): void {
-    clearInterval(this.pingTimer);
-    this.unlisten();
-    this.waiting.length = 0;
+  cleanup(): void {
+    this.network.streams.remove(this);
+    this.network.sessions.delete(this);
+    this.waiting = undefined;
     const network = this.handler.network;
     this.metrics.wsConnections.dec({ network });
     for (const sub of this.subscriptions.values())
@@ -134,9 +171,9 @@ export class WsSession {
    * Reads the next frames only while fewer than maxInFlight calls are being answered, so a client that floods the
    * connection with calls is slowed down by TCP instead of multiplying work on the nodes.
    */
-  private onMessage(data: WebSocket.RawData, isBinary: boolean): void {
+  onMessage(data: WebSocket.RawData, isBinary: boolean): void {
     if (this.inFlight >= this.limits.maxInFlight) {
-      this.waiting.push([data, isBinary]);
+      (this.waiting ??= []).push([data, isBinary]);
       if (!this.socket.isPaused) this.socket.pause();
       return;
     }
@@ -153,7 +190,7 @@ export class WsSession {
       this.send(errorResponse(null, RPC_ERROR.INTERNAL_ERROR, "internal error"));
     } finally {
       this.inFlight--;
-      const next = this.waiting.shift();
+      const next = this.waiting?.shift();
       if (next) void this.answerCounted(...next);
       else if (this.socket.isPaused && this.socket.readyState === WebSocket.OPEN) this.socket.resume();
     }
@@ -169,21 +206,27 @@ export class WsSession {
     const text = Array.isArray(data)
       ? Buffer.concat(data).toString("utf8")
       : Buffer.from(data as ArrayBuffer).toString("utf8");
-    const answered = answer(parseBody(text, this.limits.maxBatchLength), this.steps);
+    const answered = answer(parseBody(text, this.limits.maxBatchLength), this, this.address);
     const { body } = answered instanceof Promise ? await answered : answered;
     if (body !== undefined) this.send(body);
   }
 
-  private call(request: JsonRpcRequest): JsonRpcResponse | Promise<JsonRpcResponse> {
+  /** AnswerSteps: the rate limit of the connection's address. */
+  admit(parsed: ParsedBody): Refusal | Promise<Refusal> {
+    return this.network.admit(parsed, this.address);
+  }
+
+  /** AnswerSteps: one call, with this connection's subscriptions in front of the network's handler. */
+  call(request: JsonRpcRequest): JsonRpcResponse | Promise<JsonRpcResponse> {
     if (request.method === "eth_subscribe") return this.subscribe(request);
     if (request.method === "eth_unsubscribe") return this.unsubscribe(request);
-    return this.handler.handle(request);
+    return this.handler.handle(request, this.address);
   }
 
   private subscribe(request: JsonRpcRequest): JsonRpcResponse | Promise<JsonRpcResponse> {
     const params = Array.isArray(request.params) ? request.params : [];
     if (params[0] !== "newHeads") return this.addSubscription(request, -1);
-    const floor = this.streams.newHeadsFloor();
+    const floor = this.network.streams.newHeadsFloor();
     return floor instanceof Promise
       ? floor.then((height) =>
           // Closed meanwhile: nothing to subscribe (the answer goes nowhere).
@@ -249,7 +292,8 @@ export class WsSession {
     );
   }
 
-  private onBlock(block: FeedBlock, logs: () => Promise<Log[]>): void {
+  /** StreamListener: a new block of the network. */
+  onBlock(block: FeedBlock, logs: () => Promise<Log[]>): void {
     if (this.subscriptions.size === 0) return;
     // Heads only and nothing queued: send now, which keeps fan-out to thousands of subscribers to one pass.
     const wantsLogs = this.wantsLogs();
@@ -279,7 +323,7 @@ export class WsSession {
   /** Runs notification work in order; a failed step (logs that could not be fetched) does not stop later ones. */
   private enqueue(task: () => Promise<void>): void {
     this.queued++;
-    this.outbox = this.outbox
+    this.outbox = (this.outbox ?? Promise.resolve())
       .then(task)
       .catch((error: unknown) =>
         this.logger.warn({ err: error }, "gateway: could not deliver a subscription notification"),
@@ -287,7 +331,8 @@ export class WsSession {
       .finally(() => this.queued--);
   }
 
-  private onRemoved(_block: FeedBlock, removedLogs: Promise<Log[]>): void {
+  /** StreamListener: a block replaced by a reorg. */
+  onRemoved(_block: FeedBlock, removedLogs: Promise<Log[]>): void {
     this.enqueue(async () => {
       const logs = await removedLogs;
       for (const [id, sub] of this.subscriptions) {

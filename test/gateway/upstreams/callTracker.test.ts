@@ -34,6 +34,28 @@ describe("LatencyWindow", () => {
     expect(w.quantile(0.1)).toBe(100);
     expect(w.count).toBe(10);
   });
+
+  it("keeps the quantiles of a window sorted afresh, sample after sample, with repeated values and wrap-around", () => {
+    const size = 16;
+    const w = new LatencyWindow(size);
+    const recent: number[] = [];
+    // A fixed pseudo-random sequence (a linear congruential generator): the same run every time.
+    let seed = 7;
+    for (let i = 0; i < 500; i++) {
+      seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648;
+      // Few distinct values, so equal samples enter and leave the window.
+      const ms = (seed % 9) * 2.5;
+      w.add(ms);
+      recent.push(ms);
+      if (recent.length > size) recent.shift();
+      const sorted = [...recent].sort((a, b) => a - b);
+      for (const q of [0, 0.1, 0.5, 0.9, 0.99, 1])
+        expect(w.quantile(q)).toBe(
+          sorted[Math.min(sorted.length, Math.max(1, Math.ceil(q * sorted.length))) - 1],
+        );
+      expect(w.count).toBe(recent.length);
+    }
+  });
 });
 
 describe("hedge delay", () => {

@@ -1,0 +1,43 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { gzip } from "node:zlib";
+import type { Answer } from "../pipeline/answer.js";
+import { serializeBody } from "../rpc/serialize.js";
+import { reply } from "./replies.js";
+
+/** Answers smaller than this go out uncompressed even to clients that take gzip: compressing them gains nothing. */
+const GZIP_MIN_BYTES = 1024;
+const TAKES_GZIP = /\bgzip\b(?!\s*;\s*q=0(?:\.0*)?\s*(?:,|$))/i;
+
+/**
+ * Writes an answer: an empty 200 for notifications only (as geth answers them), Retry-After with a rate-limit
+ * refusal, gzip-compressed when the client takes it and the answer is large enough to gain from it.
+ */
+export function sendAnswer(req: IncomingMessage, res: ServerResponse, answered: Answer): void {
+  if (answered.body === undefined) {
+    res.writeHead(200, { "content-type": "application/json", "content-length": 0 }).end();
+    return;
+  }
+  const text = serializeBody(answered.body);
+  const status = answered.retryAfterMs === undefined ? 200 : 429;
+  const extra =
+    answered.retryAfterMs === undefined
+      ? undefined
+      : { "retry-after": String(Math.ceil(answered.retryAfterMs / 1000)) };
+  // The header is read only for answers large enough to compress.
+  const accepts = text.length < GZIP_MIN_BYTES ? undefined : req.headers["accept-encoding"];
+  if (accepts === undefined || !TAKES_GZIP.test(accepts)) {
+    reply(res, status, text, extra);
+    return;
+  }
+  gzip(text, (error, zipped) => {
+    if (error) return reply(res, status, text, extra);
+    res.writeHead(status, {
+      "content-type": "application/json",
+      "content-encoding": "gzip",
+      vary: "accept-encoding",
+      "content-length": zipped.length,
+      ...extra,
+    });
+    res.end(zipped);
+  });
+}
