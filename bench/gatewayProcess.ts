@@ -1,4 +1,4 @@
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -38,6 +38,8 @@ export async function spawnGatewayProcess(options: {
   networkGateway?: Record<string, unknown>;
   /** Flags for node itself, e.g. `--cpu-prof` (which NODE_OPTIONS does not take). */
   nodeArgs?: string[];
+  /** The sources compiled to JavaScript (`compileForBench`), run by node as the image does, rather than under tsx. */
+  compiled?: string;
 }): Promise<ChildServer & { adminUrl: string }> {
   const dir = mkdtempSync(join(tmpdir(), "bench-gateway-"));
   const file = join(dir, "gateway.yaml");
@@ -70,9 +72,9 @@ export async function spawnGatewayProcess(options: {
   const child: ChildProcess = spawn(
     ...withRaisedFileLimit(process.execPath, [
       ...(options.nodeArgs ?? []),
-      "--import",
-      "tsx",
-      join(ROOT, "src/cli.ts"),
+      ...(options.compiled
+        ? [join(options.compiled, "src/cli.js")]
+        : ["--import", "tsx", join(ROOT, "src/cli.ts")]),
       "gateway",
       "--config",
       file,
@@ -112,17 +114,39 @@ export async function spawnGatewayProcess(options: {
 }
 
 /**
+ * The sources and bench/ compiled by tsc (tsconfig.bench.json) into the bench's cache directory, for servers run by
+ * node as the image runs the gateway: tsx names every function it creates at run time, a cost per request that
+ * `node dist/cli.js` does not pay. Returns the directory.
+ */
+export function compileForBench(): string {
+  execFileSync(
+    process.execPath,
+    [join(ROOT, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.bench.json"],
+    {
+      cwd: ROOT,
+      stdio: "inherit",
+    },
+  );
+  return join(ROOT, "node_modules/.cache/lightfleet/bench");
+}
+
+/**
  * A bench/ script run as a process of its own (so it does not share the benchmark's event loop), once it prints
  * "listening <url>".
  */
-export async function spawnListening(script: string, args: string[] = []): Promise<ChildServer> {
-  const child = spawn(
-    ...withRaisedFileLimit(process.execPath, ["--import", "tsx", join(ROOT, "bench", script), ...args]),
-    {
-      cwd: ROOT,
-      stdio: ["ignore", "pipe", "inherit"],
-    },
-  );
+export async function spawnListening(
+  script: string,
+  args: string[] = [],
+  /** As spawnGatewayProcess's `compiled`. */
+  compiled?: string,
+): Promise<ChildServer> {
+  const command = compiled
+    ? [join(compiled, "bench", script.replace(/\.ts$/, ".js"))]
+    : ["--import", "tsx", join(ROOT, "bench", script)];
+  const child = spawn(...withRaisedFileLimit(process.execPath, [...command, ...args]), {
+    cwd: ROOT,
+    stdio: ["ignore", "pipe", "inherit"],
+  });
   let stdout = "";
   try {
     const url = await new Promise<string>((resolve, reject) => {

@@ -12,11 +12,13 @@
  *
  *   npm run bench:hot-paths -- [seconds=5] [rounds=3]
  *
- * With LIGHTFLEET_GATEWAY_PROFILE=<dir> the gateway runs with `--cpu-prof` and writes its profile there on exit.
+ * The gateway and the bare servers run compiled (tsc, as the image runs them); with LIGHTFLEET_BENCH_TSX=1 under tsx,
+ * as before (tsx adds work to every function created, which a request makes several of). With
+ * LIGHTFLEET_GATEWAY_PROFILE=<dir> the gateway runs with `--cpu-prof` and writes its profile there on exit.
  */
 import autocannon from "autocannon";
 import { startDevnet } from "../src/devnet/devnet.js";
-import { spawnGatewayProcess, spawnListening } from "./gatewayProcess.js";
+import { compileForBench, spawnGatewayProcess, spawnListening } from "./gatewayProcess.js";
 import { mineUntilFinalized } from "./peers/chainForPeers.js";
 import { cpuSeconds } from "./processUsage.js";
 
@@ -24,6 +26,8 @@ const SECONDS = Number(process.argv[2] ?? 5);
 const ROUNDS = Number(process.argv[3] ?? 3);
 const CONNECTIONS = 16;
 
+const compiled = process.env.LIGHTFLEET_BENCH_TSX === "1" ? undefined : compileForBench();
+console.log(compiled ? `servers compiled into ${compiled}` : "servers under tsx");
 const devnet = await startDevnet({
   networks: [{ name: "bench", chainId: 31_337, lightNodes: 1 }],
   blockTimeMs: 0,
@@ -39,6 +43,7 @@ try {
     policy: "none",
     ...light,
     ...(profile ? { nodeArgs: ["--cpu-prof", `--cpu-prof-dir=${profile}`] } : {}),
+    ...(compiled ? { compiled } : {}),
   });
   stops.push(() => gateway.stop());
 
@@ -74,9 +79,9 @@ try {
   await post(`${gateway.url}/`, head);
   await post(`${gateway.url}/`, finalized);
 
-  const bare = await spawnListening("bareHttp.ts");
+  const bare = await spawnListening("bareHttp.ts", [], compiled);
   stops.push(() => bare.stop());
-  const bareBlock = await spawnListening("bareHttp.ts", [JSON.stringify(finalizedBlock)]);
+  const bareBlock = await spawnListening("bareHttp.ts", [JSON.stringify(finalizedBlock)], compiled);
   stops.push(() => bareBlock.stop());
   const blockNumber = { jsonrpc: "2.0", id: 1, method: "eth_blockNumber", params: [] };
 
