@@ -8,7 +8,8 @@
  *
  * the two cache hits against the bare server answering the same block's bytes (so both write as much). Interleaved
  * rounds, the median of each: requests/s, its ratio to its bare row of the same round, and the server's CPU per call
- * (from /proc, steadier than rates on a shared machine). A few seconds per row and round.
+ * (from /proc, steadier than rates on a shared machine), also less the server's CPU while idle (measured first, for a
+ * few seconds: the gateway follows its node's head and recounts every second). A few seconds per row and round.
  *
  *   npm run bench:hot-paths -- [seconds=5] [rounds=3]
  *
@@ -25,6 +26,7 @@ import { cpuSeconds } from "./processUsage.js";
 const SECONDS = Number(process.argv[2] ?? 5);
 const ROUNDS = Number(process.argv[3] ?? 3);
 const CONNECTIONS = 16;
+const IDLE_SECONDS = 3;
 
 const compiled = process.env.LIGHTFLEET_BENCH_TSX === "1" ? undefined : compileForBench();
 console.log(compiled ? `servers compiled into ${compiled}` : "servers under tsx");
@@ -44,6 +46,8 @@ try {
     ...light,
     ...(profile ? { nodeArgs: ["--cpu-prof", `--cpu-prof-dir=${profile}`] } : {}),
     ...(compiled ? { compiled } : {}),
+    // The default head poll (and recount), as deployed: the bench's usual 100 ms costs CPU per second, not per call.
+    settings: { headPollInterval: "1s" },
   });
   stops.push(() => gateway.stop());
 
@@ -85,12 +89,27 @@ try {
   stops.push(() => bareBlock.stop());
   const blockNumber = { jsonrpc: "2.0", id: 1, method: "eth_blockNumber", params: [] };
 
+  // Each server's CPU while idle (the gateway's head following and recounts), taken out of its CPU per call.
+  const idleMsPerSecond = new Map<number, number>();
+  const pids = [gateway.pid, bare.pid, bareBlock.pid];
+  const idleBefore = pids.map((pid) => cpuSeconds(pid));
+  await new Promise((resolve) => setTimeout(resolve, IDLE_SECONDS * 1000));
+  for (const [i, pid] of pids.entries())
+    idleMsPerSecond.set(pid, ((cpuSeconds(pid) - idleBefore[i]!) / IDLE_SECONDS) * 1000);
+  console.log(
+    `idle CPU (ms per second): gateway ${idleMsPerSecond.get(gateway.pid)!.toFixed(1)}, bare ` +
+      `${idleMsPerSecond.get(bare.pid)!.toFixed(1)}`,
+  );
+
   interface Run {
     rps: number;
+    /** CPU per call, and the same less the server's idle CPU over the run. */
     cpu: number;
+    callCpu: number;
   }
   const run = async (url: string, pid: number, body: unknown): Promise<Run> => {
     const before = cpuSeconds(pid);
+    const started = performance.now();
     const result = await autocannon({
       url,
       method: "POST",
@@ -100,9 +119,15 @@ try {
       duration: SECONDS,
       workers: 1,
     });
-    const cpu = ((cpuSeconds(pid) - before) / Math.max(1, result.requests.total)) * 1e6;
+    const used = cpuSeconds(pid) - before;
+    const idle = (idleMsPerSecond.get(pid)! / 1000) * ((performance.now() - started) / 1000);
+    const calls = Math.max(1, result.requests.total);
     if (result.errors + result.non2xx > 0) throw new Error(`${url}: ${result.errors + result.non2xx} errors`);
-    return { rps: result.requests.average, cpu };
+    return {
+      rps: result.requests.average,
+      cpu: (used / calls) * 1e6,
+      callCpu: ((used - idle) / calls) * 1e6,
+    };
   };
   /** Each row: what it runs, and the row of the same round its rate is compared with. */
   const rows: Array<{
@@ -136,7 +161,7 @@ try {
         .toFixed(0)
         .padStart(6)} req/s ${median(row.runs.map((r) => r.cpu))
         .toFixed(1)
-        .padStart(5)} us CPU/call` +
+        .padStart(5)} us CPU/call (${median(row.runs.map((r) => r.callCpu)).toFixed(1)} less idle)` +
         (base ? ` ${median(ratios).toFixed(2)}x ${base.name}` : "") +
         ` (rounds: ${row.runs.map((r) => `${r.rps.toFixed(0)}/s ${r.cpu.toFixed(1)} us`).join(", ")})`,
     );
