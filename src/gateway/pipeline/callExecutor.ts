@@ -355,8 +355,9 @@ export class CallExecutor {
         : withNumberFromAnswer(plan.block, resultValue(result));
     if (!block) return;
     const json = result instanceof RawResult ? result.json : JSON.stringify(result);
-    // Only answers about final blocks are shared: they are the same on every replica's chain.
-    if (this.cache!.set(plan.key, json, block) === "final")
+    // Only answers about final blocks are shared (they are the same on every replica's chain), and only those small
+    // enough to be kept here.
+    if (this.cache!.set(plan.key, json, block) === "final" && this.cache!.holds(plan.key))
       this.options.sharedAnswers?.put(plan.key, { json, block });
   }
 

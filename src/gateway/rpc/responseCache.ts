@@ -188,6 +188,11 @@ export class ResponseCache {
     return standing;
   }
 
+  /** Whether an entry is kept under `key` (one larger than `maxEntryBytes` never is); its recency is left as it was. */
+  holds(key: string): boolean {
+    return this.entries.has(key);
+  }
+
   get bytes(): number {
     return this.entries.calculatedSize;
   }

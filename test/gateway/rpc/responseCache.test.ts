@@ -200,5 +200,7 @@ describe("ResponseCache", () => {
     expect(c.get("key-0")).toBeUndefined();
     c.set("big", "y".repeat(5_000), { number: 5 });
     expect(c.get("big")).toBeUndefined();
+    expect(c.holds("big")).toBe(false);
+    expect(c.holds("key-19")).toBe(true);
   });
 });
