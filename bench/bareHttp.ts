@@ -1,14 +1,15 @@
 /**
  * The HTTP ceiling of bench/gateway.ts: a bare node:http server that reads the POST body, parses it and answers a
- * constant eth_blockNumber result. No node:http server can answer faster on the same machine, so the gateway's
- * served-head rate is compared with it. Prints "listening <url>".
+ * constant: an eth_blockNumber result, or the JSON `result` given as its argument (the same bytes a cached answer
+ * is, so a cache hit is compared with writing an answer of its size). No node:http server can answer faster on the
+ * same machine, so the gateway's rates are compared with it. Prints "listening <url>".
  *
- *   node --import tsx bench/bareHttp.ts
+ *   node --import tsx bench/bareHttp.ts [result-json]
  */
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 
-const ANSWER = Buffer.from('{"jsonrpc":"2.0","id":1,"result":"0x5"}');
+const ANSWER = Buffer.from(`{"jsonrpc":"2.0","id":1,"result":${process.argv[2] ?? '"0x5"'}}`);
 
 const server = createServer((req, res) => {
   const chunks: Buffer[] = [];

@@ -1,4 +1,4 @@
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -44,6 +44,8 @@ export async function spawnGatewayProcess(options: {
   wrapper?: string[];
   /** How long it may take to get ready (longer under a wrapper such as valgrind); 60 s by default. */
   readyTimeoutMs?: number;
+  /** Sources compiled with bench/ (`compileForBench`); by default the built `dist/` (`npm run build`) runs. */
+  compiled?: string;
 }): Promise<ChildServer & { adminUrl: string }> {
   const dir = mkdtempSync(join(tmpdir(), "bench-gateway-"));
   const file = join(dir, "gateway.yaml");
@@ -79,7 +81,7 @@ export async function spawnGatewayProcess(options: {
       ...wrapperArgs,
       ...MEMORY_PROBE_NODE_ARGS,
       ...(options.nodeArgs ?? []),
-      ensureBuilt(),
+      options.compiled ? join(options.compiled, "src/cli.js") : ensureBuilt(),
       "gateway",
       "--config",
       file,
@@ -119,18 +121,37 @@ export async function spawnGatewayProcess(options: {
 }
 
 /**
+ * The sources and bench/ compiled by tsc (tsconfig.bench.json) into the bench's cache directory, for servers run by
+ * node as the image runs the gateway: tsx names every function it creates at run time, a cost per request that
+ * `node dist/cli.js` does not pay. Returns the directory.
+ */
+export function compileForBench(): string {
+  execFileSync(
+    process.execPath,
+    [join(ROOT, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.bench.json"],
+    {
+      cwd: ROOT,
+      stdio: "inherit",
+    },
+  );
+  return join(ROOT, "node_modules/.cache/lightfleet/bench");
+}
+
+/**
  * A bench/ script run as a process of its own (so it does not share the benchmark's event loop), once it prints
  * "listening <url>".
  */
-export async function spawnListening(script: string, args: string[] = []): Promise<ChildServer> {
+export async function spawnListening(
+  script: string,
+  args: string[] = [],
+  /** As spawnGatewayProcess's `compiled`. */
+  compiled?: string,
+): Promise<ChildServer> {
+  const command = compiled
+    ? [join(compiled, "bench", script.replace(/\.ts$/, ".js"))]
+    : ["--import", "tsx", join(ROOT, "bench", script)];
   const child = spawn(
-    ...withRaisedFileLimit(process.execPath, [
-      ...MEMORY_PROBE_NODE_ARGS,
-      "--import",
-      "tsx",
-      join(ROOT, "bench", script),
-      ...args,
-    ]),
+    ...withRaisedFileLimit(process.execPath, [...MEMORY_PROBE_NODE_ARGS, ...command, ...args]),
     {
       cwd: ROOT,
       env: { ...process.env, ...MEMORY_PROBE_ENV },

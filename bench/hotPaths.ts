@@ -1,40 +1,55 @@
 /**
- * The gateway's two answers that never reach a node, beside a bare node:http server answering a constant
- * (bench/bareHttp.ts): eth_blockNumber (from the served head) and eth_getBlockByHash of a block the response cache
- * holds (a block not final yet: each hit checks that a serving node's chain still holds it). Interleaved rounds,
- * the median of each; requests/s and the server's CPU per call (from /proc). A few seconds per round.
+ * The gateway's answers that never reach a node, beside a bare node:http server (bench/bareHttp.ts):
+ *
+ * - eth_blockNumber (from the served head), against the bare server answering a constant eth_blockNumber;
+ * - eth_getBlockByHash of the head block, which the response cache holds but is not final yet (each hit checks that
+ *   a serving node's chain still holds it);
+ * - eth_getBlockByHash of a finalized block (final: served without any check);
+ *
+ * the two cache hits against the bare server answering the same block's bytes (so both write as much). Interleaved
+ * rounds, the median of each: requests/s, its ratio to its bare row of the same round, and the server's CPU per call
+ * (from /proc, steadier than rates on a shared machine), also less the server's CPU while idle (measured first, for a
+ * few seconds: the gateway follows its node's head and recounts every second). A few seconds per row and round.
  *
  *   npm run bench:hot-paths -- [seconds=5] [rounds=3]
  *
- * With LIGHTFLEET_GATEWAY_PROFILE=<dir> the gateway runs with `--cpu-prof` and writes its profile there on exit.
+ * The gateway and the bare servers run compiled (tsc, as the image runs them); with LIGHTFLEET_BENCH_TSX=1 under tsx,
+ * as before (tsx adds work to every function created, which a request makes several of). With
+ * LIGHTFLEET_GATEWAY_PROFILE=<dir> the gateway runs with `--cpu-prof` and writes its profile there on exit.
  */
 import autocannon from "autocannon";
 import { startDevnet } from "../src/devnet/devnet.js";
-import { spawnGatewayProcess, spawnListening } from "./gatewayProcess.js";
+import { compileForBench, spawnGatewayProcess, spawnListening } from "./gatewayProcess.js";
+import { mineUntilFinalized } from "./peers/chainForPeers.js";
 import { cpuSeconds } from "./processUsage.js";
 
 const SECONDS = Number(process.argv[2] ?? 5);
 const ROUNDS = Number(process.argv[3] ?? 3);
 const CONNECTIONS = 16;
+const IDLE_SECONDS = 3;
 
+const compiled = process.env.LIGHTFLEET_BENCH_TSX === "1" ? undefined : compileForBench();
+console.log(compiled ? `servers compiled into ${compiled}` : "servers under tsx");
 const devnet = await startDevnet({
   networks: [{ name: "bench", chainId: 31_337, lightNodes: 1 }],
   blockTimeMs: 0,
 });
 const stops: Array<() => Promise<void> | void> = [() => devnet.stop()];
 try {
-  for (let i = 0; i < 5; i++) await devnet.mine("bench");
   const light = devnet.nodes("bench").find((n) => n.role === "light")!;
+  // A finalized block above 0 (anvil's trails its head by 64 blocks), for the final row.
+  await mineUntilFinalized(() => devnet.mine("bench"), light.httpUrl);
   const profile = process.env.LIGHTFLEET_GATEWAY_PROFILE;
   const gateway = await spawnGatewayProcess({
     workers: 1,
     policy: "none",
     ...light,
     ...(profile ? { nodeArgs: ["--cpu-prof", `--cpu-prof-dir=${profile}`] } : {}),
+    ...(compiled ? { compiled } : {}),
+    // The default head poll (and recount), as deployed: the bench's usual 100 ms costs CPU per second, not per call.
+    settings: { headPollInterval: "1s" },
   });
   stops.push(() => gateway.stop());
-  const bare = await spawnListening("bareHttp.ts");
-  stops.push(() => bare.stop());
 
   const post = async (url: string, body: unknown) =>
     (await (
@@ -43,20 +58,58 @@ try {
         headers: { "content-type": "application/json" },
         body: JSON.stringify(body),
       })
-    ).json()) as { result: { hash: string } };
-  const head = await post(light.httpUrl, {
+    ).text()) as string;
+  const blockOf = async (tag: string) =>
+    (
+      JSON.parse(
+        await post(light.httpUrl, {
+          jsonrpc: "2.0",
+          id: 1,
+          method: "eth_getBlockByNumber",
+          params: [tag, false],
+        }),
+      ) as { result: { hash: string } }
+    ).result;
+  const byHash = (hash: string) => ({
     jsonrpc: "2.0",
     id: 1,
-    method: "eth_getBlockByNumber",
-    params: ["latest", false],
+    method: "eth_getBlockByHash",
+    params: [hash, false],
   });
-  const blockNumber = { jsonrpc: "2.0", id: 1, method: "eth_blockNumber", params: [] };
-  const byHash = { jsonrpc: "2.0", id: 1, method: "eth_getBlockByHash", params: [head.result.hash, false] };
-  // The first call fills the cache.
-  await post(`${gateway.url}/`, byHash);
+  const head = byHash((await blockOf("latest")).hash);
+  const finalizedBlock = await blockOf("finalized");
+  const finalized = byHash(finalizedBlock.hash);
+  // The first calls fill the cache.
+  await post(`${gateway.url}/`, head);
+  await post(`${gateway.url}/`, finalized);
 
-  const run = async (url: string, pid: number, body: unknown) => {
+  const bare = await spawnListening("bareHttp.ts", [], compiled);
+  stops.push(() => bare.stop());
+  const bareBlock = await spawnListening("bareHttp.ts", [JSON.stringify(finalizedBlock)], compiled);
+  stops.push(() => bareBlock.stop());
+  const blockNumber = { jsonrpc: "2.0", id: 1, method: "eth_blockNumber", params: [] };
+
+  // Each server's CPU while idle (the gateway's head following and recounts), taken out of its CPU per call.
+  const idleMsPerSecond = new Map<number, number>();
+  const pids = [gateway.pid, bare.pid, bareBlock.pid];
+  const idleBefore = pids.map((pid) => cpuSeconds(pid));
+  await new Promise((resolve) => setTimeout(resolve, IDLE_SECONDS * 1000));
+  for (const [i, pid] of pids.entries())
+    idleMsPerSecond.set(pid, ((cpuSeconds(pid) - idleBefore[i]!) / IDLE_SECONDS) * 1000);
+  console.log(
+    `idle CPU (ms per second): gateway ${idleMsPerSecond.get(gateway.pid)!.toFixed(1)}, bare ` +
+      `${idleMsPerSecond.get(bare.pid)!.toFixed(1)}`,
+  );
+
+  interface Run {
+    rps: number;
+    /** CPU per call, and the same less the server's idle CPU over the run. */
+    cpu: number;
+    callCpu: number;
+  }
+  const run = async (url: string, pid: number, body: unknown): Promise<Run> => {
     const before = cpuSeconds(pid);
+    const started = performance.now();
     const result = await autocannon({
       url,
       method: "POST",
@@ -66,30 +119,58 @@ try {
       duration: SECONDS,
       workers: 1,
     });
-    const cpu = ((cpuSeconds(pid) - before) / Math.max(1, result.requests.total)) * 1e6;
+    const used = cpuSeconds(pid) - before;
+    const idle = (idleMsPerSecond.get(pid)! / 1000) * ((performance.now() - started) / 1000);
+    const calls = Math.max(1, result.requests.total);
     if (result.errors + result.non2xx > 0) throw new Error(`${url}: ${result.errors + result.non2xx} errors`);
-    return { rps: result.requests.average, cpu };
+    return {
+      rps: result.requests.average,
+      cpu: (used / calls) * 1e6,
+      callCpu: ((used - idle) / calls) * 1e6,
+    };
   };
-  const rows = {
-    "bare node:http": [] as Array<{ rps: number; cpu: number }>,
-    "gateway eth_blockNumber": [] as Array<{ rps: number; cpu: number }>,
-    "gateway cache hit": [] as Array<{ rps: number; cpu: number }>,
-  };
-  for (let round = 0; round < ROUNDS; round++) {
-    rows["bare node:http"].push(await run(bare.url, bare.pid, blockNumber));
-    rows["gateway eth_blockNumber"].push(await run(`${gateway.url}/`, gateway.pid, blockNumber));
-    rows["gateway cache hit"].push(await run(`${gateway.url}/`, gateway.pid, byHash));
-  }
+  /** Each row: what it runs, and the row of the same round its rate is compared with. */
+  const rows: Array<{
+    name: string;
+    url: string;
+    pid: number;
+    body: unknown;
+    against?: string;
+    runs: Run[];
+  }> = [
+    { name: "bare eth_blockNumber", url: bare.url, pid: bare.pid, body: blockNumber, runs: [] },
+    { name: "bare block", url: bareBlock.url, pid: bareBlock.pid, body: finalized, runs: [] },
+    {
+      name: "gateway eth_blockNumber",
+      ...at(gateway),
+      body: blockNumber,
+      against: "bare eth_blockNumber",
+      runs: [],
+    },
+    { name: "cache hit, head block", ...at(gateway), body: head, against: "bare block", runs: [] },
+    { name: "cache hit, finalized", ...at(gateway), body: finalized, against: "bare block", runs: [] },
+  ];
+  for (let round = 0; round < ROUNDS; round++)
+    for (const row of rows) row.runs.push(await run(row.url, row.pid, row.body));
   const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
-  const bareRps = median(rows["bare node:http"].map((r) => r.rps));
-  for (const [name, runs] of Object.entries(rows)) {
-    const rps = median(runs.map((r) => r.rps));
-    const cpu = median(runs.map((r) => r.cpu));
+  for (const row of rows) {
+    const base = rows.find((r) => r.name === row.against);
+    const ratios = base ? row.runs.map((r, i) => r.rps / base.runs[i]!.rps) : [];
     console.log(
-      `${name.padEnd(24)} ${rps.toFixed(0).padStart(6)} req/s ${cpu.toFixed(1).padStart(5)} us CPU/call ` +
-        `${(rps / bareRps).toFixed(2)}x bare (rounds: ${runs.map((r) => r.rps.toFixed(0)).join(", ")})`,
+      `${row.name.padEnd(24)} ${median(row.runs.map((r) => r.rps))
+        .toFixed(0)
+        .padStart(6)} req/s ${median(row.runs.map((r) => r.cpu))
+        .toFixed(1)
+        .padStart(5)} us CPU/call (${median(row.runs.map((r) => r.callCpu)).toFixed(1)} less idle)` +
+        (base ? ` ${median(ratios).toFixed(2)}x ${base.name}` : "") +
+        ` (rounds: ${row.runs.map((r) => `${r.rps.toFixed(0)}/s ${r.cpu.toFixed(1)} us`).join(", ")})`,
     );
   }
 } finally {
   for (const stop of stops.reverse()) await stop();
+}
+
+/** The gateway's URL and process, for a row. */
+function at(server: { url: string; pid: number }) {
+  return { url: `${server.url}/`, pid: server.pid };
 }

@@ -23,6 +23,7 @@ import { startDevnet } from "../src/devnet/devnet.js";
 import { spawnGatewayProcess, spawnListening } from "./gatewayProcess.js";
 import { mineUntilFinalized } from "./peers/chainForPeers.js";
 import { PEERS, notBuiltReason } from "./peers/peers.js";
+import { cpuSeconds } from "./processUsage.js";
 import { startPeer } from "./peers/startPeer.js";
 import type { RunningPeer } from "./peers/startPeer.js";
 
@@ -60,6 +61,16 @@ try {
   await mineUntilFinalized(() => devnet.mine("bench"), lights[0]!.httpUrl);
   for (const [i, node] of lights.entries())
     await devnet.fault(node.name, { kind: "slow", profile: "light", seed: 1_000 + i });
+
+  /** A JSON-RPC call's parsed answer. */
+  const post = async (url: string, body: unknown): Promise<unknown> =>
+    (
+      await fetch(url, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(body),
+      })
+    ).json();
 
   /** CALLS eth_calls from CLIENTS clients in a closed loop; latencies in ms, and errors. */
   const run = async (url: string) => {
@@ -127,18 +138,32 @@ try {
   };
 
   const rows: string[] = [];
-  const direct = await run(lights[0]!.httpUrl);
-  const line = (name: string, r: { p50: number; p99: number; errors: number }, extra: string) => {
-    const row =
-      `| ${name} | ${r.p50.toFixed(0)} ms | ${r.p99.toFixed(0)} ms | ${(r.p50 / direct.p50).toFixed(2)}x | ` +
-      `${(r.p99 / direct.p99).toFixed(2)}x | ${extra} | ${r.errors} |`;
+  /** Prints a row and keeps it for the summary at the end. */
+  const print = (row: string) => {
     rows.push(row);
     console.log(row);
   };
+  const direct = await run(lights[0]!.httpUrl);
+  const line = (name: string, r: { p50: number; p99: number; errors: number }, extra: string) =>
+    print(
+      `| ${name} | ${r.p50.toFixed(0)} ms | ${r.p99.toFixed(0)} ms | ${(r.p50 / direct.p50).toFixed(2)}x | ` +
+        `${(r.p99 / direct.p99).toFixed(2)}x | ${extra} | ${r.errors} |`,
+    );
   console.log(`${CALLS} eth_call from ${CLIENTS} clients, every node slow (light: p50 50 ms, p99 2 s)`);
   console.log("| path | p50 | p99 | p50 / direct | p99 / direct | extra upstream calls | errors |");
   console.log("|---|---|---|---|---|---|---|");
   line("one slow node directly", direct, "-");
+  /**
+   * One row through a server in front of the nodes: the closed loop against `url`, and the calls it sent to the
+   * nodes beyond the clients' own (`sent`: its count of upstream calls so far). Returns those extra calls.
+   */
+  const row = async (name: string, url: string, sent: () => Promise<number>) => {
+    const before = await sent();
+    const result = await run(url);
+    const extra = (await sent()) - before - CALLS;
+    line(name, result, `${extra} (${((100 * extra) / CALLS).toFixed(1)}%)`);
+    return extra;
+  };
 
   const upstreams = lights.map((n) => ({ name: n.name, http: n.httpUrl, ws: n.wsUrl }));
   /** A gateway over the three nodes with these hedge settings: its row, and the gateway (still running). */
@@ -152,10 +177,7 @@ try {
       networkGateway: { upstreams, hedge },
     });
     gateways.push(gateway);
-    const before = await upstreamCalls(gateway.adminUrl);
-    const result = await run(gateway.url);
-    const extra = (await upstreamCalls(gateway.adminUrl)) - before - CALLS;
-    line(name, result, `${extra} (${((100 * extra) / CALLS).toFixed(1)}%)`);
+    await row(name, gateway.url, () => upstreamCalls(gateway.adminUrl));
     return gateway;
   };
   await (await gatewayRow("gateway over 3 slow nodes, hedging off", { enabled: false })).stop();
@@ -163,10 +185,8 @@ try {
 
   // eRPC with its hedge policy at the gateway's settings; its extra calls from its own count of eth_call attempts.
   const erpcAbsent = notBuiltReason(erpcPeer);
-  if (erpcAbsent) {
-    rows.push(`| erpc | ${erpcAbsent} | | | | | |`);
-    console.log(rows.at(-1));
-  } else {
+  if (erpcAbsent) print(`| erpc | ${erpcAbsent} | | | | | |`);
+  else {
     erpc = await startPeer(erpcPeer, {
       chainId: 31_337,
       upstreams: lights,
@@ -174,13 +194,9 @@ try {
       cache: true,
       metrics: true,
     });
-    const before = await erpcCalls(erpc.metricsUrl!);
-    const result = await run(erpc.httpUrl);
-    const extra = (await erpcCalls(erpc.metricsUrl!)) - before - CALLS;
-    line(
-      "eRPC over 3 slow nodes, hedge at p90 (no budget)",
-      result,
-      `${extra} (${((100 * extra) / CALLS).toFixed(1)}%)`,
+    const metricsUrl = erpc.metricsUrl!;
+    const extra = await row("eRPC over 3 slow nodes, hedge at p90 (no budget)", erpc.httpUrl, () =>
+      erpcCalls(metricsUrl),
     );
     // eRPC has no hedge budget: the gateway again, allowed as many extra calls as eRPC made, for p99 at one budget.
     const budget = Math.max(0.01, Math.ceil((100 * extra) / CALLS) / 100);
@@ -193,70 +209,78 @@ try {
       ).stop();
   }
 
-  // The cache: one block by hash, asked again and again (the head: a hash the nodes' recent chains hold).
-  const block = (await (
-    await fetch(lights[0]!.httpUrl, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({
-        jsonrpc: "2.0",
-        id: 1,
-        method: "eth_getBlockByNumber",
-        params: ["latest", false],
-      }),
-    })
-  ).json()) as { result: { hash: string } };
-  const byHash = JSON.stringify({
-    jsonrpc: "2.0",
-    id: 1,
-    method: "eth_getBlockByHash",
-    params: [block.result.hash, false],
-  });
-  const rate = async (url: string, body: string) =>
+  // The cache: one block by hash, asked again and again: the head (a hash the nodes' recent chains hold, checked at
+  // each hit) and the devnet's finalized block (cached by both without any check against the chain).
+  const blockByNumber = async (tag: string) =>
     (
-      await autocannon({
-        url,
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body,
-        connections: 16,
-        duration: CACHE_SECONDS,
-      })
-    ).requests.average;
-  // A finalized block too (the devnet's finalized block): cached by both without any check against the chain.
-  const finalized = (await (
-    await fetch(lights[0]!.httpUrl, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({
+      (await post(lights[0]!.httpUrl, {
         jsonrpc: "2.0",
         id: 1,
         method: "eth_getBlockByNumber",
-        params: ["finalized", false],
-      }),
-    })
-  ).json()) as { result: { hash: string; number: string } };
-  const finalizedByHash = byHash.replace(block.result.hash, finalized.result.hash);
-  const bare = await spawnListening("bareHttp.ts");
+        params: [tag, false],
+      })) as { result: { hash: string; number: string } }
+    ).result;
+  const byHash = (hash: string) =>
+    JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_getBlockByHash", params: [hash, false] });
+  const head = await blockByNumber("latest");
+  const finalized = await blockByNumber("finalized");
+  /** Requests/s of autocannon against `url`, and the server's CPU per call (from /proc: steadier on a busy machine). */
+  const rate = async (url: string, pid: number, body: string) => {
+    const cpuBefore = cpuSeconds(pid);
+    const result = await autocannon({
+      url,
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body,
+      connections: 16,
+      duration: CACHE_SECONDS,
+    });
+    return {
+      perSecond: result.requests.average,
+      cpuMicros: ((cpuSeconds(pid) - cpuBefore) / Math.max(1, result.requests.total)) * 1e6,
+    };
+  };
+  // Bare node:http servers: one answering a constant eth_blockNumber, one the finalized block's own bytes (as much to
+  // write as a cache hit).
+  const bares = [
+    { name: "bare node:http (eth_blockNumber)", server: await spawnListening("bareHttp.ts") },
+    {
+      name: "bare node:http (the same block)",
+      server: await spawnListening("bareHttp.ts", [JSON.stringify(finalized)]),
+    },
+  ];
   try {
-    const bareRate = await rate(bare.url, '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}');
-    const servers: Array<["gateway" | "eRPC", string]> = [["gateway", cacheGateway.url]];
-    if (erpc) servers.push(["eRPC", erpc.httpUrl]);
-    for (const [which, body] of [
-      ["the head block", byHash],
-      [`finalized block ${Number(finalized.result.number)}`, finalizedByHash],
+    const baselines = [];
+    for (const { name, server } of bares) {
+      const measured = await rate(server.url, server.pid, byHash(finalized.hash));
+      baselines.push({ name, ...measured });
+      print(
+        `cache baseline: ${name} ${measured.perSecond.toFixed(0)}/s, ${measured.cpuMicros.toFixed(1)} us CPU/call`,
+      );
+    }
+    const servers: Array<["gateway" | "eRPC", string, number]> = [
+      ["gateway", cacheGateway.url, cacheGateway.pid],
+    ];
+    if (erpc) servers.push(["eRPC", erpc.httpUrl, erpc.pid]);
+    for (const [which, hash] of [
+      ["the head block", head.hash],
+      [`finalized block ${Number(finalized.number)}`, finalized.hash],
     ] as const)
-      for (const [name, url] of servers) {
+      for (const [name, url, pid] of servers) {
         const before = await cacheCounts(name);
-        const cachedRate = await rate(url, body);
+        const cached = await rate(url, pid, byHash(hash));
         const after = await cacheCounts(name);
         const hits = `${after.hits - before.hits} hits of ${after.lookups - before.lookups} lookups`;
-        const row = `cache: eth_getBlockByHash of ${which} through ${name} ${cachedRate.toFixed(0)}/s (${hits}), bare node:http ${bareRate.toFixed(0)}/s: ${(cachedRate / bareRate).toFixed(2)}x`;
-        rows.push(row);
-        console.log(row);
+        const ratios = baselines
+          .map((b) => `${(cached.perSecond / b.perSecond).toFixed(2)}x ${b.name}`)
+          .join(", ");
+        print(
+          `cache: eth_getBlockByHash of ${which} through ${name} ${cached.perSecond.toFixed(0)}/s, ` +
+            `${cached.cpuMicros.toFixed(1)} us CPU/call (${hits}): ${ratios}`,
+        );
       }
   } finally {
-    await bare.stop();
+    await Promise.all(bares.map((b) => b.server.stop()));
   }
   console.log(`\n${rows.join("\n")}`);
 } finally {

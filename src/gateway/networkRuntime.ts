@@ -8,6 +8,7 @@ import { configuredRateLimiter } from "./limits/ipRateLimiter.js";
 import { CallExecutor } from "./pipeline/callExecutor.js";
 import { RedisFilters } from "./sharedState/redisFilters.js";
 import type { openRedisState } from "./sharedState/redisState.js";
+import { RedisAnswers } from "./sharedState/redisAnswers.js";
 import { SharedHead } from "./sharedState/sharedHead.js";
 import { NetworkUpstreams } from "./upstreams/networkUpstreams.js";
 import type { UpstreamSource } from "./upstreams/upstreamSource.js";
@@ -94,6 +95,15 @@ export function openNetworkRuntime(
     hedge: network.gateway.hedge,
     hungNodes: network.gateway.hungNodes,
     cache: network.gateway.cache,
+    ...(redis && network.gateway.cache.enabled && network.gateway.cache.shared
+      ? {
+          sharedAnswers: new RedisAnswers({
+            store: redis.store,
+            network: network.name,
+            ttlMs: network.gateway.cache.sharedTtl,
+          }),
+        }
+      : {}),
     // Answers by number are cached only at or below the block the reserved peers agree is finalized.
     finalizedNumber: () => upstreams.finalized()?.number,
     ...(sharedHead ? { sharedHead } : {}),

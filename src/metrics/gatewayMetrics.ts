@@ -128,7 +128,7 @@ export function createGatewayMetrics(registry: Registry): GatewayMetrics {
     }),
     cacheRequests: new Counter({
       name: "lightfleet_gateway_cache_requests_total",
-      help: "Calls whose answer cannot change (by block hash, at or below the finalized block), by result: hit (answered from the cache) or miss.",
+      help: "Calls whose answer cannot change (by block hash, at or below the finalized block), by result: hit (answered from the cache), shared_hit (from the replicas' shared tier in Redis) or miss.",
       labelNames: ["network", "result"],
       registers,
       collect() {

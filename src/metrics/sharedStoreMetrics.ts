@@ -2,7 +2,7 @@ import { Counter, Gauge, Histogram } from "prom-client";
 import type { Registry } from "prom-client";
 
 /** The gateway's calls to its shared store (Redis), as metric labels: a fixed set. */
-export type SharedStoreOperation = "rate_limit" | "transaction_limit" | "lease" | "filter" | "head";
+export type SharedStoreOperation = "rate_limit" | "transaction_limit" | "lease" | "filter" | "head" | "cache";
 
 export interface SharedStoreMetrics {
   duration: Histogram<"operation">;

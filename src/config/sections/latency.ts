@@ -52,5 +52,12 @@ export const responseCacheSchema = z.strictObject({
   maxBytes: z.number().int().min(1024).default(33_554_432),
   /** Largest single answer kept. */
   maxEntryBytes: z.number().int().min(64).default(1_048_576),
+  /**
+   * With `gateway.sharedState` in Redis: answers about final blocks are kept there too, so a replica serves a final
+   * answer another replica fetched (each checks the block against its own nodes' chain before serving it).
+   */
+  shared: z.boolean().default(true),
+  /** How long a final answer stays in Redis (answers about final blocks never change; this bounds Redis memory). */
+  sharedTtl: duration.default(3_600_000),
 });
 export type ResponseCacheConfig = z.output<typeof responseCacheSchema>;

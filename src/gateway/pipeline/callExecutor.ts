@@ -18,6 +18,7 @@ import {
   cachePlan,
   withNumberFromAnswer,
 } from "../rpc/responseCache.js";
+import type { SharedAnswers } from "../sharedState/redisAnswers.js";
 import { CanonicalHashes } from "./canonicalHashes.js";
 import { RawResult, resultValue } from "../rpc/serialize.js";
 import { resolvesAgainstHead } from "../rpc/sharedServedHead.js";
@@ -58,6 +59,8 @@ export interface CallExecutorOptions {
   hungNodes?: HungNodesConfig;
   /** The response cache; off when absent. */
   cache?: ResponseCacheConfig;
+  /** The replicas' shared tier of the response cache (answers about final blocks, in Redis); none when absent. */
+  sharedAnswers?: SharedAnswers;
   /**
    * The peers' finalized block: answers at or below it are cached by number. Undefined: nothing by number is cached
    * (by hash still is).
@@ -108,7 +111,12 @@ export class CallExecutor {
       this.nodes.send({ kind: "forward", request, minBlock: resultHeight(request) }, false),
     );
     if (options.cache?.enabled) {
-      const cache = new ResponseCache(options.cache, (block) => this.standing(block));
+      const shared = options.sharedAnswers;
+      const cache = new ResponseCache(
+        options.cache,
+        (block) => this.standing(block),
+        shared && ((key, json, block) => shared.put(key, { json, block })),
+      );
       this.cache = cache;
       options.metrics.countCacheBytes(upstreams.network, () => cache.bytes);
     }
@@ -223,17 +231,60 @@ export class CallExecutor {
     }
     if (cached) {
       const json = this.cache!.get(cached.key);
-      this.cacheCount(json === undefined ? "miss" : "hit").n++;
-      if (json !== undefined)
-        return this.record(
-          request,
-          {
-            response: { jsonrpc: "2.0", id: request.id ?? null, result: new RawResult(json) },
-            outcome: "ok",
-          },
-          started,
-        );
+      if (json !== undefined) {
+        this.cacheCount("hit").n++;
+        return this.cachedAnswer(request, json, started);
+      }
+      if (this.options.sharedAnswers && this.mayBeFinal(cached))
+        return this.fromShared(request, plan, cached, started);
+      this.cacheCount("miss").n++;
     }
+    return this.fromNode(request, plan, cached, started);
+  }
+
+  private cachedAnswer(request: JsonRpcRequest, json: string, started: number): JsonRpcResponse {
+    return this.record(
+      request,
+      { response: { jsonrpc: "2.0", id: request.id ?? null, result: new RawResult(json) }, outcome: "ok" },
+      started,
+    );
+  }
+
+  /**
+   * A call missed here, answered from the replicas' shared tier when another replica kept it and its block is final
+   * by this replica's own nodes (kept here too then), else from a node.
+   */
+  private async fromShared(
+    request: JsonRpcRequest,
+    plan: ForwardPlan,
+    cached: CachePlan,
+    started: number,
+  ): Promise<JsonRpcResponse> {
+    const found = await this.options.sharedAnswers!.get(cached.key);
+    // A block older than the nodes' recent chains: its height's canonical hash first (one header, shared by every
+    // answer about that height), rather than the whole answer again.
+    if (found && this.standing(found.block) === "unverified")
+      await this.canonicalHashes.learn(found.block.number!);
+    if (found && this.standing(found.block) === "final") {
+      this.cache!.set(cached.key, found.json, found.block);
+      this.cacheCount("shared_hit").n++;
+      return this.cachedAnswer(request, found.json, started);
+    }
+    this.cacheCount("miss").n++;
+    return this.fromNode(request, plan, cached, started);
+  }
+
+  /** Only an answer that may be final is looked for among the replicas': never one about a block not final yet. */
+  private mayBeFinal(cached: CachePlan): boolean {
+    return cached.block === "inResult" || this.standing(cached.block) !== "current";
+  }
+
+  private fromNode(
+    request: JsonRpcRequest,
+    plan: ForwardPlan,
+    cached: CachePlan | undefined,
+    started: number,
+  ): Promise<JsonRpcResponse> {
     return this.nodes.send(plan, true).then(
       (answered) => {
         if (cached) this.keep(cached, answered.response);
@@ -303,7 +354,11 @@ export class CallExecutor {
         ? blockOfAnswer(resultValue(result))
         : withNumberFromAnswer(plan.block, resultValue(result));
     if (!block) return;
-    this.cache!.set(plan.key, result instanceof RawResult ? result.json : JSON.stringify(result), block);
+    const json = result instanceof RawResult ? result.json : JSON.stringify(result);
+    // Only answers about final blocks are shared (they are the same on every replica's chain), and only those small
+    // enough to be kept here.
+    if (this.cache!.set(plan.key, json, block) === "final" && this.cache!.holds(plan.key))
+      this.options.sharedAnswers?.put(plan.key, { json, block });
   }
 
   /**
@@ -322,7 +377,7 @@ export class CallExecutor {
       (number) =>
         number === finalized?.number ? finalized.hash.toLowerCase() : this.canonicalHashes.get(number),
     );
-    if (standing === "unverified") this.canonicalHashes.learn(block.number!);
+    if (standing === "unverified") void this.canonicalHashes.learn(block.number!);
     return standing;
   }
 
@@ -378,7 +433,7 @@ export class CallExecutor {
     return series;
   }
 
-  private cacheCount(result: "hit" | "miss"): CountCell {
+  private cacheCount(result: "hit" | "shared_hit" | "miss"): CountCell {
     const network = this.network;
     return this.options.metrics.pendingCacheRequests.cell(`${network}\n${result}`, { network, result });
   }

@@ -14,7 +14,8 @@ const MAX_HEIGHTS = 10_000;
  */
 export class CanonicalHashes {
   private readonly hashes = new LRUCache<number, string>({ max: MAX_HEIGHTS });
-  private readonly asking = new Set<number>();
+  /** Heights asked for now, each with the asking (settled once the answer is in, whatever it was). */
+  private readonly asking = new Map<number, Promise<void>>();
 
   constructor(private readonly send: (request: JsonRpcRequest) => Promise<{ response: JsonRpcResponse }>) {}
 
@@ -23,18 +24,22 @@ export class CanonicalHashes {
     return this.hashes.get(number);
   }
 
-  /** Asks a node for the block at a final height, unless known or asked already; never throws. */
-  learn(number: number): void {
-    if (this.hashes.has(number) || this.asking.has(number)) return;
-    if (this.asking.size >= MAX_HEIGHTS) return;
-    this.asking.add(number);
+  /**
+   * Asks a node for the block at a final height, unless known or asked already; never throws. The promise settles
+   * (never rejects) once the height's hash is known or the asking failed, for a caller that can wait for it.
+   */
+  learn(number: number): Promise<void> {
+    if (this.hashes.has(number)) return Promise.resolve();
+    const asking = this.asking.get(number);
+    if (asking) return asking;
+    if (this.asking.size >= MAX_HEIGHTS) return Promise.resolve();
     const request: JsonRpcRequest = {
       jsonrpc: "2.0",
       id: 1,
       method: "eth_getBlockByNumber",
       params: [toQuantity(number), false],
     };
-    this.send(request)
+    const asked = this.send(request)
       .then(({ response }) => {
         if (!("result" in response)) return;
         const block = resultValue(response.result) as { hash?: unknown; number?: unknown } | null;
@@ -44,5 +49,7 @@ export class CanonicalHashes {
       })
       .catch(() => undefined)
       .finally(() => this.asking.delete(number));
+    this.asking.set(number, asked);
+    return asked;
   }
 }

@@ -140,9 +140,14 @@ const ENTRY_OVERHEAD_BYTES = 128;
 export class ResponseCache {
   private readonly entries: LRUCache<string, Entry>;
 
+  /**
+   * `becameFinal` is told of an entry kept before its block was known final, once it is (an entry final when kept is
+   * told by `set`'s result).
+   */
   constructor(
     options: { maxBytes: number; maxEntryBytes: number },
     private readonly standing: (block: AnswerBlock) => BlockStanding,
+    private readonly becameFinal?: (key: string, json: string, block: AnswerBlock) => void,
   ) {
     this.entries = new LRUCache<string, Entry>({
       maxSize: options.maxBytes,
@@ -166,14 +171,26 @@ export class ResponseCache {
       this.entries.delete(key);
       return undefined;
     }
-    if (standing === "final") entry.final = true;
+    if (standing === "final") {
+      entry.final = true;
+      this.becameFinal?.(key, entry.json, entry.block);
+    }
     return entry.json;
   }
 
-  /** Keeps a result (JSON text) of the block given, if that block stands now or may once verified. */
-  set(key: string, json: string, block: AnswerBlock): void {
+  /**
+   * Keeps a result (JSON text) of the block given, if that block stands now or may once verified; returns where the
+   * block stands (only an answer about a final block may be shared with other replicas, or served from them).
+   */
+  set(key: string, json: string, block: AnswerBlock): BlockStanding {
     const standing = this.standing(block);
     if (standing !== "unknown") this.entries.set(key, { json, block, final: standing === "final" });
+    return standing;
+  }
+
+  /** Whether an entry is kept under `key` (one larger than `maxEntryBytes` never is); its recency is left as it was. */
+  holds(key: string): boolean {
+    return this.entries.has(key);
   }
 
   get bytes(): number {

@@ -118,11 +118,16 @@ describe("ResponseCache", () => {
   function cache(maxBytes = 1_000_000, maxEntryBytes = 100_000) {
     const standings = new Map<string, BlockStanding>();
     const asked: AnswerBlock[] = [];
-    const c = new ResponseCache({ maxBytes, maxEntryBytes }, (block) => {
-      asked.push(block);
-      return standings.get(block.hash ?? String(block.number)) ?? "unknown";
-    });
-    return { c, standings, asked };
+    const final: string[] = [];
+    const c = new ResponseCache(
+      { maxBytes, maxEntryBytes },
+      (block) => {
+        asked.push(block);
+        return standings.get(block.hash ?? String(block.number)) ?? "unknown";
+      },
+      (key, json) => final.push(`${key}=${json}`),
+    );
+    return { c, standings, asked, final };
   }
 
   it("serves an entry only while its block stands, and drops it for good once it does not (a reorg)", () => {
@@ -146,6 +151,22 @@ describe("ResponseCache", () => {
     expect(c.size).toBe(1);
     standings.set(HASH, "final");
     expect(c.get("k")).toBe("1");
+  });
+
+  it("says where a kept entry's block stands, and tells once of an entry that turned final after", () => {
+    const { c, standings, final } = cache();
+    standings.set(OTHER, "final");
+    expect(c.set("a", "1", { hash: OTHER })).toBe("final");
+    standings.set(HASH, "unverified");
+    expect(c.set("b", "2", { hash: HASH, number: 1 })).toBe("unverified");
+    expect(c.set("c", "3", { number: 99 })).toBe("unknown");
+    expect(c.get("b")).toBeUndefined();
+    expect(final).toEqual([]);
+    standings.set(HASH, "final");
+    expect(c.get("b")).toBe("2");
+    expect(c.get("b")).toBe("2");
+    // Only the entry that turned final on a look-up (one final when kept is told by set's result).
+    expect(final).toEqual(["b=2"]);
   });
 
   it("drops an unverified entry whose hash is not the canonical one", () => {
@@ -179,5 +200,7 @@ describe("ResponseCache", () => {
     expect(c.get("key-0")).toBeUndefined();
     c.set("big", "y".repeat(5_000), { number: 5 });
     expect(c.get("big")).toBeUndefined();
+    expect(c.holds("big")).toBe(false);
+    expect(c.holds("key-19")).toBe(true);
   });
 });
