@@ -6,6 +6,7 @@ import { gatewaySchema } from "./sections/gateway.js";
 import { keysSchema } from "./sections/keys.js";
 import { logSchema } from "./sections/log.js";
 import { networkSchema } from "./sections/network.js";
+import { reportDuplicateNames } from "./uniqueNames.js";
 
 /** The one config format of every subcommand. Unknown keys anywhere are errors. */
 export const configSchema = z
@@ -21,17 +22,7 @@ export const configSchema = z
     devnet: devnetSchema.optional(),
   })
   .superRefine((config, ctx) => {
-    const seen = new Map<string, number>();
-    config.networks.forEach((network, i) => {
-      const first = seen.get(network.name);
-      if (first !== undefined) {
-        ctx.addIssue({
-          code: "custom",
-          path: ["networks", i, "name"],
-          message: `duplicate network name ${network.name} (also networks[${first}])`,
-        });
-      } else seen.set(network.name, i);
-    });
+    reportDuplicateNames(config.networks, "networks", "network", ctx);
     // With a devnet: section, `up` takes the devnet's full nodes as the reserved peers of the networks it runs.
     const devnetNetworks = config.devnet
       ? new Set(config.devnet.networks?.map((n) => n.name) ?? config.networks.map((n) => n.name))

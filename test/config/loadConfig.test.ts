@@ -105,6 +105,11 @@ describe("config validation", () => {
       "networks[1].name: duplicate network name x (also networks[0])",
     ],
     [
+      "duplicate reserved peer names",
+      { networks: [{ name: "x", chainId: 9, reservedPeers: [peer, { ...peer }] }] },
+      `networks[0].reservedPeers[1].name: duplicate peer name ${peer.name} (also reservedPeers[0])`,
+    ],
+    [
       "a name that is not a DNS label",
       { networks: [{ name: "Main Net", chainId: 1, reservedPeers: [peer] }] },
       "networks[0].name: must be a DNS label: lower-case letters, digits and '-'",

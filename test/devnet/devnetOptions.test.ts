@@ -52,7 +52,7 @@ describe("devnet config section", () => {
     );
     expect(
       problems("devnet:\n  networks:\n    - {name: b, chainId: 2}\n    - {name: b, chainId: 3}\n"),
-    ).toEqual(["devnet.networks[1].name: duplicate devnet network name b"]);
+    ).toEqual(["devnet.networks[1].name: duplicate devnet network name b (also networks[0])"]);
   });
 
   it("documents a valid section in the example file", async () => {

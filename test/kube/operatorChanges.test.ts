@@ -1,22 +1,16 @@
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import {
-  AppsV1Api,
-  CoordinationV1Api,
-  CoreV1Api,
-  CustomObjectsApi,
-  type V1Pod,
-} from "@kubernetes/client-node";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { stringify } from "yaml";
-import type { LightNode, LightNodePool } from "../../src/kubernetes/api/crds.js";
 import { CHART_DIR } from "../support/helm.js";
+import { LIGHTFLEET_IMAGE, realClusterUnavailable } from "../support/kube/realCluster.js";
 import {
-  LIGHTFLEET_IMAGE,
-  realClusterUnavailable,
-  startRealCluster,
-  type RealCluster,
-} from "../support/kube/realCluster.js";
+  QUICK_HEALTH,
+  fullNodesAsReservedPeers,
+  podCondition,
+  realClusterForSuite,
+  standInWorkload,
+} from "../support/kube/realClusterSuite.js";
 import { waitFor } from "../support/waitFor.js";
 
 /**
@@ -31,37 +25,20 @@ if (unavailable) console.warn(`skipping the real Kubernetes tests: ${unavailable
 const NAMESPACE = "ops";
 const RELEASE = "lf";
 const NETWORK = { name: "alpha", chainId: 31_337, fullNodes: 2 };
-const GROUP = { group: "lightfleet.io", version: "v1alpha1", namespace: NAMESPACE };
 const LEASE = `${RELEASE}-lightfleet-controller`;
 
 describe.skipIf(unavailable !== undefined)("operator changes on a real Kubernetes control plane", () => {
-  let cluster: RealCluster;
-  let core: CoreV1Api;
-  let apps: AppsV1Api;
-  let custom: CustomObjectsApi;
-  let coordination: CoordinationV1Api;
-
-  const failureContext = () =>
-    `\n--- pod output (last 30 lines)\n${cluster.podLogs
-      .slice(-30)
-      .map((line) => line.slice(0, 400))
-      .join("\n")}`;
-  const pods = async (selector: string) =>
-    (await core.listNamespacedPod({ namespace: NAMESPACE, labelSelector: selector })).items;
-  const lightPods = () => pods("app.kubernetes.io/component=light-node,lightfleet.io/network=alpha");
-  const pool = () =>
-    custom.getNamespacedCustomObject({
-      ...GROUP,
-      plural: "lightnodepools",
-      name: "alpha",
-    }) as Promise<LightNodePool>;
-  const lightNode = (name: string) =>
-    custom.getNamespacedCustomObject({ ...GROUP, plural: "lightnodes", name }) as Promise<LightNode>;
-  const condition = (pod: V1Pod, type: string) =>
-    pod.status?.conditions?.find((c) => c.type === type)?.status;
+  const { cluster, api, pods, lightPods, pool, lightNode, podOutputTail } = realClusterForSuite(NAMESPACE, {
+    networks: [NETWORK],
+    blockTimeMs: 1_000,
+  });
   const statefulSetReplicas = async () =>
-    (await apps.readNamespacedStatefulSet({ name: `${RELEASE}-lightfleet-alpha`, namespace: NAMESPACE })).spec
-      ?.replicas;
+    (
+      await api().apps.readNamespacedStatefulSet({
+        name: `${RELEASE}-lightfleet-alpha`,
+        namespace: NAMESPACE,
+      })
+    ).spec?.replicas;
   /** Every pod of the release by name, with its uid: a pod recreated has a new one. */
   const podUids = async () =>
     new Map(
@@ -71,24 +48,12 @@ describe.skipIf(unavailable !== undefined)("operator changes on a real Kubernete
     );
   const holder = async () => {
     try {
-      return (await coordination.readNamespacedLease({ name: LEASE, namespace: NAMESPACE })).spec
+      return (await api().coordination.readNamespacedLease({ name: LEASE, namespace: NAMESPACE })).spec
         ?.holderIdentity;
     } catch {
       return undefined;
     }
   };
-
-  beforeAll(async () => {
-    cluster = await startRealCluster({ networks: [NETWORK], blockTimeMs: 1_000 });
-    const admin = cluster.plane.admin();
-    core = admin.makeApiClient(CoreV1Api);
-    apps = admin.makeApiClient(AppsV1Api);
-    custom = admin.makeApiClient(CustomObjectsApi);
-    coordination = admin.makeApiClient(CoordinationV1Api);
-  }, 30 * 60_000);
-  afterAll(async () => {
-    await cluster?.stop();
-  }, 60_000);
 
   const values = (change: { mode?: string; health?: Record<string, unknown> } = {}) => ({
     image: { repository: LIGHTFLEET_IMAGE, tag: "test" },
@@ -98,31 +63,11 @@ describe.skipIf(unavailable !== undefined)("operator changes on a real Kubernete
         name: NETWORK.name,
         chainId: NETWORK.chainId,
         blockTime: "1s",
-        reservedPeers: cluster.devnet
-          .nodes(NETWORK.name)
-          .filter((p) => p.role === "full")
-          .map((p) => ({ name: p.name, http: p.httpUrl, ws: p.wsUrl })),
-        health: {
-          probeInterval: "500ms",
-          maxLagBlocks: 3,
-          unhealthyAfter: 2,
-          healthyAfter: 2,
-          stallAfter: "6s",
-          restartAfter: "1m",
-          startupGrace: "20s",
-          syncingIsUnhealthy: false,
-          ...change.health,
-        },
+        reservedPeers: fullNodesAsReservedPeers(cluster(), NETWORK.name),
+        health: { ...QUICK_HEALTH, restartAfter: "1m", ...change.health },
         // Far more than the tests send: the controller, once it owns the size, keeps the floor of 2.
         scaling: { minReplicas: 2, maxReplicas: 4, targetRequestsPerNode: 100_000 },
-        workload: {
-          enabled: true,
-          replicas: 2,
-          image: { repository: "example.org/light-client", tag: "v1" },
-          ports: { http: 8547, ws: 8548 },
-          persistence: { enabled: false },
-          terminationGracePeriodSeconds: 2,
-        },
+        workload: standInWorkload({ http: 8547, ws: 8548 }),
       },
     ],
     controller: { replicas: 2 },
@@ -131,9 +76,9 @@ describe.skipIf(unavailable !== undefined)("operator changes on a real Kubernete
   });
   /** `helm upgrade` with a whole values file, as a team's pipeline runs it. */
   const upgrade = async (next: unknown, flags: string[] = ["--server-side=true", "--force-conflicts"]) => {
-    const file = join(cluster.plane.dir, `upgrade-${Date.now()}.yaml`);
+    const file = join(cluster().plane.dir, `upgrade-${Date.now()}.yaml`);
     await writeFile(file, stringify(next));
-    return cluster.helm(
+    return cluster().helm(
       ["upgrade", RELEASE, CHART_DIR, "--namespace", NAMESPACE, "--values", file, ...flags],
       120_000,
     );
@@ -141,20 +86,20 @@ describe.skipIf(unavailable !== undefined)("operator changes on a real Kubernete
   const allHealthy = () =>
     waitFor(
       async () => {
-        const list = await lightPods();
+        const list = await lightPods(NETWORK.name);
         if (list.length !== 2) return false;
         const states = await Promise.all(
           list.map((p) => lightNode(p.metadata!.name!).then((n) => n.status?.state)),
         );
-        return states.every((s) => s === "Healthy") && list.every((p) => condition(p, "Ready") === "True");
+        return states.every((s) => s === "Healthy") && list.every((p) => podCondition(p, "Ready") === "True");
       },
-      { timeoutMs: 120_000, intervalMs: 500, what: `both light nodes Healthy and Ready${failureContext()}` },
+      { timeoutMs: 120_000, intervalMs: 500, what: `both light nodes Healthy and Ready${podOutputTail()}` },
     );
   /** Waits until every Deployment of the release has rolled out: no pod of an older template left. */
   const rolledOut = () =>
     waitFor(
       async () => {
-        const deployments = (await apps.listNamespacedDeployment({ namespace: NAMESPACE })).items;
+        const deployments = (await api().apps.listNamespacedDeployment({ namespace: NAMESPACE })).items;
         const done = deployments.every((d) => {
           const want = d.spec?.replicas ?? 1;
           const st = d.status ?? {};
@@ -169,28 +114,30 @@ describe.skipIf(unavailable !== undefined)("operator changes on a real Kubernete
         const want = deployments.reduce((n, d) => n + (d.spec?.replicas ?? 1), 0);
         return (await podUids()).size === want;
       },
-      { timeoutMs: 120_000, intervalMs: 500, what: `every Deployment rolled out${failureContext()}` },
+      { timeoutMs: 120_000, intervalMs: 500, what: `every Deployment rolled out${podOutputTail()}` },
     );
   /** Lags a light node and waits until its readiness gate is False; returns how long that took. */
   const lagUnrouted = async (timeoutMs: number, heal = true) => {
-    const [victim] = (await lightPods()).sort((a, b) => a.metadata!.name!.localeCompare(b.metadata!.name!));
+    const [victim] = (await lightPods(NETWORK.name)).sort((a, b) =>
+      a.metadata!.name!.localeCompare(b.metadata!.name!),
+    );
     const name = victim!.metadata!.name!;
     const started = Date.now();
-    await cluster.devnet.fault(name, { kind: "lag", blocks: 6 });
+    await cluster().devnet.fault(name, { kind: "lag", blocks: 6 });
     await waitFor(
       async () => {
-        const [pod] = (await lightPods()).filter((p) => p.metadata!.name === name);
-        return pod !== undefined && condition(pod, "lightfleet.io/in-sync") === "False";
+        const [pod] = (await lightPods(NETWORK.name)).filter((p) => p.metadata!.name === name);
+        return pod !== undefined && podCondition(pod, "lightfleet.io/in-sync") === "False";
       },
-      { timeoutMs, intervalMs: 200, what: `${name} out of routing${failureContext()}` },
+      { timeoutMs, intervalMs: 200, what: `${name} out of routing${podOutputTail()}` },
     );
     const took = Date.now() - started;
-    if (heal) await cluster.devnet.fault(name, { kind: "heal" });
+    if (heal) await cluster().devnet.fault(name, { kind: "heal" });
     return { name, took };
   };
 
   it("switching autoscaling.mode from controller to off and back keeps the running size", async () => {
-    const installed = await cluster.install(RELEASE, NAMESPACE, values({ mode: "controller" }));
+    const installed = await cluster().install(RELEASE, NAMESPACE, values({ mode: "controller" }));
     expect(installed.code, installed.stderr).toBe(0);
     // The controller sizes the pool to its floor of 2.
     await allHealthy();
@@ -206,13 +153,15 @@ describe.skipIf(unavailable !== undefined)("operator changes on a real Kubernete
     expect(switched.code, switched.stderr).toBe(0);
     // Right after the upgrade, before any controller round: dropping the field would have reset it to 1.
     expect(await statefulSetReplicas()).toBe(2);
-    expect((await lightPods()).length).toBe(2);
+    expect((await lightPods(NETWORK.name)).length).toBe(2);
     await allHealthy();
   }, 300_000);
 
   it("kubectl get ln and lnp follow the chain: HEAD and REFERENCE a few blocks behind it at most, not 30 s", async () => {
     await allHealthy();
-    const [full] = cluster.devnet.nodes(NETWORK.name).filter((p) => p.role === "full");
+    const [full] = cluster()
+      .devnet.nodes(NETWORK.name)
+      .filter((p) => p.role === "full");
     const chainHead = async () => {
       const answer = await fetch(full!.httpUrl, {
         method: "POST",
@@ -223,7 +172,7 @@ describe.skipIf(unavailable !== undefined)("operator changes on a real Kubernete
     };
     /** A printer column by its header, per row name, from `kubectl get KIND` as an SRE reads it. */
     const columns = async (kind: string, column: string) => {
-      const got = await cluster.kubectl(["get", kind, "--namespace", NAMESPACE]);
+      const got = await cluster().kubectl(["get", kind, "--namespace", NAMESPACE]);
       expect(got.code, got.stderr).toBe(0);
       const [header, ...rows] = got.stdout
         .trim()
@@ -260,12 +209,12 @@ describe.skipIf(unavailable !== undefined)("operator changes on a real Kubernete
   it("an upgrade with a value the components refuse fails in helm, before any pod changes", async () => {
     await rolledOut();
     const before = await podUids();
-    const revision = (await cluster.helm(["history", RELEASE, "--namespace", NAMESPACE, "-o", "json"]))
+    const revision = (await cluster().helm(["history", RELEASE, "--namespace", NAMESPACE, "-o", "json"]))
       .stdout;
     const refused = await upgrade(values({ mode: "controller", health: { maxLagSeconds: "500ms" } }));
     expect(refused.code).not.toBe(0);
     expect(refused.stderr).toMatch(/maxLagSeconds/);
-    expect((await cluster.helm(["history", RELEASE, "--namespace", NAMESPACE, "-o", "json"])).stdout).toBe(
+    expect((await cluster().helm(["history", RELEASE, "--namespace", NAMESPACE, "-o", "json"])).stdout).toBe(
       revision,
     );
     expect(await podUids()).toEqual(before);
@@ -278,7 +227,7 @@ describe.skipIf(unavailable !== undefined)("operator changes on a real Kubernete
     const before = await podUids();
     const generations = async () =>
       Object.fromEntries(
-        (await apps.listNamespacedDeployment({ namespace: NAMESPACE })).items.map((d) => [
+        (await api().apps.listNamespacedDeployment({ namespace: NAMESPACE })).items.map((d) => [
           d.metadata!.labels!["app.kubernetes.io/component"]!,
           d.metadata!.generation!,
         ]),
@@ -294,7 +243,7 @@ describe.skipIf(unavailable !== undefined)("operator changes on a real Kubernete
     // The change reaches the controller through the pool.
     await waitFor(
       async () => {
-        const p = await pool();
+        const p = await pool(NETWORK.name);
         return p.spec.health?.maxLagBlocks === 4 && p.status?.observedGeneration === p.metadata.generation;
       },
       { timeoutMs: 30_000, what: "the pool's new spec observed" },
@@ -309,7 +258,7 @@ describe.skipIf(unavailable !== undefined)("operator changes on a real Kubernete
     await allHealthy();
     // A selector every list of pods would fail on (In with no values): the CRD lets it through, the controller
     // refuses it.
-    const patched = await cluster.kubectl([
+    const patched = await cluster().kubectl([
       "patch",
       "lightnodepool",
       "alpha",
@@ -329,11 +278,11 @@ describe.skipIf(unavailable !== undefined)("operator changes on a real Kubernete
     expect(patched.code, patched.stderr).toBe(0);
     const refused = await waitFor(
       async () => {
-        const p = await pool();
+        const p = await pool(NETWORK.name);
         const c = p.status?.conditions?.find((x) => x.type === "SpecAccepted");
         return c?.status === "False" && c.observedGeneration === p.metadata.generation ? c : undefined;
       },
-      { timeoutMs: 30_000, what: `SpecAccepted=False${failureContext()}` },
+      { timeoutMs: 30_000, what: `SpecAccepted=False${podOutputTail()}` },
     );
     expect(refused.message).toMatch(/spec\.selector\.matchExpressions\[0\]\.values/);
     // One block (1 s) for the lag to show, two probes (500 ms) to judge it, and a round: well within 10 s.
@@ -349,14 +298,14 @@ describe.skipIf(unavailable !== undefined)("operator changes on a real Kubernete
       { timeoutMs: 10_000, intervalMs: 250, what: `${name}'s LightNode no longer Healthy` },
     );
     expect(Date.now() - Date.parse(node.status!.lastProbeTime!)).toBeLessThan(40_000);
-    await waitFor(async () => (await pool()).status?.healthySummary === "1/2", {
+    await waitFor(async () => (await pool(NETWORK.name)).status?.healthySummary === "1/2", {
       timeoutMs: 10_000,
       intervalMs: 250,
       what: "the pool's HEALTHY column at 1/2",
     });
-    await cluster.devnet.fault(name, { kind: "heal" });
+    await cluster().devnet.fault(name, { kind: "heal" });
     // Put back as it was: the spec is accepted again.
-    const restored = await cluster.kubectl([
+    const restored = await cluster().kubectl([
       "patch",
       "lightnodepool",
       "alpha",
@@ -370,16 +319,23 @@ describe.skipIf(unavailable !== undefined)("operator changes on a real Kubernete
     expect(restored.code, restored.stderr).toBe(0);
     await waitFor(
       async () =>
-        (await pool()).status?.conditions?.find((x) => x.type === "SpecAccepted")?.status === "True",
+        (await pool(NETWORK.name)).status?.conditions?.find((x) => x.type === "SpecAccepted")?.status ===
+        "True",
       { timeoutMs: 30_000, what: "SpecAccepted=True again" },
     );
     // The refusal's Event names the pool by its uid, so `kubectl describe` lists it; only the leader recorded it,
     // once (both replicas resolve the pools). Counted seconds after it was made, so a second replica's would be in.
-    const described = await cluster.kubectl(["describe", "lightnodepool", "alpha", "--namespace", NAMESPACE]);
+    const described = await cluster().kubectl([
+      "describe",
+      "lightnodepool",
+      "alpha",
+      "--namespace",
+      NAMESPACE,
+    ]);
     expect(described.stdout).toMatch(
       /Warning\s+InvalidSpec\s.*spec\.selector\.matchExpressions\[0\]\.values/,
     );
-    const refusals = await core.listNamespacedEvent({
+    const refusals = await api().core.listNamespacedEvent({
       namespace: NAMESPACE,
       fieldSelector: "reason=InvalidSpec,involvedObject.name=alpha",
     });
@@ -388,12 +344,12 @@ describe.skipIf(unavailable !== undefined)("operator changes on a real Kubernete
 
   it("a deleted Lease is created again by a controller, which then acts on a lag within the Lease duration", async () => {
     await allHealthy();
-    await coordination.deleteNamespacedLease({ name: LEASE, namespace: NAMESPACE });
+    await api().coordination.deleteNamespacedLease({ name: LEASE, namespace: NAMESPACE });
     const deletedAt = Date.now();
     await waitFor(async () => (await holder()) !== undefined, {
       timeoutMs: 30_000,
       intervalMs: 250,
-      what: `the Lease created again${failureContext()}`,
+      what: `the Lease created again${podOutputTail()}`,
     });
     // The chart's Lease duration is 15 s.
     expect(Date.now() - deletedAt).toBeLessThan(15_000);
@@ -401,7 +357,7 @@ describe.skipIf(unavailable !== undefined)("operator changes on a real Kubernete
     const { took } = await lagUnrouted(15_000);
     console.info(`deleted Lease: a lagging node out of routing ${took} ms after its lag began`);
     expect(took).toBeLessThan(15_000);
-    const events = await cluster.plane.auditEvents();
+    const events = await cluster().plane.auditEvents();
     const refused = events.filter(
       (e) =>
         e.user.username.startsWith(`system:serviceaccount:${NAMESPACE}:`) && e.responseStatus?.code === 403,
@@ -411,7 +367,7 @@ describe.skipIf(unavailable !== undefined)("operator changes on a real Kubernete
 
   it("records no SystemicFailure through all of the above: leader starts, pool edits, a new leader after the Lease", async () => {
     // The reserved peers answered throughout; a Warning at a leader's start or a pool edit would be false.
-    const systemic = await core.listNamespacedEvent({
+    const systemic = await api().core.listNamespacedEvent({
       namespace: NAMESPACE,
       fieldSelector: "reason=SystemicFailure",
     });

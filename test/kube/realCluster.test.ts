@@ -1,24 +1,16 @@
 import { appendFileSync } from "node:fs";
-import {
-  AppsV1Api,
-  CoordinationV1Api,
-  CoreV1Api,
-  CustomObjectsApi,
-  DiscoveryV1Api,
-  PatchStrategy,
-  setHeaderOptions,
-  type V1ObjectMeta,
-  type V1Pod,
-} from "@kubernetes/client-node";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { LightNode, LightNodePool } from "../../src/kubernetes/api/crds.js";
+import { PatchStrategy, setHeaderOptions, type V1ObjectMeta } from "@kubernetes/client-node";
+import { describe, expect, it } from "vitest";
 import { parseObjects } from "../support/helm.js";
+import { LIGHTFLEET_IMAGE, realClusterUnavailable } from "../support/kube/realCluster.js";
 import {
-  LIGHTFLEET_IMAGE,
-  realClusterUnavailable,
-  startRealCluster,
-  type RealCluster,
-} from "../support/kube/realCluster.js";
+  QUICK_HEALTH,
+  fullNodesAsReservedPeers,
+  lightfleetResources,
+  podCondition,
+  realClusterForSuite,
+  standInWorkload,
+} from "../support/kube/realClusterSuite.js";
 import { waitFor } from "../support/waitFor.js";
 
 /**
@@ -36,51 +28,16 @@ const NETWORKS = [
   { name: "alpha", chainId: 31_337, fullNodes: 2 },
   { name: "beta", chainId: 31_338, fullNodes: 2 },
 ];
-const GROUP = { group: "lightfleet.io", version: "v1alpha1", namespace: NAMESPACE };
+const GROUP = lightfleetResources(NAMESPACE);
 
 describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane", () => {
-  let cluster: RealCluster;
-  let core: CoreV1Api;
-  let apps: AppsV1Api;
-  let custom: CustomObjectsApi;
-  let discovery: DiscoveryV1Api;
-  let coordination: CoordinationV1Api;
-
-  const failureContext = () =>
-    `\n--- pod output (last 30 lines)\n${cluster.podLogs
-      .slice(-30)
-      .map((line) => line.slice(0, 400))
-      .join("\n")}`;
-
-  const pods = async (selector: string) =>
-    (await core.listNamespacedPod({ namespace: NAMESPACE, labelSelector: selector })).items;
-  const lightPods = (network: string) =>
-    pods(`app.kubernetes.io/component=light-node,lightfleet.io/network=${network}`);
-  const pool = (name: string) =>
-    custom.getNamespacedCustomObject({ ...GROUP, plural: "lightnodepools", name }) as Promise<LightNodePool>;
-  const lightNode = (name: string) =>
-    custom.getNamespacedCustomObject({ ...GROUP, plural: "lightnodes", name }) as Promise<LightNode>;
-  const condition = (pod: V1Pod, type: string) =>
-    pod.status?.conditions?.find((c) => c.type === type)?.status;
-
-  beforeAll(async () => {
-    // LIGHTFLEET_KUBE_LOG=FILE keeps every line of the stand-in kubelet and the pods (timestamped) for a post-mortem.
-    const logFile = process.env.LIGHTFLEET_KUBE_LOG;
-    cluster = await startRealCluster({
-      networks: NETWORKS,
-      blockTimeMs: 1_000,
-      log: logFile ? (line) => appendFileSync(logFile, `${new Date().toISOString()} ${line}\n`) : undefined,
-    });
-    const admin = cluster.plane.admin();
-    core = admin.makeApiClient(CoreV1Api);
-    apps = admin.makeApiClient(AppsV1Api);
-    custom = admin.makeApiClient(CustomObjectsApi);
-    discovery = admin.makeApiClient(DiscoveryV1Api);
-    coordination = admin.makeApiClient(CoordinationV1Api);
-  }, 30 * 60_000);
-  afterAll(async () => {
-    await cluster?.stop();
-  }, 60_000);
+  // LIGHTFLEET_KUBE_LOG=FILE keeps every line of the stand-in kubelet and the pods (timestamped) for a post-mortem.
+  const logFile = process.env.LIGHTFLEET_KUBE_LOG;
+  const { cluster, api, pods, lightPods, pool, lightNode, podOutputTail } = realClusterForSuite(NAMESPACE, {
+    networks: NETWORKS,
+    blockTimeMs: 1_000,
+    log: logFile ? (line) => appendFileSync(logFile, `${new Date().toISOString()} ${line}\n`) : undefined,
+  });
 
   const values = () => ({
     image: { repository: LIGHTFLEET_IMAGE, tag: "test" },
@@ -89,32 +46,13 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
       name: n.name,
       chainId: n.chainId,
       blockTime: "1s",
-      reservedPeers: cluster.devnet
-        .nodes(n.name)
-        .filter((p) => p.role === "full")
-        .map((p) => ({ name: p.name, http: p.httpUrl, ws: p.wsUrl })),
-      health: {
-        probeInterval: "500ms",
-        maxLagBlocks: 3,
-        unhealthyAfter: 2,
-        healthyAfter: 2,
-        stallAfter: "6s",
-        restartAfter: "3s",
-        startupGrace: "20s",
-        syncingIsUnhealthy: false,
-      },
+      reservedPeers: fullNodesAsReservedPeers(cluster(), n.name),
+      health: { ...QUICK_HEALTH, restartAfter: "3s" },
       scaling: { minReplicas: 2, maxReplicas: 4, targetRequestsPerNode: 1000 },
       gateway: { default: i === 0 },
-      workload: {
-        enabled: true,
-        replicas: 2,
-        image: { repository: "example.org/light-client", tag: "v1" },
-        // Not the default ports: the pool must carry them to the controller's probes. beta's client serves
-        // WebSocket on its HTTP port, which must be listed once (the API refuses a port listed twice).
-        ports: i === 0 ? { http: 8547, ws: 8548 } : { http: 8547, ws: 8547 },
-        persistence: { enabled: false },
-        terminationGracePeriodSeconds: 2,
-      },
+      // Not the default ports: the pool must carry them to the controller's probes. beta's client serves WebSocket on
+      // its HTTP port, which must be listed once (the API refuses a port listed twice).
+      workload: standInWorkload(i === 0 ? { http: 8547, ws: 8548 } : { http: 8547, ws: 8547 }),
     })),
     controller: { replicas: 2 },
     gateway: { replicas: 1 },
@@ -123,16 +61,16 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
   });
 
   it("installs with helm: CRDs accepted, every object created", async () => {
-    const installed = await cluster.install(RELEASE, NAMESPACE, values());
+    const installed = await cluster().install(RELEASE, NAMESPACE, values());
     expect(installed.stderr + installed.stdout).not.toMatch(/error/i);
     expect(installed.code).toBe(0);
 
-    const manifest = await cluster.helm(["get", "manifest", RELEASE, "--namespace", NAMESPACE]);
+    const manifest = await cluster().helm(["get", "manifest", RELEASE, "--namespace", NAMESPACE]);
     const objects = parseObjects(manifest.stdout);
     expect(objects.length).toBeGreaterThan(10);
     const missing: string[] = [];
     for (const object of objects) {
-      const got = await cluster.kubectl([
+      const got = await cluster().kubectl([
         "get",
         `${object.kind}.${object.apiVersion.includes("/") ? object.apiVersion.split("/")[0] : ""}`.replace(
           /\.$/,
@@ -148,7 +86,7 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
     }
     expect(missing).toEqual([]);
     for (const crd of ["lightnodepools.lightfleet.io", "lightnodes.lightfleet.io"]) {
-      const established = await cluster.kubectl([
+      const established = await cluster().kubectl([
         "wait",
         "--for=condition=Established",
         `crd/${crd}`,
@@ -167,16 +105,18 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
           const states = await Promise.all(
             list.map((p) => lightNode(p.metadata!.name!).then((ln) => ln.status?.state)),
           );
-          return states.every((s) => s === "Healthy") && list.every((p) => condition(p, "Ready") === "True");
+          return (
+            states.every((s) => s === "Healthy") && list.every((p) => podCondition(p, "Ready") === "True")
+          );
         },
         {
           timeoutMs: 120_000,
           intervalMs: 500,
-          what: () => `every ${network.name} light node Healthy and Ready${failureContext()}`,
+          what: () => `every ${network.name} light node Healthy and Ready${podOutputTail()}`,
         },
       );
     }
-    const events = await cluster.plane.auditEvents();
+    const events = await cluster().plane.auditEvents();
     const ours = events.filter((e) => e.user.username.startsWith(`system:serviceaccount:${NAMESPACE}:`));
     expect(ours.length).toBeGreaterThan(20);
     const refused = ours.filter((e) => e.responseStatus?.code === 403);
@@ -184,23 +124,23 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
   }, 180_000);
 
   const helmTest = () =>
-    cluster.helm(["test", RELEASE, "--namespace", NAMESPACE, "--timeout", "30s"], 60_000);
+    cluster().helm(["test", RELEASE, "--namespace", NAMESPACE, "--timeout", "30s"], 60_000);
   const testPod = `${RELEASE}-lightfleet-test-gateway`;
   const keysTestPod = `${RELEASE}-lightfleet-test-keys`;
 
   it("passes helm test: the hook pod calls the gateway by its Service name and the kubelet reports it Succeeded", async () => {
     const tested = await helmTest();
-    expect(tested.code, `${tested.stdout}\n${tested.stderr}${failureContext()}`).toBe(0);
+    expect(tested.code, `${tested.stdout}\n${tested.stderr}${podOutputTail()}`).toBe(0);
     expect(tested.stdout).toMatch(new RegExp(`TEST SUITE:\\s+${testPod}[\\s\\S]*Phase:\\s+Succeeded`));
     // The hook's own output: the Service's DNS name (as cluster DNS and the Service proxy would serve it), answered.
-    expect(cluster.podLogs).toContainEqual(
+    expect(cluster().podLogs).toContainEqual(
       expect.stringMatching(
         new RegExp(`^${testPod}: eth_blockNumber via http://${RELEASE}-lightfleet-gateway:8545/alpha: \\d+$`),
       ),
     );
     // The key API's hook: its /healthz by the Service's name, answered ok by a key API that reached its store.
     expect(tested.stdout).toMatch(new RegExp(`TEST SUITE:\\s+${keysTestPod}[\\s\\S]*Phase:\\s+Succeeded`));
-    expect(cluster.podLogs).toContainEqual(
+    expect(cluster().podLogs).toContainEqual(
       expect.stringMatching(
         new RegExp(`^${keysTestPod}: http://${RELEASE}-lightfleet-keys:9464/healthz: ok`),
       ),
@@ -228,11 +168,13 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
 
   const gatewayPod = async () => {
     const [pod] = (await pods("app.kubernetes.io/component=gateway")).filter(
-      (p) => condition(p, "Ready") === "True",
+      (p) => podCondition(p, "Ready") === "True",
     );
-    const running = pod && cluster.kubelet.pod(NAMESPACE, pod.metadata!.name!);
+    const running = pod && cluster().kubelet.pod(NAMESPACE, pod.metadata!.name!);
     if (!running) {
-      const logs = cluster.podLogs.filter((line) => line.includes("-gateway-")).slice(-20);
+      const logs = cluster()
+        .podLogs.filter((line) => line.includes("-gateway-"))
+        .slice(-20);
       throw new Error(`no ready gateway pod\n${logs.map((line) => line.slice(0, 600)).join("\n")}`);
     }
     return { rpc: running.running.resolvePort!("rpc")!, admin: running.running.resolvePort!("admin")! };
@@ -256,7 +198,7 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
     return (await res.json()) as { result?: unknown; error?: { message: string } };
   };
   const readyAddresses = async (service: string) => {
-    const slices = await discovery.listNamespacedEndpointSlice({
+    const slices = await api().discovery.listNamespacedEndpointSlice({
       namespace: NAMESPACE,
       labelSelector: `kubernetes.io/service-name=${service}`,
     });
@@ -273,7 +215,7 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
     const { name, ip, other } = await waitFor(
       async () => {
         const [victim, other] = (await lightPods("alpha"))
-          .filter((p) => !p.metadata!.deletionTimestamp && condition(p, "Ready") === "True")
+          .filter((p) => !p.metadata!.deletionTimestamp && podCondition(p, "Ready") === "True")
           .sort((a, b) => a.metadata!.name!.localeCompare(b.metadata!.name!));
         if (!victim || !other) return undefined;
         const name = victim.metadata!.name!;
@@ -281,28 +223,28 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
         if ((await lightNode(name)).status?.state !== "Healthy") return undefined;
         if (!(await readyAddresses(service)).includes(ip)) return undefined;
         // Throws DevnetNotFoundError while the pod is being replaced: waitFor tries again and reports the last error.
-        await cluster.devnet.fault(name, { kind: "lag", blocks: 6 });
+        await cluster().devnet.fault(name, { kind: "lag", blocks: 6 });
         return { name, ip, other: other.metadata!.name! };
       },
       {
         timeoutMs: 60_000,
         intervalMs: 250,
-        what: () => `a settled alpha node to lag${failureContext()}`,
+        what: () => `a settled alpha node to lag${podOutputTail()}`,
       },
     );
     const unready = await waitFor(
       async () => {
         const [pod] = (await lightPods("alpha")).filter((p) => p.metadata!.name === name);
         return pod &&
-          condition(pod, "lightfleet.io/in-sync") === "False" &&
-          condition(pod, "Ready") === "False"
+          podCondition(pod, "lightfleet.io/in-sync") === "False" &&
+          podCondition(pod, "Ready") === "False"
           ? pod
           : undefined;
       },
       {
         timeoutMs: 30_000,
         intervalMs: 200,
-        what: () => `${name} unready through its readiness gate${failureContext()}`,
+        what: () => `${name} unready through its readiness gate${podOutputTail()}`,
       },
     );
     expect(unready.status?.containerStatuses?.[0]?.ready).toBe(true); // the container is fine: the gate decides
@@ -325,15 +267,15 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
       {
         timeoutMs: 30_000,
         intervalMs: 500,
-        what: () => `the gateway to call only ${other}${failureContext()}`,
+        what: () => `the gateway to call only ${other}${podOutputTail()}`,
       },
     );
 
-    await cluster.devnet.fault(name, { kind: "heal" });
+    await cluster().devnet.fault(name, { kind: "heal" });
     await waitFor(async () => (await readyAddresses(service)).includes(ip), {
       timeoutMs: 60_000,
       intervalMs: 200,
-      what: () => `${ip} back in ${service} after heal${failureContext()}`,
+      what: () => `${ip} back in ${service} after heal${podOutputTail()}`,
     });
   }, 180_000);
 
@@ -344,11 +286,11 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
       for (let i = 0; i < 10; i++)
         expect((await rpc(gateway.rpc, "eth_getBlockByNumber", ["latest", false])).error).toBeUndefined();
     };
-    const leases = await coordination.listNamespacedLease({
+    const leases = await api().coordination.listNamespacedLease({
       namespace: NAMESPACE,
       labelSelector: `app.kubernetes.io/instance=${RELEASE}`,
     });
-    const leader = await core.readNamespacedPod({
+    const leader = await api().core.readNamespacedPod({
       name: leases.items[0]!.spec!.holderIdentity!,
       namespace: NAMESPACE,
     });
@@ -368,7 +310,7 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
       {
         timeoutMs: 20_000,
         intervalMs: 500,
-        what: () => `the leader to read alpha's rate${failureContext()}`,
+        what: () => `the leader to read alpha's rate${podOutputTail()}`,
       },
     );
     // A rate alone does not make a status write due: the pool's status shows it at its next refresh (30 s at most).
@@ -381,7 +323,7 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
       {
         timeoutMs: 45_000,
         intervalMs: 1_000,
-        what: () => `alpha's status to show the scraped request rate${failureContext()}`,
+        what: () => `alpha's status to show the scraped request rate${podOutputTail()}`,
       },
     );
     expect(alpha.status?.conditions?.find((c) => c.type === "ScalingActive")).toMatchObject({
@@ -396,13 +338,13 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
     );
     const name = victim!.metadata!.name!;
     const uid = victim!.metadata!.uid!;
-    await cluster.devnet.fault(name, { kind: "stall" });
+    await cluster().devnet.fault(name, { kind: "stall" });
     const replacement = await waitFor(
       async () =>
         (await lightPods("alpha")).find((p) => p.metadata!.name === name && p.metadata!.uid !== uid),
-      { timeoutMs: 90_000, intervalMs: 250, what: () => `${name} evicted and recreated${failureContext()}` },
+      { timeoutMs: 90_000, intervalMs: 250, what: () => `${name} evicted and recreated${podOutputTail()}` },
     );
-    const evictions = (await cluster.plane.auditEvents()).filter(
+    const evictions = (await cluster().plane.auditEvents()).filter(
       (e) => e.objectRef?.subresource === "eviction" && e.objectRef.name === name && e.verb === "create",
     );
     expect(evictions.some((e) => e.responseStatus?.code === 201)).toBe(true);
@@ -419,19 +361,19 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
           node.status?.state === "Healthy" &&
           (node.status.restarts ?? 0) >= 1 &&
           pod &&
-          condition(pod, "Ready") === "True"
+          podCondition(pod, "Ready") === "True"
         );
       },
       {
         timeoutMs: 90_000,
         intervalMs: 250,
-        what: () => `${name} Healthy again after its restart${failureContext()}`,
+        what: () => `${name} Healthy again after its restart${podOutputTail()}`,
       },
     );
   }, 240_000);
 
   it("shows real values in kubectl's printer columns, answers kubectl wait, and says why a pool it cannot run is not Ready", async () => {
-    const pools = await cluster.kubectl(["get", "lnp", "--namespace", NAMESPACE]);
+    const pools = await cluster().kubectl(["get", "lnp", "--namespace", NAMESPACE]);
     expect(pools.code, pools.stderr).toBe(0);
     const [header, ...rows] = pools.stdout.trim().split("\n");
     expect(header).toMatch(/^NAME\s+NETWORK\s+HEALTHY\s+/);
@@ -439,13 +381,13 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
     expect(alphaRow[1]).toBe("alpha");
     expect(alphaRow[2]).toMatch(/^2\/2$/);
     expect(Number(alphaRow[3])).toBeGreaterThan(0); // reference head
-    const nodes = await cluster.kubectl(["get", "ln", "--namespace", NAMESPACE]);
+    const nodes = await cluster().kubectl(["get", "ln", "--namespace", NAMESPACE]);
     expect(nodes.stdout).toMatch(/NAME\s+NETWORK\s+STATE\s+HEAD\s+LAG\s+RESTARTS\s+READY\s+AGE/);
     expect(nodes.stdout).toMatch(
       new RegExp(`${RELEASE}-lightfleet-beta-0\\s+beta\\s+Healthy\\s+\\d+\\s+\\d+\\s+\\d+\\s+True\\s`),
     );
 
-    const wait = await cluster.kubectl([
+    const wait = await cluster().kubectl([
       "wait",
       "--for=condition=Ready",
       "lnp/alpha",
@@ -457,7 +399,7 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
 
     // Refused at once by the CRD's own rules, before any controller sees it.
     const alpha = await pool("alpha");
-    const invalid = await cluster.kubectl(
+    const invalid = await cluster().kubectl(
       ["apply", "--namespace", NAMESPACE, "-f", "-"],
       20_000,
       JSON.stringify({
@@ -471,7 +413,7 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
     expect(invalid.stderr).toMatch(/minReplicas must not exceed maxReplicas/);
 
     // Valid to the schema, refused by the controller: a second pool for a network another pool runs.
-    await custom.createNamespacedCustomObject({
+    await api().custom.createNamespacedCustomObject({
       ...GROUP,
       plural: "lightnodepools",
       body: {
@@ -481,7 +423,7 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
         spec: alpha.spec,
       },
     });
-    const refused = await cluster.kubectl(
+    const refused = await cluster().kubectl(
       ["wait", "--for=condition=Ready=False", "lnp/gamma", "--namespace", NAMESPACE, "--timeout=30s"],
       40_000,
     );
@@ -495,7 +437,7 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
     });
     expect(ready?.message).toMatch(/network alpha is already run by LightNodePool rpc\/alpha/);
     expect((await pool("alpha")).status?.conditions?.find((c) => c.type === "Ready")?.status).toBe("True");
-    await custom.deleteNamespacedCustomObject({ ...GROUP, plural: "lightnodepools", name: "gamma" });
+    await api().custom.deleteNamespacedCustomObject({ ...GROUP, plural: "lightnodepools", name: "gamma" });
   }, 120_000);
 
   it("writes status the real schema accepts, with no stale fields, and observedGeneration following real generations", async () => {
@@ -503,7 +445,7 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
       a.metadata!.name!.localeCompare(b.metadata!.name!),
     );
     const name = pod!.metadata!.name!;
-    const running = cluster.kubelet.pod(NAMESPACE, name)!;
+    const running = cluster().kubelet.pod(NAMESPACE, name)!;
     running.running.signal("SIGSTOP"); // hung: probes time out
     try {
       const hung = await waitFor(
@@ -511,7 +453,7 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
           const node = await lightNode(name);
           return node.status?.state === "Unresponsive" ? node : undefined;
         },
-        { timeoutMs: 30_000, intervalMs: 200, what: () => `${name} Unresponsive${failureContext()}` },
+        { timeoutMs: 30_000, intervalMs: 200, what: () => `${name} Unresponsive${podOutputTail()}` },
       );
       expect(hung.status?.head).toBeUndefined();
       expect(hung.status?.lagBlocks).toBeUndefined();
@@ -521,7 +463,7 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
     }
 
     const before = await pool("beta");
-    await custom.patchNamespacedCustomObject(
+    await api().custom.patchNamespacedCustomObject(
       {
         ...GROUP,
         plural: "lightnodepools",
@@ -540,22 +482,22 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
   }, 120_000);
 
   it("scales through the real scale subresource: the StatefulSet controller makes the pod and the controller takes it up", async () => {
-    await custom.patchNamespacedCustomObject(
+    await api().custom.patchNamespacedCustomObject(
       { ...GROUP, plural: "lightnodepools", name: "alpha", body: { spec: { scaling: { minReplicas: 3 } } } },
       setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
     );
     const statefulSet = `${RELEASE}-lightfleet-alpha`;
     await waitFor(
       async () =>
-        (await apps.readNamespacedStatefulSet({ name: statefulSet, namespace: NAMESPACE })).spec?.replicas ===
-        3,
+        (await api().apps.readNamespacedStatefulSet({ name: statefulSet, namespace: NAMESPACE })).spec
+          ?.replicas === 3,
       {
         timeoutMs: 60_000,
         intervalMs: 250,
-        what: () => `${statefulSet} scaled to 3${failureContext()}`,
+        what: () => `${statefulSet} scaled to 3${podOutputTail()}`,
       },
     );
-    const scaleCalls = (await cluster.plane.auditEvents()).filter(
+    const scaleCalls = (await cluster().plane.auditEvents()).filter(
       (e) =>
         e.objectRef?.resource === "statefulsets" && e.objectRef.subresource === "scale" && e.verb === "patch",
     );
@@ -568,13 +510,13 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
     await waitFor(async () => (await lightNode(`${statefulSet}-2`)).status?.state === "Healthy", {
       timeoutMs: 90_000,
       intervalMs: 250,
-      what: () => `the new pod ${statefulSet}-2 Healthy${failureContext()}`,
+      what: () => `the new pod ${statefulSet}-2 Healthy${podOutputTail()}`,
     });
   }, 150_000);
 
   it("fails over between the chart's two controllers through the real Lease; a paused old leader does not act when resumed", async () => {
     const leaseHolder = async () => {
-      const leases = await coordination.listNamespacedLease({
+      const leases = await api().coordination.listNamespacedLease({
         namespace: NAMESPACE,
         labelSelector: `app.kubernetes.io/instance=${RELEASE}`,
       });
@@ -588,8 +530,8 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
 
     // Killed: the process dies at once and its pod goes (as with a node lost), so it cannot come back as itself.
     const killedAt = Date.now();
-    cluster.kubelet.pod(NAMESPACE, first!)!.running.signal("SIGKILL");
-    await core.deleteNamespacedPod({ name: first!, namespace: NAMESPACE, gracePeriodSeconds: 0 });
+    cluster().kubelet.pod(NAMESPACE, first!)!.running.signal("SIGKILL");
+    await api().core.deleteNamespacedPod({ name: first!, namespace: NAMESPACE, gracePeriodSeconds: 0 });
     const second = await waitFor(
       async () => {
         const holder = await leaseHolder();
@@ -598,13 +540,13 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
       {
         timeoutMs: 30_000,
         intervalMs: 200,
-        what: () => `a new leader after ${first} was killed${failureContext()}`,
+        what: () => `a new leader after ${first} was killed${podOutputTail()}`,
       },
     );
     expect(Date.now() - killedAt).toBeLessThan(15_000 + 2_000 + 3_000); // lease duration + retry period + slack
 
     // Paused: its lease runs out, the other takes over; resumed, it finds it no longer leads.
-    const pausedPod = cluster.kubelet.pod(NAMESPACE, second!)!;
+    const pausedPod = cluster().kubelet.pod(NAMESPACE, second!)!;
     pausedPod.running.signal("SIGSTOP");
     let resumedAt = 0;
     try {
@@ -616,7 +558,7 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
         {
           timeoutMs: 40_000,
           intervalMs: 200,
-          what: () => `a new leader while ${second} is paused${failureContext()}`,
+          what: () => `a new leader while ${second} is paused${podOutputTail()}`,
         },
       );
     } finally {
@@ -641,7 +583,7 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
       intervalMs: 500,
       what: "the new leader's status writes",
     });
-    const acted = (await cluster.plane.auditEvents()).filter(
+    const acted = (await cluster().plane.auditEvents()).filter(
       (e) =>
         Date.parse(e.stageTimestamp) > resumedAt + 1_000 &&
         e.user.extra?.["authentication.kubernetes.io/pod-name"]?.[0] === second &&
@@ -653,7 +595,7 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
 
   it("fails helm test when the gateway is unreachable: no ready endpoint behind its Service, the hook pod Failed", async () => {
     const gateway = `${RELEASE}-lightfleet-gateway`;
-    await apps.patchNamespacedDeploymentScale(
+    await api().apps.patchNamespacedDeploymentScale(
       { name: gateway, namespace: NAMESPACE, body: { spec: { replicas: 0 } } },
       setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
     );
@@ -665,14 +607,14 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
     const tested = await helmTest();
     expect(tested.code, tested.stdout).not.toBe(0);
     expect(tested.stderr + tested.stdout).toMatch(new RegExp(`${testPod}.*failed|Phase:\\s+Failed`));
-    const pod = await core.readNamespacedPod({ name: testPod, namespace: NAMESPACE });
+    const pod = await api().core.readNamespacedPod({ name: testPod, namespace: NAMESPACE });
     expect(pod.status?.phase).toBe("Failed");
     expect(pod.status?.containerStatuses?.[0]?.state?.terminated).toMatchObject({
       exitCode: 1,
       reason: "Error",
     });
     // It says why in one line: the connection failed (a deadline would say "no answer within").
-    expect(cluster.podLogs).toContainEqual(
+    expect(cluster().podLogs).toContainEqual(
       expect.stringMatching(
         new RegExp(
           `^${testPod}: eth_blockNumber via http://${RELEASE}-lightfleet-gateway:8545/alpha: fetch failed`,
@@ -689,7 +631,7 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
       {
         timeoutMs: 45_000,
         intervalMs: 500,
-        what: () => `alpha's scaling held for want of a rate${failureContext()}`,
+        what: () => `alpha's scaling held for want of a rate${podOutputTail()}`,
       },
     );
     expect(held.status?.requestRate).toBeUndefined();
@@ -698,7 +640,7 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
 
   const keysSecret = `${RELEASE}-lightfleet-keys-secrets`;
   const secretData = async () =>
-    (await core.readNamespacedSecret({ name: keysSecret, namespace: NAMESPACE })).data ?? {};
+    (await api().core.readNamespacedSecret({ name: keysSecret, namespace: NAMESPACE })).data ?? {};
 
   it("upgrades with helm: the key API's generated pepper and seed key kept (the chart's lookup), no field of the controller's met", async () => {
     // The controller and gateway write as "lightfleet" (their User-Agent), and the controller only status.
@@ -707,12 +649,12 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
       (object.metadata?.managedFields ?? []).map(
         (f) => `${f.manager}${f.subresource ? `/${f.subresource}` : ""}`,
       );
-    const pools = (await custom.listNamespacedCustomObject({ ...GROUP, plural: "lightnodepools" })) as {
+    const pools = (await api().custom.listNamespacedCustomObject({ ...GROUP, plural: "lightnodepools" })) as {
       items: Managed[];
     };
     for (const pool of pools.items)
       expect(managers(pool).filter((m) => m.startsWith("lightfleet"))).toEqual(["lightfleet/status"]);
-    const nodes = (await custom.listNamespacedCustomObject({ ...GROUP, plural: "lightnodes" })) as {
+    const nodes = (await api().custom.listNamespacedCustomObject({ ...GROUP, plural: "lightnodes" })) as {
       items: Managed[];
     };
     expect(nodes.items.length).toBeGreaterThan(0);
@@ -723,12 +665,12 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
     expect(Object.keys(before).sort()).toEqual(["LIGHTFLEET_KEYS_PEPPER", "LIGHTFLEET_KEYS_SEED_KEY"]);
     // The tests above edited pool specs by hand, as an operator might; Helm's server-side apply names that editor
     // (this client's manager) in its conflict, never the controller, and --force-conflicts takes the chart's values.
-    const refused = await cluster.upgrade(RELEASE, NAMESPACE);
+    const refused = await cluster().upgrade(RELEASE, NAMESPACE);
     expect(refused.code).not.toBe(0);
     const conflicting = [...refused.stderr.matchAll(/conflict with \\?"([^"\\]+)\\?"/g)].map((m) => m[1]);
     expect(conflicting.length, refused.stderr).toBeGreaterThan(0);
     expect(new Set(conflicting)).toEqual(new Set(["node-fetch"]));
-    const upgraded = await cluster.upgrade(RELEASE, NAMESPACE, ["--force-conflicts"]);
+    const upgraded = await cluster().upgrade(RELEASE, NAMESPACE, ["--force-conflicts"]);
     expect(upgraded.code, upgraded.stderr).toBe(0);
     expect(upgraded.stdout).toMatch(/REVISION: 3/);
     // New random values would break every key made before (the pepper) and every two-factor seed (the seed key).
@@ -738,9 +680,9 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
 
   it("garbage-collects each LightNode with its pod (helm uninstall)", async () => {
     expect(
-      (await custom.listNamespacedCustomObject({ ...GROUP, plural: "lightnodes" })).items.length,
+      (await api().custom.listNamespacedCustomObject({ ...GROUP, plural: "lightnodes" })).items.length,
     ).toBeGreaterThan(0);
-    const uninstalled = await cluster.helm(
+    const uninstalled = await cluster().helm(
       ["uninstall", RELEASE, "--namespace", NAMESPACE, "--wait", "--timeout", "60s"],
       90_000,
     );
@@ -750,7 +692,7 @@ describe.skipIf(unavailable !== undefined)("on a real Kubernetes control plane",
     await waitFor(
       async () =>
         (
-          (await custom.listNamespacedCustomObject({ ...GROUP, plural: "lightnodes" })) as {
+          (await api().custom.listNamespacedCustomObject({ ...GROUP, plural: "lightnodes" })) as {
             items: unknown[];
           }
         ).items.length === 0,

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { duration } from "../duration.js";
 import { dnsLabel } from "../dnsLabel.js";
+import { reportDuplicateNames } from "../uniqueNames.js";
 
 const devnetNetworkSchema = z.strictObject({
   /** Also the prefix of its node names: <name>-full-<i>, <name>-light-<i>. */
@@ -39,16 +40,6 @@ export const devnetSchema = z
     gethBinary: z.string().min(1).optional(),
   })
   .superRefine((devnet, ctx) => {
-    const seen = new Set<string>();
-    devnet.networks?.forEach((network, i) => {
-      if (seen.has(network.name)) {
-        ctx.addIssue({
-          code: "custom",
-          path: ["networks", i, "name"],
-          message: `duplicate devnet network name ${network.name}`,
-        });
-      }
-      seen.add(network.name);
-    });
+    reportDuplicateNames(devnet.networks, "networks", "devnet network", ctx);
   });
 export type DevnetConfig = z.output<typeof devnetSchema>;

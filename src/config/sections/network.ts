@@ -7,6 +7,7 @@ import { networkGatewaySchema } from "./gateway.js";
 import { derivedTimeThresholds, healthSchema, timeThresholdProblems } from "./health.js";
 import { processFleetSchema } from "./processFleet.js";
 import { scalingSchema } from "./scaling.js";
+import { reportDuplicateNames } from "../uniqueNames.js";
 
 export const peerSchema = z.strictObject({
   name: dnsLabel,
@@ -69,17 +70,7 @@ export const networkSchema = z
     for (const problem of timeThresholdProblems(network.health, blockTimeMs)) {
       ctx.addIssue({ code: "custom", path: ["health", problem.option], message: problem.message });
     }
-    const names = new Set<string>();
-    network.reservedPeers?.forEach((peer, i) => {
-      if (names.has(peer.name)) {
-        ctx.addIssue({
-          code: "custom",
-          path: ["reservedPeers", i, "name"],
-          message: `duplicate peer name ${peer.name}`,
-        });
-      }
-      names.add(peer.name);
-    });
+    reportDuplicateNames(network.reservedPeers, "reservedPeers", "peer", ctx);
   })
   .transform((network) => {
     const preset = network.preset ? NETWORK_PRESETS[network.preset] : undefined;

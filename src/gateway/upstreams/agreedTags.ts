@@ -31,20 +31,37 @@ export interface AgreedTagsOptions {
   timeoutMs: number;
   logger: Logger;
   quorum?: number;
+  /**
+   * The least time between the starts of two rounds (0: a round at every head). Heads that come sooner are answered
+   * by one round when it has passed, so a fast chain costs the sources 2 calls each per interval, not per head.
+   */
+  minIntervalMs?: number;
+  clock?: () => number;
+}
+
+/** How long before the next round may start: none before the first, then `minIntervalMs` after the last began. */
+export function tagRoundDelay(lastStartedAt: number | undefined, now: number, minIntervalMs: number): number {
+  return lastStartedAt === undefined ? 0 : Math.max(0, lastStartedAt + minIntervalMs - now);
 }
 
 /**
- * Follows the safe and finalized blocks the sources agree on: asked again after every new agreed head (they move
- * only with the chain), one round at a time, a head arriving during a round asking for one more after it. The
- * finalized block never goes back; a round without agreement (sources unreachable) keeps what was known.
+ * Follows the safe and finalized blocks the sources agree on: asked again after new agreed heads (they move only with
+ * the chain), one round at a time and at most one round per `minIntervalMs`; heads arriving during a round or within
+ * the interval ask for one more round, run as soon as both allow. The finalized block never goes back; a round
+ * without agreement (sources unreachable) keeps what was known.
  */
 export class AgreedTags {
   private readonly agreed: Partial<Record<FinalityTag, BlockRef>> = {};
+  private readonly clock: () => number;
   private running = false;
-  private again = false;
+  private wanted = false;
   private closed = false;
+  private lastStartedAt: number | undefined;
+  private timer: NodeJS.Timeout | undefined;
 
-  constructor(private readonly options: AgreedTagsOptions) {}
+  constructor(private readonly options: AgreedTagsOptions) {
+    this.clock = options.clock ?? Date.now;
+  }
 
   finalized(): BlockRef | undefined {
     return this.agreed.finalized;
@@ -56,19 +73,24 @@ export class AgreedTags {
 
   /**
    * Asks the sources again (after a new head). The call that starts a round resolves when it, and the one more asked
-   * for meanwhile, are done; a call during a round only asks for that one more and resolves at once.
+   * for meanwhile, are done (unless the interval defers that one); a call during a round or within the interval only
+   * asks for that one more and resolves at once.
    */
   async refresh(): Promise<void> {
-    if (this.running) {
-      this.again = true;
-      return;
-    }
+    this.wanted = true;
+    if (this.running || this.closed) return;
     this.running = true;
     try {
-      do {
-        this.again = false;
+      while (this.wanted && !this.closed) {
+        const delay = tagRoundDelay(this.lastStartedAt, this.clock(), this.options.minIntervalMs ?? 0);
+        if (delay > 0) {
+          this.retryAfter(delay);
+          return;
+        }
+        this.wanted = false;
+        this.lastStartedAt = this.clock();
         await this.round();
-      } while (this.again && !this.closed);
+      }
     } finally {
       this.running = false;
     }
@@ -76,6 +98,17 @@ export class AgreedTags {
 
   close(): void {
     this.closed = true;
+    clearTimeout(this.timer);
+  }
+
+  /** One timer for the deferred round, however many heads asked for it. */
+  private retryAfter(delayMs: number): void {
+    if (this.timer) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      void this.refresh();
+    }, delayMs);
+    this.timer.unref();
   }
 
   private async round(): Promise<void> {

@@ -20,6 +20,12 @@ import type { Upstream, UpstreamSource } from "./upstreamSource.js";
 const CALLS_PING_MS = 15_000;
 /** How often safe and finalized are asked again while unknown, between heads. */
 const TAGS_RETRY_MS = 5_000;
+/**
+ * The least time between two readings of safe and finalized (2 calls to each source): they move far slower than a
+ * fast chain's heads (once an epoch on Ethereum, with L1 batches on a rollup), so reading them at every head of a 1 s
+ * or 250 ms chain cost the sources calls that mostly found them where they were.
+ */
+const TAGS_MIN_INTERVAL_MS = 2_000;
 
 /** A -32602 (invalid params) answer, as node software writes it. */
 const INVALID_PARAMS_ANSWER = /"error":\s*\{\s*"code":\s*-32602\b/;
@@ -59,6 +65,8 @@ export interface NetworkUpstreamsOptions {
   logger: Logger;
   /** The network's reserved peers: a block is served once they agree on it (see agreeOnHead). */
   peers?: ReadonlyArray<PeerConfig>;
+  /** The least time between two readings of safe and finalized (default TAGS_MIN_INTERVAL_MS). */
+  tagsMinIntervalMs?: number;
 }
 
 /**
@@ -89,7 +97,7 @@ export class NetworkUpstreams extends EventEmitter implements Upstreams {
   /** Recounts the agreement when nothing else does: a node that stops answering changes who votes. */
   private readonly recount: NodeJS.Timeout;
   private readonly peers: PeerFollower[];
-  /** The safe and finalized blocks, followed like the head (asked again at each agreed head). */
+  /** The safe and finalized blocks, followed like the head (asked again after agreed heads, at most every 2 s). */
   private readonly tags: AgreedTags;
   private tagsRetriedAt = 0;
   /**
@@ -105,6 +113,7 @@ export class NetworkUpstreams extends EventEmitter implements Upstreams {
       sources: () => this.tagSources(),
       timeoutMs: options.timeoutMs,
       logger: options.logger,
+      minIntervalMs: options.tagsMinIntervalMs ?? TAGS_MIN_INTERVAL_MS,
     });
     this.peers = (options.peers ?? []).map((peer) => {
       const follower = this.follow(peer);

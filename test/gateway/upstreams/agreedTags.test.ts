@@ -1,8 +1,9 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { describe, expect, it, onTestFinished } from "vitest";
-import { AgreedTags, agreeOnTag } from "../../../src/gateway/upstreams/agreedTags.js";
+import { AgreedTags, agreeOnTag, tagRoundDelay } from "../../../src/gateway/upstreams/agreedTags.js";
 import { silentLogger } from "../../../src/log/logger.js";
+import { waitFor } from "../../support/waitFor.js";
 
 const block = (number: number) => ({
   number,
@@ -88,5 +89,37 @@ describe("following the sources' safe and finalized blocks", () => {
     await first;
     // Two rounds of two calls (safe and finalized), however many heads came during the first.
     expect(node.calls()).toBe(4);
+  });
+
+  it("reads them at most once per interval: heads within it cost one round, the last read once it has passed", async () => {
+    const node = await tagNode({ safe: 40, finalized: 32 });
+    let now = 1_000_000;
+    const tags = new AgreedTags({
+      sources: () => [node.source],
+      timeoutMs: 2_000,
+      logger: silentLogger(),
+      minIntervalMs: 50,
+      clock: () => now,
+    });
+    onTestFinished(() => tags.close());
+    for (let head = 0; head < 10; head++) await tags.refresh();
+    expect(node.calls()).toBe(2);
+    expect(tags.finalized()).toEqual(block(32));
+    node.blocks.safe = 41;
+    node.blocks.finalized = 33;
+    now += 50;
+    await waitFor(() => tags.safe()?.number === 41 && tags.finalized()?.number === 33, {
+      what: "safe 41 and finalized 33 read after the interval",
+    });
+    expect(node.calls()).toBe(4);
+  });
+});
+
+describe("when safe and finalized may be read again", () => {
+  it("at once the first time, then the interval after the last reading began", () => {
+    expect(tagRoundDelay(undefined, 5_000, 2_000)).toBe(0);
+    expect(tagRoundDelay(5_000, 5_500, 2_000)).toBe(1_500);
+    expect(tagRoundDelay(5_000, 7_000, 2_000)).toBe(0);
+    expect(tagRoundDelay(5_000, 5_500, 0)).toBe(0);
   });
 });

@@ -1,73 +1,39 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { parseConfig } from "../../../src/config/loadConfig.js";
-import { startClusterController } from "../../../src/kubernetes/controller/clusterController.js";
-import { createLogger, silentLogger } from "../../../src/log/logger.js";
 import { createRegistry } from "../../../src/metrics/registry.js";
 import { crdValidators, loadCrds, validateObject } from "../../chart/validateObject.js";
 import {
-  devnetPool,
-  idlePool,
-  podNodeObject,
-  POOL_HEALTH,
-  startPodNodes,
-  startTestDevnet,
-} from "../../support/devnet.js";
+  devnetPodsOnFakeApi,
+  EVENTS,
+  NODES,
+  podInSync as inSync,
+  PODS,
+  POOLS,
+  SLICES,
+  startControllerOnFakeApi,
+  type Cleanup,
+} from "../../support/controllerOnFakeApi.js";
+import { devnetPool, idlePool, podNodeObject, POOL_HEALTH } from "../../support/devnet.js";
 import { startFakeApiServer, type FakeApiServer, type KubeObject } from "../../support/fakeApiServer.js";
 import { waitFor } from "../../support/waitFor.js";
 
-const PODS = "api/v1/pods";
-const POOLS = "apis/lightfleet.io/v1alpha1/lightnodepools";
-const NODES = "apis/lightfleet.io/v1alpha1/lightnodes";
-const EVENTS = "apis/events.k8s.io/v1/events";
-const SLICES = "apis/discovery.k8s.io/v1/endpointslices";
-
-const cleanup: Array<() => unknown> = [];
+const cleanup: Cleanup = [];
 afterEach(async () => {
   for (const fn of cleanup.splice(0).reverse()) await fn();
 });
 
-/** A devnet network with two full nodes and `lights` light anvils on 127.0.0.2, .3, ... (one port: pod IPs). */
-async function cluster(lights: number) {
-  const devnet = await startTestDevnet({ networks: [{ name: "devnet", chainId: 31_337, fullNodes: 2 }] });
-  cleanup.push(() => devnet.stop());
-  const { port } = await startPodNodes(devnet, lights);
-  const miner = setInterval(() => void devnet.mine("devnet").catch(() => {}), 300);
-  cleanup.push(() => clearInterval(miner));
-
-  const api = await startFakeApiServer();
-  cleanup.push(() => api.close());
-  for (let i = 0; i < lights; i++) api.put(PODS, podNodeObject(i));
-  return { devnet, api, port };
-}
+const cluster = (lights: number) => devnetPodsOnFakeApi(lights, cleanup);
 
 /** The pool as the API server holds it. */
 const poolObject = (...args: Parameters<typeof devnetPool>) => devnetPool(...args) as unknown as KubeObject;
 
-function start(
+const start = (
   api: FakeApiServer,
   config: Record<string, unknown> = {},
   registry = createRegistry({ defaultMetrics: false }),
-) {
-  const running = startClusterController({
-    config: parseConfig({ controller: { namespace: "eth", ...config } }, "test", {}),
-    kubeConfig: api.kubeConfig(),
-    registry,
-    logger: process.env.DEBUG_K8S ? createLogger({ format: "json", level: "debug" }) : silentLogger(),
-    identity: "controller-0",
-    leaseNamespace: "eth",
-    lease: { leaseDurationMs: 3_000, renewDeadlineMs: 2_000, retryPeriodMs: 200 },
-  });
-  cleanup.push(() => running.stop());
-  return running;
-}
+) => startControllerOnFakeApi(api, cleanup, { config, registry }).running;
 
-const inSync = (api: FakeApiServer, pod: string, namespace = "eth") =>
-  (
-    api.get(PODS, namespace, pod)?.status as
-      { conditions?: Array<{ type: string; status: string }> } | undefined
-  )?.conditions?.find((c) => c.type === "lightfleet.io/in-sync")?.status;
 const poolStatus = (api: FakeApiServer, name = "devnet", namespace = "eth") =>
   (api.get(POOLS, namespace, name)?.status ?? {}) as {
     observedGeneration?: number;

@@ -1,64 +1,26 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { parseConfig } from "../../../src/config/loadConfig.js";
-import { startClusterController } from "../../../src/kubernetes/controller/clusterController.js";
-import { createLogger, silentLogger } from "../../../src/log/logger.js";
-import { createRegistry } from "../../../src/metrics/registry.js";
 import {
-  devnetPool,
-  podNodeObject,
-  POOL_HEALTH,
-  startPodNodes,
-  startTestDevnet,
-} from "../../support/devnet.js";
-import { startFakeApiServer, type FakeApiServer, type KubeObject } from "../../support/fakeApiServer.js";
+  devnetPodsOnFakeApi,
+  EVENTS,
+  NODES,
+  podInSync as inSync,
+  POOLS,
+  startControllerOnFakeApi,
+  type Cleanup,
+} from "../../support/controllerOnFakeApi.js";
+import { devnetPool, POOL_HEALTH } from "../../support/devnet.js";
+import type { FakeApiServer, KubeObject } from "../../support/fakeApiServer.js";
 import { waitFor } from "../../support/waitFor.js";
 
-const PODS = "api/v1/pods";
-const POOLS = "apis/lightfleet.io/v1alpha1/lightnodepools";
-const NODES = "apis/lightfleet.io/v1alpha1/lightnodes";
-const EVENTS = "apis/events.k8s.io/v1/events";
-
-const cleanup: Array<() => unknown> = [];
+const cleanup: Cleanup = [];
 afterEach(async () => {
   for (const fn of cleanup.splice(0).reverse()) await fn();
 });
 
-async function cluster(lights: number) {
-  const devnet = await startTestDevnet({ networks: [{ name: "devnet", chainId: 31_337, fullNodes: 2 }] });
-  cleanup.push(() => devnet.stop());
-  const { port } = await startPodNodes(devnet, lights);
-  const miner = setInterval(() => void devnet.mine("devnet").catch(() => {}), 300);
-  cleanup.push(() => clearInterval(miner));
-  const api = await startFakeApiServer();
-  cleanup.push(() => api.close());
-  for (let i = 0; i < lights; i++) api.put(PODS, podNodeObject(i));
-  return { devnet, api, port };
-}
+const cluster = (lights: number) => devnetPodsOnFakeApi(lights, cleanup);
+const start = (api: FakeApiServer, identity = "controller-0") =>
+  startControllerOnFakeApi(api, cleanup, { identity });
 
-function start(api: FakeApiServer, identity = "controller-0") {
-  const running = startClusterController({
-    config: parseConfig({ controller: { namespace: "eth" } }, "test", {}),
-    kubeConfig: api.kubeConfig(),
-    registry: createRegistry({ defaultMetrics: false }),
-    logger: process.env.DEBUG_K8S ? createLogger({ format: "json", level: "debug" }) : silentLogger(),
-    identity,
-    leaseNamespace: "eth",
-    lease: { leaseDurationMs: 3_000, renewDeadlineMs: 2_000, retryPeriodMs: 200 },
-  });
-  let stopped = false;
-  const stop = async () => {
-    if (stopped) return;
-    stopped = true;
-    await running.stop();
-  };
-  cleanup.push(stop);
-  return { running, stop };
-}
-
-const inSync = (api: FakeApiServer, pod: string) =>
-  (
-    api.get(PODS, "eth", pod)?.status as { conditions?: Array<{ type: string; status: string }> } | undefined
-  )?.conditions?.find((c) => c.type === "lightfleet.io/in-sync")?.status;
 type Status = {
   observedGeneration?: number;
   healthySummary?: string;

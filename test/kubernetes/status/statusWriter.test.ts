@@ -15,6 +15,8 @@ const SERVER = "https://k8s.test:6443";
 const BASE = "/apis/lightfleet.io/v1alpha1/namespaces/eth";
 const T0 = Date.UTC(2026, 10, 22, 12);
 
+type StatusWriterOptions = ConstructorParameters<typeof StatusWriter>[1];
+
 const node = (name: string, state: NodeStatus["state"], extra: Partial<NodeStatus> = {}): NodeStatus => ({
   name,
   state,
@@ -97,6 +99,16 @@ describe("status writing at the wire", () => {
   afterEach(() => nock.cleanAll());
   afterAll(() => nock.enableNetConnect());
 
+  /** A status writer of the mainnet pool and `fleet` on the test's clock; `options` add to or replace those. */
+  const statusWriter = (options: Partial<StatusWriterOptions> = {}) =>
+    new StatusWriter(kubeConfig, {
+      pools: () => new Map([["mainnet", pool]]),
+      fleet,
+      logger: silentLogger(),
+      clock: () => now,
+      ...options,
+    });
+
   /** A status writer whose Events (posted by controller-0) are recorded in `events`. */
   function writerWithEvents() {
     const events: Array<Record<string, unknown>> = [];
@@ -112,13 +124,7 @@ describe("status writing at the wire", () => {
       logger: silentLogger(),
       clock: () => now,
     });
-    const writer = new StatusWriter(kubeConfig, {
-      pools: () => new Map([["mainnet", pool]]),
-      fleet,
-      logger: silentLogger(),
-      clock: () => now,
-      events: recorder,
-    });
+    const writer = statusWriter({ events: recorder });
     return { writer, events };
   }
 
@@ -178,14 +184,11 @@ describe("status writing at the wire", () => {
     nock(SERVER)
       .patch(`${BASE}/lightnodes/light-1/status`)
       .reply(404, { kind: "Status", code: 404, reason: "NotFound" });
-    const writer = new StatusWriter(kubeConfig, {
-      pools: () => new Map([["mainnet", pool]]),
+    const writer = statusWriter({
       fleet: {
         ...fleet,
         podUid: (_network: string, pod: string) => (pod === "light-1" ? undefined : `uid-${pod}`),
       },
-      logger: silentLogger(),
-      clock: () => now,
     });
     await writer.onRound("mainnet", output([node("light-0", "Healthy"), node("light-1", "Restarting")]));
     const created = writes.filter((w) => w.method === "POST").map((w) => w.body.metadata?.name);
@@ -200,13 +203,7 @@ describe("status writing at the wire", () => {
       scalingReason: "steady",
       condition: { type: "ScalingActive", status: "True", reason: "Scaling", message: "steady" },
     };
-    const writer = new StatusWriter(kubeConfig, {
-      pools: () => new Map([["mainnet", pool]]),
-      fleet,
-      logger: silentLogger(),
-      clock: () => now,
-      scaling: () => scaling,
-    });
+    const writer = statusWriter({ scaling: () => scaling });
     now = T0;
     await writer.onRound("mainnet", output([node("light-0", "Healthy", { lagBlocks: 1 })]));
     now = T0 + 31_000;
@@ -233,12 +230,7 @@ describe("status writing at the wire", () => {
 
   it("creates each LightNode owned by its pod, writes statuses the CRD accepts, and the pool's status", async () => {
     const writes = recordWrites();
-    const writer = new StatusWriter(kubeConfig, {
-      pools: () => new Map([["mainnet", pool]]),
-      fleet,
-      logger: silentLogger(),
-      clock: () => now,
-    });
+    const writer = statusWriter();
     await writer.onRound(
       "mainnet",
       output([node("light-0", "Healthy"), node("light-1", "Lagging", { lagBlocks: 5, reason: "lag" })]),
@@ -307,12 +299,7 @@ describe("status writing at the wire", () => {
 
   it("writes a LightNode's state change at once, its head and lag at most every 2 s, an unchanged node every 30 s", async () => {
     const writes = recordWrites();
-    const writer = new StatusWriter(kubeConfig, {
-      pools: () => new Map([["mainnet", pool]]),
-      fleet,
-      logger: silentLogger(),
-      clock: () => now,
-    });
+    const writer = statusWriter();
     const nodePatches = () =>
       writes
         .filter((w) => w.method === "PATCH" && w.path.includes("/lightnodes/"))
@@ -347,12 +334,7 @@ describe("status writing at the wire", () => {
 
   it("writes the pool's reference head as it moves, at most every 2 s", async () => {
     const writes = recordWrites();
-    const writer = new StatusWriter(kubeConfig, {
-      pools: () => new Map([["mainnet", pool]]),
-      fleet,
-      logger: silentLogger(),
-      clock: () => now,
-    });
+    const writer = statusWriter();
     const references = () =>
       writes
         .filter((w) => w.path.includes("/lightnodepools/"))
@@ -369,12 +351,7 @@ describe("status writing at the wire", () => {
   it("spreads the 30 s refreshes of many nodes over the interval, never refreshing one sooner than 30 s", async () => {
     const writes = recordWrites();
     const names = Array.from({ length: 20 }, (_, i) => `light-${i}`);
-    const writer = new StatusWriter(kubeConfig, {
-      pools: () => new Map([["mainnet", pool]]),
-      fleet,
-      logger: silentLogger(),
-      clock: () => now,
-    });
+    const writer = statusWriter();
     const round = () => writer.onRound("mainnet", output(names.map((n) => node(n, "Healthy"))));
     now = T0;
     await round();
@@ -400,12 +377,7 @@ describe("status writing at the wire", () => {
   it("reports pods without the readiness gate and a systemic failure in the pool conditions; transition times move only on flips; an unchanged pool is refreshed every 30 s", async () => {
     const writes = recordWrites();
     const gateless = { ...fleet, podsWithoutGate: () => ["manual-0"] } as typeof fleet;
-    const writer = new StatusWriter(kubeConfig, {
-      pools: () => new Map([["mainnet", pool]]),
-      fleet: gateless,
-      logger: silentLogger(),
-      clock: () => now,
-    });
+    const writer = statusWriter({ fleet: gateless });
     /** The same round: one healthy node while no reserved peer answers. */
     const round = () =>
       writer.onRound(
@@ -454,13 +426,7 @@ describe("status writing at the wire", () => {
         message: "10.5 req/s needs 2 at 5/node",
       },
     };
-    const writer = new StatusWriter(kubeConfig, {
-      pools: () => new Map([["mainnet", pool]]),
-      fleet,
-      logger: silentLogger(),
-      clock: () => now,
-      scaling: () => scaling,
-    });
+    const writer = statusWriter({ scaling: () => scaling });
     const poolWrites = () =>
       writes
         .filter((w) => w.path.includes("/lightnodepools/"))
