@@ -77,6 +77,11 @@ export class HashingGate {
     };
   }
 
+  /** Attempts waiting in an account's line (past its per-account bound). */
+  inLine(account: string): number {
+    return this.accountWaiting.get(account)?.size ?? 0;
+  }
+
   /** Hands an account slot to the next attempt waiting for it, or gives it up. */
   private releaseAccount(account: string): void {
     const line = this.accountWaiting.get(account);
