@@ -107,6 +107,39 @@ function ownerOnKnownNetwork(storeName: string, databaseUrl: () => Promise<strin
         await Promise.all([owner, ...guesses]);
         expect(order.indexOf("owner")).toBe(GUESSES);
       });
+
+      it("stops letting a device cookie skip the line once it has carried five wrong passwords", async () => {
+        const { ctx, accounts, sessions } = await service();
+        const email = "device@example.org";
+        await accounts.addUser(email, PASSWORD);
+        const { deviceToken } = await sessions.login(email, PASSWORD, "192.0.2.5");
+        /** The owner's browser logs in from a network never seen while a botnet's guesses wait; its place in the answers. */
+        const placeDuringAttack = async (from: number) => {
+          const order: string[] = [];
+          const guesses = botnet(sessions, email, order, from);
+          await waitFor(() => ctx.gate.inLine(accountKey(email)) === GUESSES - 1, {
+            what: "the guesses in line",
+          });
+          const owner = sessions.login(email, PASSWORD, `198.18.${from}.1`, { deviceToken }).then((r) => {
+            order.push("owner");
+            return r;
+          });
+          await Promise.all([owner, ...guesses]);
+          expect((await owner).token).toBeTruthy();
+          return order.indexOf("owner");
+        };
+        // The cookie goes ahead of the line: next after the check in progress.
+        expect(await placeDuringAttack(4)).toBe(1);
+        // Five wrong passwords through that cookie (each from an address of its own, so no other limit is reached).
+        for (let i = 0; i < 5; i++)
+          await expect(
+            sessions.login(email, "wrong", `203.0.113.${i}`, { deviceToken }),
+          ).rejects.toMatchObject({
+            code: "invalid-credentials",
+          });
+        // Now it waits its turn like a new browser: not refused, not ahead.
+        expect(await placeDuringAttack(5)).toBe(GUESSES);
+      });
     },
   );
 }
