@@ -61,7 +61,7 @@ Promise.all(Array.from({ length: 32 }, loop)).then(() => parentPort.postMessage(
 const USAGE = `usage: npx tsx bench/keys.ts [--owner-only] [seconds=5] [connections=16]
   seconds       length of each GET /v1/keys/ throughput run (a positive number)
   connections   concurrent connections of those runs (a positive integer)
-  --owner-only  only the idle logins and the owner's logins during the attacks on the owner's account
+  --owner-only  only the idle logins and the owner's logins during the botnet-shaped attack on the owner's account
 Then times 30 sequential logins idle, during three kinds of wrong-password bursts, and the owner's logins during a
 burst against the same account from many addresses and from a new /24 per guess (a botnet): from the browser that
 logged in before, from a new browser on a network the account logged in from before, and from a new browser on a
@@ -146,15 +146,15 @@ try {
     report("burst from one address, same account", sameAccount.user, idle, sameAccount.attacker);
     const spread = await underBurst("accounts", timeLogins);
     report("burst from a new address per request, random accounts", spread.user, idle, spread.attacker);
+    const refused: number[] = [];
+    const newBrowser = await underBurst("same-account", () => newBrowserLogins(refused, "new"));
+    report(
+      `owner from a new browser and network, burst from a new address per request on the same account (${refused.length} of ${LOGINS} refused)`,
+      newBrowser.user,
+      idle,
+      newBrowser.attacker,
+    );
   }
-  const refused: number[] = [];
-  const newBrowser = await underBurst("same-account", () => newBrowserLogins(refused, "new"));
-  report(
-    `owner from a new browser and network, burst from a new address per request on the same account (${refused.length} of ${LOGINS} refused)`,
-    newBrowser.user,
-    idle,
-    newBrowser.attacker,
-  );
   // The botnet: every guess from a /24 of its own, so nothing about the guess's address repeats.
   const botnet = "a burst from a new /24 per request on the same account";
   const known = await underBurst("same-account-networks", timeLogins);
