@@ -157,12 +157,12 @@ try {
   }
   // The botnet: every guess from a /24 of its own, so nothing about the guess's address repeats.
   const botnet = "a burst from a new /24 per request on the same account";
-  const known = await underBurst("same-account-networks", timeLogins);
+  const withCookie = await underBurst("same-account-networks", timeLogins);
   report(
     `owner from the browser that logged in before (device cookie), ${botnet}`,
-    known.user,
+    withCookie.user,
     idle,
-    known.attacker,
+    withCookie.attacker,
   );
   const refusedHome: number[] = [];
   const home = await underBurst("same-account-networks", () => newBrowserLogins(refusedHome, "known"));
