@@ -12,7 +12,8 @@ export const KNOWN_NETWORK_MS = 90 * 86_400_000;
  * other networks' in the account's line (see throttle/hashingGate.ts): the owner on a new browser at home or at work
  * is checked after the check in progress, not after every guess of a botnet whose addresses are all elsewhere. It
  * changes only the order, never what an attempt may do: a guess from the owner's network is counted and limited as
- * any other. Stored as HMACs under the pepper, so the table does not list where the owner logs in from.
+ * any other. Stored as HMACs of the account and the network under the pepper, so the table neither lists where the
+ * owner logs in from nor shows which accounts share a network.
  */
 export async function isKnownNetwork(ctx: KeysContext, email: string, ip: string): Promise<boolean> {
   const row = await ctx.db
@@ -20,16 +21,21 @@ export async function isKnownNetwork(ctx: KeysContext, email: string, ip: string
     .innerJoin("users", "users.id", "login_networks.user_id")
     .select("login_networks.last_at")
     .where("users.email", "=", email)
-    .where("login_networks.network_hash", "=", networkHash(ctx.pepper, ip))
+    .where("login_networks.network_hash", "=", networkHash(ctx.pepper, email, ip))
     .where("login_networks.last_at", ">", ctx.clock() - KNOWN_NETWORK_MS)
     .executeTakeFirst();
   return row !== undefined;
 }
 
 /** Records the network of a complete login, keeping the account's newest few. */
-export async function rememberNetwork(ctx: KeysContext, userId: number, ip: string): Promise<void> {
+export async function rememberNetwork(
+  ctx: KeysContext,
+  user: { id: number; email: string },
+  ip: string,
+): Promise<void> {
+  const userId = user.id;
   const now = ctx.clock();
-  const hash = networkHash(ctx.pepper, ip);
+  const hash = networkHash(ctx.pepper, user.email, ip);
   await ctx.db
     .insertInto("login_networks")
     .values({ user_id: userId, network_hash: hash, last_at: now })
@@ -53,8 +59,8 @@ export async function rememberNetwork(ctx: KeysContext, userId: number, ip: stri
     .execute();
 }
 
-function networkHash(pepper: Buffer, ip: string): string {
+function networkHash(pepper: Buffer, email: string, ip: string): string {
   return createHmac("sha256", pepper)
-    .update(`network\0${networkOf(ip)}`)
+    .update(`network\0${email}\0${networkOf(ip)}`)
     .digest("hex");
 }

@@ -162,7 +162,7 @@ export class Sessions {
         twoFactorRequired = false;
       }
       const token = await this.openSession(user.id, twoFactorRequired, ip, client.userAgent);
-      if (!twoFactorRequired) await rememberNetwork(ctx, user.id, ip);
+      if (!twoFactorRequired) await rememberNetwork(ctx, user, ip);
       const how = twoFactorRequired ? ", second factor owed" : twoFactorOn ? ", both factors" : "";
       await ctx.audit(user.email, "login", `ip ${ip}${how}${slowedMs > 0 ? ", account slowed down" : ""}`);
       return {
@@ -235,7 +235,7 @@ export class Sessions {
       await ctx.audit(user.email, "two-factor", `ip ${ip}, recovery code, ${left} left`);
     }
     await ctx.db.deleteFrom("sessions").where("token_hash", "=", tokenHash(token)).execute();
-    await rememberNetwork(ctx, user.id, ip);
+    await rememberNetwork(ctx, user, ip);
     return {
       token: await this.openSession(user.id, false, ip, userAgent),
       deviceToken: newDeviceToken(ctx.pepper, user.email),
