@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { generateSync } from "otplib";
 import { afterAll, describe, expect, it } from "vitest";
 import { Accounts } from "../../src/keys/service/accounts.js";
 import { accountKey, KeysContext } from "../../src/keys/service/context.js";
@@ -14,9 +15,9 @@ const GUESSES = 6;
 
 /**
  * The owner on a browser that never logged in (no device cookie) but on a network the account completed a login from
- * before is served ahead of a botnet's guesses waiting on the account, each from a /24 of its own: after the check in
- * progress, not after every guess in line. A guess from a network never seen still waits its turn, and nothing is
- * refused. One check at a time, so the order of the answers is the order of the checks, whatever the machine's load.
+ * before, or with a current second-factor code, is served ahead of a botnet's guesses waiting on the account, each
+ * from a /24 of its own: after the check in progress, not after every guess in line. A guess from a network never
+ * seen still waits its turn, a device cookie that carried wrong passwords loses its place, and nothing is refused. One check at a time, so the order of the answers is the order of the checks, whatever the machine's load.
  */
 function ownerOnKnownNetwork(storeName: string, databaseUrl: () => Promise<string | undefined>) {
   describe(
@@ -106,6 +107,33 @@ function ownerOnKnownNetwork(storeName: string, databaseUrl: () => Promise<strin
         const owner = sessions.login(email, PASSWORD, "192.0.2.6").then(() => order.push("owner"));
         await Promise.all([owner, ...guesses]);
         expect(order.indexOf("owner")).toBe(GUESSES);
+      });
+
+      it("checks the owner's password with a current code right after the check in progress, from a network never seen", async () => {
+        const { ctx, accounts, sessions } = await service();
+        const email = "code@example.org";
+        await accounts.addUser(email, PASSWORD);
+        const { secret } = await accounts.enableTwoFactor(email);
+        const order: string[] = [];
+        // The botnet sends made-up codes with its guesses: each still gets its password check, in turn.
+        const guesses = Array.from({ length: GUESSES }, (_, i) =>
+          sessions.login(email, `guess ${i}`, `10.6.${i}.1`, { code: String(100000 + i) }).then(
+            () => order.push(`guess ${i} let in`),
+            (error: { code?: string }) => order.push(`guess ${i} ${error.code}`),
+          ),
+        );
+        await waitFor(() => ctx.gate.inLine(accountKey(email)) === GUESSES - 1, {
+          what: "the guesses in line",
+        });
+        const code = generateSync({ secret, epoch: Math.floor(Date.now() / 1000) });
+        const owner = sessions.login(email, PASSWORD, "198.18.6.1", { code }).then((r) => {
+          order.push("owner");
+          return r;
+        });
+        await Promise.all([owner, ...guesses]);
+        expect((await owner).twoFactorRequired).toBe(false);
+        expect(order.indexOf("owner")).toBe(1);
+        expect(order.filter((o) => o.endsWith("invalid-credentials"))).toHaveLength(GUESSES);
       });
 
       it("stops letting a device cookie skip the line once it has carried five wrong passwords", async () => {

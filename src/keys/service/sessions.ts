@@ -9,7 +9,7 @@ import { takeAccountSlot } from "../throttle/slowDown.js";
 import { accountKey, type KeysContext } from "./context.js";
 import { KeysError, slowedDown, throttled } from "./errors.js";
 import { isKnownNetwork, rememberNetwork } from "./loginNetworks.js";
-import { useLoginCode, useRecoveryCode } from "./twoFactorCodes.js";
+import { isCurrentCode, useLoginCode, useRecoveryCode } from "./twoFactorCodes.js";
 
 /** Password checks made at once per account and address while the account is slowed down (see slowedLogin.ts). */
 export const SLOWED_CHECKS_PER_ADDRESS = 2;
@@ -59,11 +59,12 @@ export class Sessions {
       const left = ctx.refusals.remaining(key, ctx.clock());
       if (left > 0) throw throttled(left);
     }
-    const lane: GateLane = trusted
-      ? "device"
-      : (await isKnownNetwork(ctx, normalized, ip))
-        ? "known-network"
-        : "other";
+    // What goes ahead of the guesses in the account's line (see GateLane): only the order, never the limits.
+    const ahead =
+      !trusted &&
+      ((await isKnownNetwork(ctx, normalized, ip)) ||
+        (client.code !== undefined && (await isCurrentCode(ctx, normalized, client.code))));
+    const lane: GateLane = trusted ? "device" : ahead ? "ahead" : "other";
     const slot = await ctx.gate.enter(account, ip, lane);
     if ("refused" in slot)
       throw throttled(

@@ -10,10 +10,11 @@ import { isIPv6 } from "node:net";
 
 /**
  * Which way an attempt waits: `device`, a browser that completed a login to the account (its device cookie): past
- * the per-account bound, ahead in the shared queue; `known-network`, from a network the account completed a login
- * from: within the bound, ahead of other networks in the account's line; `other`, its turn in that line.
+ * the per-account bound, ahead in the shared queue; `ahead`, an attempt with something else a guesser lacks (from a
+ * network the account completed a login from, or with a current second-factor code): within the bound, ahead of
+ * every network in the account's line; `other`, its turn in that line.
  */
-export type GateLane = "device" | "known-network" | "other";
+export type GateLane = "device" | "ahead" | "other";
 export interface HashingGateLimits {
   perAccount: number;
   perAddress: number;
@@ -55,7 +56,7 @@ export class HashingGate {
     if (!trusted && (this.byAccount.get(account) ?? 0) >= this.limits.perAccount) {
       const line = this.accountWaiting.get(account) ?? new AccountLine();
       // Each lane is bounded on its own: guesses filling the line leave the owner's networks their place.
-      const known = lane === "known-network";
+      const known = lane === "ahead";
       if ((known ? line.knownSize : line.size - line.knownSize) >= this.limits.accountQueue) {
         bump(this.byAddress, address, -1);
         return { refused: "account" };

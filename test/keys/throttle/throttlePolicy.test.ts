@@ -131,7 +131,7 @@ describe("HashingGate account line, one network at a time", () => {
     const gate = new HashingGate({ perAccount: 1, perAddress: 5, total: 5, queue: 5, accountQueue: 3 });
     const order: string[] = [];
     const waits = new Map<string, ReturnType<HashingGate["enter"]>>();
-    const enter = (address: string, lane: "known-network" | "other") =>
+    const enter = (address: string, lane: "ahead" | "other") =>
       waits.set(
         address,
         gate.enter("acct", address, lane).then((slot) => {
@@ -144,7 +144,7 @@ describe("HashingGate account line, one network at a time", () => {
     for (let i = 1; i <= 3; i++) enter(`10.0.${i}.1`, "other");
     expect(await gate.enter("acct", "10.0.4.1", "other")).toEqual({ refused: "account" });
     // The owner's network has a place of its own, and the next turn.
-    enter("192.0.2.7", "known-network");
+    enter("192.0.2.7", "ahead");
     expect(gate.inLine("acct")).toBe(4);
     // It stays within the account's bound: nothing runs beside the check in progress.
     await new Promise((resolve) => setImmediate(resolve));
