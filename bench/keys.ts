@@ -85,6 +85,8 @@ const LOGINS = 30;
 /** The real user's browser has logged in before: it holds the device cookie (see docs/keys.md). */
 let deviceCookie = "";
 const PASSWORD = "benchmark password 123";
+/** Never-seen networks used so far by the owner's new-browser logins (each takes the next /24). */
+let neverSeen = 0;
 
 const dataDir = mkdtempSync(join(tmpdir(), "lightfleet-bench-keys-"));
 const config = parseConfig(
@@ -228,7 +230,6 @@ async function timeLogins(): Promise<number[]> {
  * usual browser logs in from (192.0.2.1); `new`: each from a /24 of its own, never seen before (198.18.0.0/15, the
  * benchmarking range; the guesses come from 10/8).
  */
-let neverSeen = 0;
 async function newBrowserLogins(refused: number[], network: "known" | "new"): Promise<number[]> {
   const durations: number[] = [];
   for (let i = 0; i < LOGINS; i++) {
