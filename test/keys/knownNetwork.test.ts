@@ -156,8 +156,8 @@ function ownerOnKnownNetwork(storeName: string, databaseUrl: () => Promise<strin
           expect((await owner).token).toBeTruthy();
           return order.indexOf("owner");
         };
-        // The cookie goes ahead of the line: next after the check in progress.
-        expect(await placeDuringAttack(4)).toBe(1);
+        // The cookie skips the line and has a check of its own: it waits for no guess (first or second, by the cores).
+        expect(await placeDuringAttack(4)).toBeLessThanOrEqual(1);
         // Five wrong passwords through that cookie (each from an address of its own, so no other limit is reached).
         for (let i = 0; i < 5; i++)
           await expect(

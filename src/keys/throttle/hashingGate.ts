@@ -5,7 +5,8 @@ import { isIPv6 } from "node:net";
  * address (a burst from one source is refused at once rather than queued) and in all (FIFO queues, themselves bounded). scrypt takes a core for about
  * half a second; without these bounds a burst of wrong passwords makes everyone's login wait behind it. A browser the
  * account logged in from before (its device cookie) waits in a queue of its own that goes first, so a burst from
- * many addresses delays the accounts' owners by the checks already running, not by the whole queue.
+ * many addresses delays the accounts' owners by the checks already running, not by the whole queue; and one check beyond
+ * the total is kept for such browsers, so the owner's waits for no guess at all.
  */
 
 /**
@@ -70,7 +71,10 @@ export class HashingGate {
         return { refused: "busy" };
       }
     } else bump(this.byAccount, account, 1);
-    if (this.running >= this.limits.total) await new Promise<void>((resolve) => queue.push(resolve));
+    // A browser with the device cookie has one check of its own beyond the total: it waits for no guess's check to
+    // end, only for other such browsers'.
+    if (this.running >= this.limits.total + (trusted ? 1 : 0))
+      await new Promise<void>((resolve) => queue.push(resolve));
     else this.running++;
     let released = false;
     return {
@@ -79,7 +83,10 @@ export class HashingGate {
         released = true;
         this.releaseAccount(account);
         bump(this.byAddress, address, -1);
-        const next = this.trustedWaiting.shift() ?? this.waiting.shift();
+        // Past the total (the device cookie's own check) only a trusted attempt may take the slot over.
+        const next =
+          this.trustedWaiting.shift() ??
+          (this.running > this.limits.total ? undefined : this.waiting.shift());
         // The slot passes straight to the next in line; `running` stays the same.
         if (next) next();
         else this.running--;

@@ -31,7 +31,7 @@ describe("HashingGate", () => {
     if ("release" in second) second.release();
   });
 
-  it("queues beyond the total, refuses beyond the queue, and lets trusted browsers go first", async () => {
+  it("queues beyond the total, refuses beyond the queue, and keeps one check and the front of the queue for trusted browsers", async () => {
     const gate = new HashingGate({ perAccount: 10, perAddress: 10, total: 1, queue: 1, accountQueue: 0 });
     const running = await gate.enter("a", "1", "other");
     const order: string[] = [];
@@ -40,18 +40,25 @@ describe("HashingGate", () => {
       return slot;
     });
     expect(await gate.enter("c", "3", "other")).toEqual({ refused: "busy" });
-    const trusted = gate.enter("d", "4", "device").then((slot) => {
+    // A browser with the device cookie runs at once beside the guess's check: one check is kept for it.
+    const reserved = await gate.enter("d", "4", "device");
+    expect("release" in reserved).toBe(true);
+    const trusted = gate.enter("e", "5", "device").then((slot) => {
       order.push("trusted");
       return slot;
     });
-    // Nothing moves until the running check ends.
+    // Nothing else moves until a running check ends.
     await Promise.resolve();
     expect(order).toEqual([]);
     if ("release" in running) running.release();
     const first = await trusted;
     expect(order).toEqual(["trusted"]);
     expect("release" in first).toBe(true);
+    // Past the total, a slot freed is not handed to an untrusted attempt.
     if ("release" in first) first.release();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(order).toEqual(["trusted"]);
+    if ("release" in reserved) reserved.release();
     const second = await untrusted;
     expect(order).toEqual(["trusted", "untrusted"]);
     expect("release" in second).toBe(true);
