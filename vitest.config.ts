@@ -73,6 +73,7 @@ const SYSTEM = [
   "test/keys/hostileInput.test.ts",
   "test/keys/keyAuth.test.ts",
   "test/keys/ownerLockout.test.ts",
+  "test/keys/knownNetwork.test.ts",
   "test/keys/twoFactorBudget.test.ts",
   "test/keys/twoFactorOn.test.ts",
   // Chromium

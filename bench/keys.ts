@@ -4,10 +4,11 @@
  * storage); and login latency, deliberately slow (scrypt), reported as p50/p99 of sequential logins: idle (the
  * baseline), then while a burst of wrong passwords runs from another address against the same account, and while one
  * runs from a new address per request against random accounts (the ratios to idle are what an attack costs a user);
- * and the owner logging in from a new browser (no device cookie) and a new address while wrong passwords for the
- * same account come from a new address per request: latency and refusals.
+ * and the owner logging in while wrong passwords for the same account come from a new address per request, and from a
+ * new /24 per request (a botnet): from the browser that logged in before (device cookie), from a new browser on a
+ * network the account logged in from before, and from a new browser on a network never seen: latency and refusals.
  *
- *   npx tsx bench/keys.ts [seconds=5] [connections=16]
+ *   npx tsx bench/keys.ts [--owner-only] [seconds=5] [connections=16]
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:http";
@@ -57,17 +58,23 @@ async function loop() {
 Promise.all(Array.from({ length: 32 }, loop)).then(() => parentPort.postMessage(counts));
 `;
 
-const USAGE = `usage: npx tsx bench/keys.ts [seconds=5] [connections=16]
-  seconds      length of each GET /v1/keys/ throughput run (a positive number)
-  connections  concurrent connections of those runs (a positive integer)
-Then times 30 sequential logins idle, during three kinds of wrong-password bursts, and the owner's logins from a
-new browser during a burst against the same account from many addresses.`;
-if (process.argv.slice(2).some((a) => a === "--help" || a === "-h")) {
+const USAGE = `usage: npx tsx bench/keys.ts [--owner-only] [seconds=5] [connections=16]
+  seconds       length of each GET /v1/keys/ throughput run (a positive number)
+  connections   concurrent connections of those runs (a positive integer)
+  --owner-only  only the idle logins and the owner's logins during the botnet-shaped attack on the owner's account
+Then times 30 sequential logins idle, during three kinds of wrong-password bursts, and the owner's logins during a
+burst against the same account from many addresses and from a new /24 per guess (a botnet): from the browser that
+logged in before, from a new browser on a network the account logged in from before, and from a new browser on a
+network never seen.`;
+const cliArgs = process.argv.slice(2);
+if (cliArgs.some((a) => a === "--help" || a === "-h")) {
   console.log(USAGE);
   process.exit(0);
 }
-const SECONDS = Number(process.argv[2] ?? 5);
-const CONNECTIONS = Number(process.argv[3] ?? 16);
+const OWNER_ONLY = cliArgs.includes("--owner-only");
+const positional = cliArgs.filter((a) => a !== "--owner-only");
+const SECONDS = Number(positional[0] ?? 5);
+const CONNECTIONS = Number(positional[1] ?? 16);
 if (!(SECONDS > 0) || !Number.isInteger(CONNECTIONS) || CONNECTIONS < 1) {
   console.error(USAGE);
   process.exit(2);
@@ -78,6 +85,8 @@ const LOGINS = 30;
 /** The real user's browser has logged in before: it holds the device cookie (see docs/keys.md). */
 let deviceCookie = "";
 const PASSWORD = "benchmark password 123";
+/** Never-seen networks used so far by the owner's new-browser logins (each takes the next /24). */
+let neverSeen = 0;
 
 const dataDir = mkdtempSync(join(tmpdir(), "lightfleet-bench-keys-"));
 const config = parseConfig(
@@ -121,33 +130,56 @@ async function run(url: string): Promise<{ rps: number; p99: number; errors: num
 }
 
 try {
-  const baseline = await run(bareUrl);
-  const api = await run(keys.url);
-  console.log(`key API GET /v1/keys/ (header auth), ${CONNECTIONS} connections, ${SECONDS} s per run`);
-  console.log(`  bare Express route  ${baseline.rps.toFixed(0).padStart(6)} req/s  p99 ${baseline.p99} ms`);
-  console.log(
-    `  key API             ${api.rps.toFixed(0).padStart(6)} req/s  p99 ${api.p99} ms  (errors ${api.errors})`,
-  );
-  console.log(`  ratio key API / bare: ${(api.rps / baseline.rps).toFixed(2)}x`);
+  if (!OWNER_ONLY) {
+    const baseline = await run(bareUrl);
+    const api = await run(keys.url);
+    console.log(`key API GET /v1/keys/ (header auth), ${CONNECTIONS} connections, ${SECONDS} s per run`);
+    console.log(`  bare Express route  ${baseline.rps.toFixed(0).padStart(6)} req/s  p99 ${baseline.p99} ms`);
+    console.log(
+      `  key API             ${api.rps.toFixed(0).padStart(6)} req/s  p99 ${api.p99} ms  (errors ${api.errors})`,
+    );
+    console.log(`  ratio key API / bare: ${(api.rps / baseline.rps).toFixed(2)}x`);
+  }
 
   const idle = await timeLogins();
   report("idle", idle);
-  const sameAccount = await underBurst("one-address", timeLogins);
-  report("burst from one address, same account", sameAccount.user, idle, sameAccount.attacker);
-  const spread = await underBurst("accounts", timeLogins);
-  report("burst from a new address per request, random accounts", spread.user, idle, spread.attacker);
-  const refused: number[] = [];
-  const newBrowser = await underBurst("same-account", () => newBrowserLogins(refused));
+  if (!OWNER_ONLY) {
+    const sameAccount = await underBurst("one-address", timeLogins);
+    report("burst from one address, same account", sameAccount.user, idle, sameAccount.attacker);
+    const spread = await underBurst("accounts", timeLogins);
+    report("burst from a new address per request, random accounts", spread.user, idle, spread.attacker);
+    const refused: number[] = [];
+    const newBrowser = await underBurst("same-account", () => newBrowserLogins(refused, "new"));
+    report(
+      `owner from a new browser and network, burst from a new address per request on the same account (${refused.length} of ${LOGINS} refused)`,
+      newBrowser.user,
+      idle,
+      newBrowser.attacker,
+    );
+  }
+  // The botnet: every guess from a /24 of its own, so nothing about the guess's address repeats.
+  const botnet = "a burst from a new /24 per request on the same account";
+  const withCookie = await underBurst("same-account-networks", timeLogins);
   report(
-    `owner from a new browser and address, burst from a new address per request on the same account (${refused.length} of ${LOGINS} refused)`,
-    newBrowser.user,
+    `owner from the browser that logged in before (device cookie), ${botnet}`,
+    withCookie.user,
     idle,
-    newBrowser.attacker,
+    withCookie.attacker,
+  );
+  const refusedHome: number[] = [];
+  const home = await underBurst("same-account-networks", () => newBrowserLogins(refusedHome, "known"));
+  report(
+    `owner from a new browser on a network it logged in from before, ${botnet} (${refusedHome.length} of ${LOGINS} refused)`,
+    home.user,
+    idle,
+    home.attacker,
   );
   const refusedSpread: number[] = [];
-  const spreadNetworks = await underBurst("same-account-networks", () => newBrowserLogins(refusedSpread));
+  const spreadNetworks = await underBurst("same-account-networks", () =>
+    newBrowserLogins(refusedSpread, "new"),
+  );
   report(
-    `owner from a new browser and address, burst from a new /24 per request on the same account (${refusedSpread.length} of ${LOGINS} refused)`,
+    `owner from a new browser on a network never seen, ${botnet} (${refusedSpread.length} of ${LOGINS} refused)`,
     spreadNetworks.user,
     idle,
     spreadNetworks.attacker,
@@ -194,13 +226,17 @@ async function timeLogins(): Promise<number[]> {
 
 /**
  * Sequential logins of the owner from a browser with no device cookie and a new address each: milliseconds of each
- * (sorted), the status of any that were not let in pushed to `refused`.
+ * (sorted), the status of any that were not let in pushed to `refused`. `known`: addresses in the /24 the owner's
+ * usual browser logs in from (192.0.2.1); `new`: each from a /24 of its own, never seen before (198.18.0.0/15, the
+ * benchmarking range; the guesses come from 10/8).
  */
-async function newBrowserLogins(refused: number[]): Promise<number[]> {
+async function newBrowserLogins(refused: number[], network: "known" | "new"): Promise<number[]> {
   const durations: number[] = [];
   for (let i = 0; i < LOGINS; i++) {
+    const address =
+      network === "known" ? `192.0.2.${100 + i}` : `198.${18 + (neverSeen >> 8)}.${neverSeen++ & 255}.1`;
     const started = performance.now();
-    const status = await login("bench@example.org", PASSWORD, `192.0.2.${100 + i}`, "", false);
+    const status = await login("bench@example.org", PASSWORD, address, "", false);
     durations.push(performance.now() - started);
     if (status !== 200) refused.push(status);
   }

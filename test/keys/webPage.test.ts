@@ -45,11 +45,12 @@ const buttonLayout = (page: Page, selector: string) =>
     buttons: Array<{ text: string; width: number; height: number; right: number }>;
   }>(`({
     scrollWidth: document.documentElement.scrollWidth,
+    // innerText: the words as shown (the document's line breaks between them collapse).
     buttons: [...document.querySelectorAll(${JSON.stringify(selector)})]
       .filter((b) => b.offsetParent !== null)
       .map((b) => {
         const r = b.getBoundingClientRect();
-        return { text: b.textContent, width: r.width, height: r.height, right: r.right };
+        return { text: b.innerText, width: r.width, height: r.height, right: r.right };
       }),
   })`);
 
@@ -96,6 +97,11 @@ describe("key API web page in headless Chromium", () => {
     const script = await fetch(`${started.api.url}/app.js`);
     expect(script.headers.get("content-type")).toMatch(/javascript/);
     expect(await script.text()).toBe(readFileSync(join(ROOT, "src/keys/web/browser/keysPage.js"), "utf8"));
+    // So are the document and the style sheet (formatted and checked by Prettier like the rest).
+    expect(html).toBe(readFileSync(join(ROOT, "src/keys/web/browser/index.html"), "utf8"));
+    const style = await fetch(`${started.api.url}/app.css`);
+    expect(style.headers.get("content-type")).toMatch(/text\/css/);
+    expect(await style.text()).toBe(readFileSync(join(ROOT, "src/keys/web/browser/keysPage.css"), "utf8"));
     // Behind a TLS-terminating proxy that is trusted, HSTS is sent.
     const tls = await startTestKeysApi({ trustProxy: 1 });
     try {

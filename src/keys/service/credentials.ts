@@ -83,7 +83,7 @@ export async function checkCurrentPassword(
     if (ctx.refusals.remember(key, until, now)) await failed("throttled");
     throw throttled(until - now);
   }
-  const slot = await ctx.gate.enter(accountKey(user.email), ip, true);
+  const slot = await ctx.gate.enter(accountKey(user.email), ip, "device");
   if ("refused" in slot) throw throttled(1_000, "too many attempts at once");
   try {
     if (!(await verifyPassword(password, user.password_hash))) {

@@ -1,11 +1,13 @@
 import type { KeysContext } from "./context.js";
+import { KNOWN_NETWORK_MS } from "./loginNetworks.js";
 
 /** Audit entries are kept this long by default; failed logins for emails with no account a shorter time. */
 const AUDIT_RETENTION_MS = 90 * 86_400_000;
 const STRANGER_AUDIT_RETENTION_MS = 7 * 86_400_000;
 
 /**
- * Drops what no longer counts: throttle rows whose window has ended, audit entries past the retention, and failed
+ * Drops what no longer counts: throttle rows whose window has ended, networks of logins long past (see
+ * loginNetworks.ts), audit entries past the retention, and failed
  * logins for emails with no account past the shorter one (anyone can make those, as many as the throttle lets them).
  */
 export async function prune(ctx: KeysContext): Promise<{ throttle: number; audit: number }> {
@@ -32,6 +34,11 @@ export async function prune(ctx: KeysContext): Promise<{ throttle: number; audit
       eb.or([eb("email", "is", null), eb("email", "not in", eb.selectFrom("users").select("email"))]),
     )
     .executeTakeFirst();
+  // A network with no login for this long is no longer the owner's.
+  await ctx.db
+    .deleteFrom("login_networks")
+    .where("last_at", "<", now - KNOWN_NETWORK_MS)
+    .execute();
   return {
     throttle: Number(throttle.numDeletedRows),
     audit: Number(old.numDeletedRows) + Number(strangers.numDeletedRows),

@@ -3,11 +3,13 @@ import { isDeviceTokenFor, newDeviceToken } from "../crypto/deviceCookie.js";
 import { dummyPasswordHash, hashPassword, needsRehash, verifyPassword } from "../crypto/passwords.js";
 import { newSessionToken, tokenHash } from "../crypto/secrets.js";
 import { clearAttempts, refundAttempt, reserveAttempt } from "../throttle/attemptCounter.js";
+import type { GateLane } from "../throttle/hashingGate.js";
 import { slowedLoginPath } from "../throttle/slowedLogin.js";
 import { takeAccountSlot } from "../throttle/slowDown.js";
 import { accountKey, type KeysContext } from "./context.js";
 import { KeysError, slowedDown, throttled } from "./errors.js";
-import { useLoginCode, useRecoveryCode } from "./twoFactorCodes.js";
+import { isKnownNetwork, rememberNetwork } from "./loginNetworks.js";
+import { isCurrentCode, useLoginCode, useRecoveryCode } from "./twoFactorCodes.js";
 
 /** Password checks made at once per account and address while the account is slowed down (see slowedLogin.ts). */
 export const SLOWED_CHECKS_PER_ADDRESS = 2;
@@ -45,7 +47,10 @@ export class Sessions {
     const { ctx } = this;
     const normalized = email.trim().toLowerCase();
     const account = accountKey(normalized);
-    const trusted = isDeviceTokenFor(ctx.pepper, normalized, client.deviceToken);
+    const deviceKey = isDeviceTokenFor(ctx.pepper, normalized, client.deviceToken)
+      ? `device:${tokenHash(client.deviceToken ?? "").slice(0, 32)}`
+      : undefined;
+    const trusted = deviceKey !== undefined && !(await this.deviceSpent(deviceKey));
     const pairKey = `pair:${account}|${ip}`;
     const addressKey = `ip:${ip}`;
     const accountSlowKey = `account:${account}`;
@@ -54,7 +59,13 @@ export class Sessions {
       const left = ctx.refusals.remaining(key, ctx.clock());
       if (left > 0) throw throttled(left);
     }
-    const slot = await ctx.gate.enter(account, ip, trusted);
+    // What goes ahead of the guesses in the account's line (see GateLane): only the order, never the limits.
+    const ahead =
+      !trusted &&
+      ((await isKnownNetwork(ctx, normalized, ip)) ||
+        (client.code !== undefined && (await isCurrentCode(ctx, normalized, client.code))));
+    const lane: GateLane = trusted ? "device" : ahead ? "ahead" : "other";
+    const slot = await ctx.gate.enter(account, ip, lane);
     if ("refused" in slot)
       throw throttled(
         1_000,
@@ -121,6 +132,8 @@ export class Sessions {
           "login-failed",
           `ip ${ip}${slowedMs > 0 ? ", account slowed down" : ""}`,
         );
+        // A device cookie that keeps failing stops being trusted (see deviceSpent).
+        if (trusted) await reserveAttempt(ctx.db, deviceKey, now, ctx.failureWindowMs);
         if (slowedMs === 0)
           throw new KeysError("invalid-credentials", "the email or password is not correct");
         // Checked while slowed down: a failure like any other, answered as a refusal is, so it tells nothing.
@@ -150,6 +163,7 @@ export class Sessions {
         twoFactorRequired = false;
       }
       const token = await this.openSession(user.id, twoFactorRequired, ip, client.userAgent);
+      if (!twoFactorRequired) await rememberNetwork(ctx, user, ip);
       const how = twoFactorRequired ? ", second factor owed" : twoFactorOn ? ", both factors" : "";
       await ctx.audit(user.email, "login", `ip ${ip}${how}${slowedMs > 0 ? ", account slowed down" : ""}`);
       return {
@@ -161,6 +175,25 @@ export class Sessions {
     } finally {
       slot.release();
     }
+  }
+
+  /**
+   * A device cookie with `maxFailures` wrong passwords in the window is no longer trusted until the window ends
+   * (OWASP's device cookie lockout): a copied cookie, or one on a browser a guesser shares, gives no way past the
+   * slow-down. It is not refused either: its logins wait as a new browser's do, so the owner is not locked out.
+   */
+  private async deviceSpent(deviceKey: string): Promise<boolean> {
+    const { ctx } = this;
+    const row = await ctx.db
+      .selectFrom("throttle")
+      .select(["failures", "window_start"])
+      .where("key", "=", deviceKey)
+      .executeTakeFirst();
+    return (
+      row !== undefined &&
+      Number(row.failures) >= ctx.maxFailures &&
+      ctx.clock() - Number(row.window_start) < ctx.failureWindowMs
+    );
   }
 
   /** Refuses a login until `until`; the first refusal of a block goes to the audit trail. */
@@ -203,6 +236,7 @@ export class Sessions {
       await ctx.audit(user.email, "two-factor", `ip ${ip}, recovery code, ${left} left`);
     }
     await ctx.db.deleteFrom("sessions").where("token_hash", "=", tokenHash(token)).execute();
+    await rememberNetwork(ctx, user, ip);
     return {
       token: await this.openSession(user.id, false, ip, userAgent),
       deviceToken: newDeviceToken(ctx.pepper, user.email),

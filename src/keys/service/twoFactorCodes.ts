@@ -13,6 +13,35 @@ export const loginCodeFailure =
     ctx.audit(email, "two-factor-failed", why === "wrong code" ? `ip ${ip}` : `ip ${ip}, ${why}`);
 
 /**
+ * Whether `code` is a current code of the account not used yet, read without counting or using it: only to order the
+ * account's line (a guesser with made-up codes waits its turn; the owner's code goes ahead). The code is checked again,
+ * counted and used, after the password. What this tells a guesser (by how soon it is answered) is that a code was
+ * current, which is no use without the password and lasts a time step.
+ */
+export async function isCurrentCode(ctx: KeysContext, email: string, code: string): Promise<boolean> {
+  const user = await ctx.db
+    .selectFrom("users")
+    .select(["id", "totp_secret", "totp_last_step"])
+    .where("email", "=", email)
+    .executeTakeFirst();
+  if (!user?.totp_secret) return false;
+  const seed = ctx.seeds.open(user.totp_secret, user.id);
+  if (!seed) return false;
+  try {
+    const result = verifySync({
+      secret: seed,
+      token: code,
+      epoch: Math.floor(ctx.clock() / 1000),
+      epochTolerance: 30,
+    });
+    if (!result.valid || !("timeStep" in result)) return false;
+    return user.totp_last_step === null || Number(result.timeStep) > Number(user.totp_last_step);
+  } catch {
+    return false;
+  }
+}
+
+/**
  * Checks a TOTP code against a sealed seed, the attempt counted first (5 in the window under `budget`, shared by every
  * replica and by every use of a code: login, set-up, turning it off), and returns its time step. A valid code used
  * already is refused without counting: it is no guess, and replaying the code that opened a session must not use up

@@ -90,6 +90,18 @@ const migrations: Record<string, Migration> = {
       await db.schema.createIndex("recovery_codes_user").on("recovery_codes").column("user_id").execute();
     },
   },
+  "0005_login_networks": {
+    async up(db: Kysely<unknown>) {
+      // The networks an account completed logins from, as HMACs: a lane ahead of the guesses for its owner.
+      await db.schema
+        .createTable("login_networks")
+        .addColumn("user_id", "integer", (c) => c.notNull().references("users.id").onDelete("cascade"))
+        .addColumn("network_hash", "varchar(64)", (c) => c.notNull())
+        .addColumn("last_at", "bigint", (c) => c.notNull())
+        .addPrimaryKeyConstraint("login_networks_pk", ["user_id", "network_hash"])
+        .execute();
+    },
+  },
 };
 
 export const migrationProvider: MigrationProvider = {

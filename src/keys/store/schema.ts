@@ -61,6 +61,16 @@ export interface RecoveryCodesTable {
   used_at: number | null;
 }
 
+/**
+ * A network (the /24 of an IPv4 address, the /64 of an IPv6 one) an account completed a login from (both factors when
+ * it has two), as an HMAC under the pepper, and when last: the owner's attempts from it go ahead of other networks'.
+ */
+export interface LoginNetworksTable {
+  user_id: number;
+  network_hash: string;
+  last_at: number;
+}
+
 /** Who did what: logins, second factors, key creation and deletion. Never a password, secret or session id. */
 export interface AuditTable {
   id: Generated<number>;
@@ -104,4 +114,5 @@ export interface KeysDatabase {
   key_pairs: KeyPairsTable;
   throttle: ThrottleTable;
   recovery_codes: RecoveryCodesTable;
+  login_networks: LoginNetworksTable;
 }

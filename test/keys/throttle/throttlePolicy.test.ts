@@ -17,41 +17,48 @@ describe("HashingGate", () => {
 
   it("refuses a second check from one address, and a third on one account when its line is full", async () => {
     const gate = new HashingGate({ ...limits, total: 10 });
-    const first = await gate.enter("acct", "1.1.1.1", false);
+    const first = await gate.enter("acct", "1.1.1.1", "other");
     expect("release" in first).toBe(true);
-    expect(await gate.enter("acct", "1.1.1.1", false)).toEqual({ refused: "address" });
-    const second = await gate.enter("acct", "2.2.2.2", false);
-    expect(await gate.enter("acct", "3.3.3.3", false)).toEqual({ refused: "account" });
+    expect(await gate.enter("acct", "1.1.1.1", "other")).toEqual({ refused: "address" });
+    const second = await gate.enter("acct", "2.2.2.2", "other");
+    expect(await gate.enter("acct", "3.3.3.3", "other")).toEqual({ refused: "account" });
     // A trusted browser is not held to the per-account bound.
-    const trusted = await gate.enter("acct", "4.4.4.4", true);
+    const trusted = await gate.enter("acct", "4.4.4.4", "device");
     expect("release" in trusted).toBe(true);
     if ("release" in trusted) trusted.release();
     if ("release" in first) first.release();
-    expect("release" in (await gate.enter("acct", "1.1.1.1", false))).toBe(true);
+    expect("release" in (await gate.enter("acct", "1.1.1.1", "other"))).toBe(true);
     if ("release" in second) second.release();
   });
 
-  it("queues beyond the total, refuses beyond the queue, and lets trusted browsers go first", async () => {
+  it("queues beyond the total, refuses beyond the queue, and keeps one check and the front of the queue for trusted browsers", async () => {
     const gate = new HashingGate({ perAccount: 10, perAddress: 10, total: 1, queue: 1, accountQueue: 0 });
-    const running = await gate.enter("a", "1", false);
+    const running = await gate.enter("a", "1", "other");
     const order: string[] = [];
-    const untrusted = gate.enter("b", "2", false).then((slot) => {
+    const untrusted = gate.enter("b", "2", "other").then((slot) => {
       order.push("untrusted");
       return slot;
     });
-    expect(await gate.enter("c", "3", false)).toEqual({ refused: "busy" });
-    const trusted = gate.enter("d", "4", true).then((slot) => {
+    expect(await gate.enter("c", "3", "other")).toEqual({ refused: "busy" });
+    // A browser with the device cookie runs at once beside the guess's check: one check is kept for it.
+    const reserved = await gate.enter("d", "4", "device");
+    expect("release" in reserved).toBe(true);
+    const trusted = gate.enter("e", "5", "device").then((slot) => {
       order.push("trusted");
       return slot;
     });
-    // Nothing moves until the running check ends.
+    // Nothing else moves until a running check ends.
     await Promise.resolve();
     expect(order).toEqual([]);
     if ("release" in running) running.release();
     const first = await trusted;
     expect(order).toEqual(["trusted"]);
     expect("release" in first).toBe(true);
+    // Past the total, a slot freed is not handed to an untrusted attempt.
     if ("release" in first) first.release();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(order).toEqual(["trusted"]);
+    if ("release" in reserved) reserved.release();
     const second = await untrusted;
     expect(order).toEqual(["trusted", "untrusted"]);
     expect("release" in second).toBe(true);
@@ -62,16 +69,16 @@ describe("HashingGate", () => {
 describe("HashingGate account line", () => {
   it("holds an attempt past the per-account bound until a check of that account ends, instead of refusing it", async () => {
     const gate = new HashingGate({ perAccount: 1, perAddress: 5, total: 5, queue: 5, accountQueue: 1 });
-    const guesser = await gate.enter("acct", "1.1.1.1", false);
+    const guesser = await gate.enter("acct", "1.1.1.1", "other");
     let ownerIn = false;
-    const owner = gate.enter("acct", "2.2.2.2", false).then((slot) => {
+    const owner = gate.enter("acct", "2.2.2.2", "other").then((slot) => {
       ownerIn = true;
       return slot;
     });
     // A third waits for no line place: refused, while the owner's attempt waits.
-    expect(await gate.enter("acct", "3.3.3.3", false)).toEqual({ refused: "account" });
+    expect(await gate.enter("acct", "3.3.3.3", "other")).toEqual({ refused: "account" });
     // Another account is not held up.
-    const other = await gate.enter("other", "4.4.4.4", false);
+    const other = await gate.enter("other", "4.4.4.4", "other");
     expect("release" in other).toBe(true);
     await Promise.resolve();
     expect(ownerIn).toBe(false);
@@ -80,7 +87,7 @@ describe("HashingGate account line", () => {
     expect("release" in slot).toBe(true);
     // The slot was handed over: the account is at its bound again, so the next waits until the owner's check ends.
     let nextIn = false;
-    const next = gate.enter("acct", "5.5.5.5", false).then((s) => {
+    const next = gate.enter("acct", "5.5.5.5", "other").then((s) => {
       nextIn = true;
       return s;
     });
@@ -102,12 +109,12 @@ describe("HashingGate account line, one network at a time", () => {
     const enter = (address: string) =>
       slots.set(
         address,
-        gate.enter("acct", address, false).then((slot) => {
+        gate.enter("acct", address, "other").then((slot) => {
           order.push(address);
           return slot;
         }),
       );
-    let current = await gate.enter("acct", "10.0.0.1", false);
+    let current = await gate.enter("acct", "10.0.0.1", "other");
     /** Ends the check in progress; the account's slot passes to the next in line, whose check starts. */
     const nextCheck = async () => {
       if ("release" in current) current.release();
@@ -125,6 +132,38 @@ describe("HashingGate account line, one network at a time", () => {
     while (order.length < 21) await nextCheck();
     expect(new Set(order).size).toBe(21);
     if ("release" in current) current.release();
+  });
+
+  it("serves an attempt from a network the account logged in from before ahead of every network in line", async () => {
+    const gate = new HashingGate({ perAccount: 1, perAddress: 5, total: 5, queue: 5, accountQueue: 3 });
+    const order: string[] = [];
+    const waits = new Map<string, ReturnType<HashingGate["enter"]>>();
+    const enter = (address: string, lane: "ahead" | "other") =>
+      waits.set(
+        address,
+        gate.enter("acct", address, lane).then((slot) => {
+          order.push(address);
+          return slot;
+        }),
+      );
+    const running = await gate.enter("acct", "10.0.0.1", "other");
+    // A botnet fills the line, each guess from a /24 of its own; a fourth finds it full.
+    for (let i = 1; i <= 3; i++) enter(`10.0.${i}.1`, "other");
+    expect(await gate.enter("acct", "10.0.4.1", "other")).toEqual({ refused: "account" });
+    // The owner's network has a place of its own, and the next turn.
+    enter("192.0.2.7", "ahead");
+    expect(gate.inLine("acct")).toBe(4);
+    // It stays within the account's bound: nothing runs beside the check in progress.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(order).toEqual([]);
+    if ("release" in running) running.release();
+    // Each check ends in turn, handing the account's slot to the next in line.
+    while (order.length < 4) {
+      await new Promise((resolve) => setImmediate(resolve));
+      const slot = await waits.get(order.at(-1)!)!;
+      if ("release" in slot) slot.release();
+    }
+    expect(order).toEqual(["192.0.2.7", "10.0.1.1", "10.0.2.1", "10.0.3.1"]);
   });
 
   it("groups IPv6 addresses by /64 and IPv4-mapped ones as IPv4", () => {
