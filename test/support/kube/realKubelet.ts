@@ -36,6 +36,8 @@ export async function startRealKubelet(options: {
   nodeName: string;
   nodeIp: string;
   dir: string;
+  /** The cluster DNS server's address, written into each pod's resolv.conf with the cluster's search domains. */
+  clusterDns?: string;
 }): Promise<RealKubelet> {
   const { dir, nodeName } = options;
   await mkdir(join(dir, "pod-logs"), { recursive: true });
@@ -59,6 +61,7 @@ export async function startRealKubelet(options: {
     imageGCLowThresholdPercent: 99,
     serializeImagePulls: false,
     resolvConf: "",
+    ...(options.clusterDns ? { clusterDNS: [options.clusterDns], clusterDomain: "cluster.local" } : {}),
     syncFrequency: "5s",
     fileCheckFrequency: "5s",
     nodeStatusUpdateFrequency: "2s",
@@ -163,9 +166,36 @@ export async function startApiServiceRelay(options: {
 }): Promise<{ stop(): Promise<void> }> {
   const target = new URL(options.server);
   await run("ip", ["addr", "add", `${options.serviceIp}/32`, "dev", options.device], { timeout: 10_000 });
+  try {
+    const relay = await startTcpRelay({
+      listen: { host: options.serviceIp, port: 443 },
+      target: { host: target.hostname, port: Number(target.port) },
+    });
+    return {
+      async stop() {
+        await relay.stop();
+        await run("ip", ["addr", "del", `${options.serviceIp}/32`, "dev", options.device], {
+          timeout: 10_000,
+        }).catch(() => undefined);
+      },
+    };
+  } catch (error) {
+    await run("ip", ["addr", "del", `${options.serviceIp}/32`, "dev", options.device]).catch(() => undefined);
+    throw error;
+  }
+}
+
+/**
+ * Relays TCP connections to LISTEN (port 0: an ephemeral one) on to TARGET: how pods on the bridge reach a server
+ * of this host that listens on loopback only (the devnet's full nodes).
+ */
+export async function startTcpRelay(options: {
+  listen: { host: string; port: number };
+  target: { host: string; port: number };
+}): Promise<{ port: number; stop(): Promise<void> }> {
   const sockets = new Set<Socket>();
   const server = createServer((client) => {
-    const upstream = connect(Number(target.port), target.hostname);
+    const upstream = connect(options.target.port, options.target.host);
     for (const socket of [client, upstream]) {
       sockets.add(socket);
       socket.once("close", () => sockets.delete(socket));
@@ -178,15 +208,13 @@ export async function startApiServiceRelay(options: {
   });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
-    server.listen(443, options.serviceIp, () => resolve());
+    server.listen(options.listen.port, options.listen.host, () => resolve());
   });
   return {
+    port: (server.address() as { port: number }).port,
     async stop() {
       for (const socket of sockets) socket.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
-      await run("ip", ["addr", "del", `${options.serviceIp}/32`, "dev", options.device], {
-        timeout: 10_000,
-      }).catch(() => undefined);
     },
   };
 }
