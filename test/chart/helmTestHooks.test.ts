@@ -77,7 +77,7 @@ describe("helm test hooks", () => {
     });
     await new Promise<void>((resolve) => broken!.listen(0, "127.0.0.1", resolve));
     const port = (broken.address() as AddressInfo).port;
-    const failed = await runHook(pod, { RPC_URL: `http://127.0.0.1:${port}/` });
+    const failed = await runHook(pod, { RPC_URL: `http://127.0.0.1:${port}/`, TIMEOUT_SECONDS: "2" });
     expect(failed.code).toBe(1);
     expect(failed.output).toContain("no healthy node");
   });
@@ -88,7 +88,10 @@ describe("helm test hooks", () => {
       expect(pod.spec.containers[0]!.env).toContainEqual({ name: "TIMEOUT_SECONDS", value: "10" });
       const url = name.endsWith("gateway") ? "RPC_URL" : "HEALTH_URL";
 
-      const refused = await runHook(pod, { [url]: `http://127.0.0.1:${await freePort()}/` });
+      const refused = await runHook(pod, {
+        [url]: `http://127.0.0.1:${await freePort()}/`,
+        TIMEOUT_SECONDS: "2",
+      });
       expect(refused.code, refused.output).toBe(1);
       expect(refused.output).toMatch(/: fetch failed \(connect ECONNREFUSED 127\.0\.0\.1:\d+\)\n$/);
       expect(refused.output).not.toMatch(/^\s+at /m);
@@ -124,8 +127,29 @@ describe("helm test hooks", () => {
     const ok = await runHook(pod, { HEALTH_URL: `${admin.url}/healthz` });
     expect(ok.code).toBe(0);
     healthy = false;
-    const failed = await runHook(pod, { HEALTH_URL: `${admin.url}/healthz` });
+    const failed = await runHook(pod, { HEALTH_URL: `${admin.url}/healthz`, TIMEOUT_SECONDS: "2" });
     expect(failed.code).toBe(1);
     expect(failed.output).toContain("HTTP 503");
+  });
+
+  it("asks again until its deadline: a Service that reaches its pods a moment after install passes", async () => {
+    // `helm test` right after `helm install --wait`: the pod is Ready, but its Service's endpoints reach the proxies
+    // a moment later, so the first calls are refused. Here the node starts answering only after a few refusals.
+    for (const name of ["lightfleet-test-gateway", "lightfleet-test-keys"]) {
+      const port = await freePort();
+      const late = createServer((_req, res) => {
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end(JSON.stringify({ jsonrpc: "2.0", id: 1, result: "0x10", status: "ok" }));
+      });
+      const opening = setTimeout(() => late.listen(port, "127.0.0.1"), 2_500);
+      try {
+        const url = name.endsWith("gateway") ? "RPC_URL" : "HEALTH_URL";
+        const answered = await runHook(hook(name), { [url]: `http://127.0.0.1:${port}/` });
+        expect(answered.code, answered.output).toBe(0);
+      } finally {
+        clearTimeout(opening);
+        await new Promise((resolve) => (late.listening ? late.close(resolve) : resolve(undefined)));
+      }
+    }
   });
 });
