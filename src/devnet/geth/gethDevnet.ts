@@ -19,7 +19,8 @@ import type {
 import type { DevTransactionRequest, SentDevTransaction } from "../devTransactions.js";
 import { DEV_ACCOUNT, LOG_EMITTER_BYTECODE, signDevTransaction } from "../devTransactions.js";
 import type { NodeRole } from "../drivenNode.js";
-import { DevnetInputError, DevnetNotFoundError } from "../errors.js";
+import { DevnetInputError } from "../errors.js";
+import { findNode, networkNamed, nodeNamed } from "../lookup.js";
 import type { Fault } from "../faults.js";
 import { fullNodeProduces, parseFault } from "../faults.js";
 import { startLatencyFront } from "../latencyFront.js";
@@ -466,29 +467,14 @@ class GethDevnetDriver implements Devnet {
   }
 
   private network(name: string): GethNetwork {
-    const network = this.networks.find((n) => n.name === name);
-    if (!network) {
-      throw new DevnetNotFoundError(
-        `no devnet network named ${name} (networks: ${this.networks.map((n) => n.name).join(", ")})`,
-      );
-    }
-    return network;
+    return networkNamed(this.networks, name);
   }
 
   private findNode(name: string): { network: GethNetwork; node: GethMember } | undefined {
-    for (const network of this.networks) {
-      const node = network.nodes.find((n) => n.name === name);
-      if (node) return { network, node };
-    }
-    return undefined;
+    return findNode(this.networks, name);
   }
 
   private node(name: string): { network: GethNetwork; node: GethMember } {
-    const found = this.findNode(name);
-    if (!found) {
-      const names = this.networks.flatMap((n) => n.nodes.map((node) => node.name));
-      throw new DevnetNotFoundError(`no devnet node named ${name} (nodes: ${names.join(", ")})`);
-    }
-    return found;
+    return nodeNamed(this.networks, name);
   }
 }
