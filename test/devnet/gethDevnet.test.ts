@@ -205,7 +205,8 @@ describe("a geth node brought back from far behind", () => {
     );
     const progress = seen.filter((s) => s !== false);
     expect(progress.length).toBeGreaterThan(0);
-    expect(Number(progress[0]!.highestBlock)).toBeGreaterThan(128);
+    // geth's first reports may come before it knows the head it syncs to (highestBlock 0).
+    expect(Math.max(...progress.map((p) => Number(p.highestBlock)))).toBeGreaterThan(128);
     expect(devnet.status().nodes.find((n) => n.name === "devnet-light-0")!.lastError).toBeUndefined();
     // At the head, geth still reports a sync until it has indexed the transactions of the blocks it fetched.
     await waitFor(async () => (await light.call("eth_syncing")) === false, { what: "eth_syncing false" });
