@@ -60,6 +60,8 @@ export class GethMember {
   private readonly peers = new Set<string>();
   /** While it syncs from its peers: its head and since when (performance.now()) it has been there. */
   private catchUp: { head: number; since: number } | undefined;
+  /** When (performance.now()) it was last given new peers. */
+  private peersAddedAt: number | undefined;
 
   constructor(
     readonly endpoint: NodeEndpoint,
@@ -299,6 +301,7 @@ export class GethMember {
           // Behind on the chain by more than a block or two: told of the head only, it syncs from its peers (as a
           // node that was away does). A branch of its own, or no peer to sync from: handed the blocks one by one.
           const fromPeers =
+            this.syncsFromPeers() &&
             from === latest.number &&
             target - from > HANDED_BLOCKS &&
             (await this.syncFromPeers(latest, target));
@@ -330,12 +333,21 @@ export class GethMember {
   }
 
   /**
+   * Whether a node behind may catch up from its peers. A full node is always handed the blocks (the gateway's
+   * reference chain is never held back by peering), and so is a node under a fault: a lagged or stalled node's head
+   * is what the fault says, and a head named to geth's beacon sync would be fetched past a lower target set later.
+   */
+  private syncsFromPeers(): boolean {
+    return this.endpoint.role !== "full" && this.fault === undefined;
+  }
+
+  /**
    * Names the target the node's head (every round, as a consensus client does every slot: a sync may stop short of
    * a head named only once); the node fetches the blocks it lacks from its peers. False when it has no peer, or its
    * head has not moved for PEER_SYNC_PATIENCE_MS (the caller hands it the blocks instead).
    */
   private async syncFromPeers(latest: NodeHead, target: number): Promise<boolean> {
-    if (Number(await this.rpc.call<string>("net_peerCount")) === 0) return false;
+    if ((await this.connectedPeers()) === 0) return false;
     const now = performance.now();
     if (this.catchUp?.head !== latest.number) this.catchUp = { head: latest.number, since: now };
     else if (now - this.catchUp.since > PEER_SYNC_PATIENCE_MS) {
@@ -356,8 +368,9 @@ export class GethMember {
 
   /**
    * Adds the network's other nodes as its devp2p peers (admin_addPeer; each node adds every other, so a pair is
-   * connected whichever starts first) and drops peers no longer in it. After adding some to a node without any, waits
-   * up to PEER_WAIT_MS for one to connect, so a node just started syncs from them rather than being handed the chain.
+   * connected whichever starts first) and drops peers no longer in it. A node behind waits for them to connect
+   * (connectedPeers), so a node just started syncs from them rather than being handed the chain; one at the head does
+   * not wait.
    */
   private async joinPeers(): Promise<void> {
     this.enode ??= (await this.rpc.call<{ enode: string }>("admin_nodeInfo")).enode;
@@ -376,10 +389,17 @@ export class GethMember {
       await this.rpc.call("admin_removePeer", [enode]);
       this.peers.delete(enode);
     }
-    if (!added) return;
-    const deadline = performance.now() + PEER_WAIT_MS;
-    while (Number(await this.rpc.call<string>("net_peerCount")) === 0 && performance.now() < deadline)
+    if (added) this.peersAddedAt = performance.now();
+  }
+
+  /** Its connected peers; a node given peers within PEER_WAIT_MS is waited for until one connects or that passes. */
+  private async connectedPeers(): Promise<number> {
+    const deadline = (this.peersAddedAt ?? -Infinity) + PEER_WAIT_MS;
+    for (;;) {
+      const count = Number(await this.rpc.call<string>("net_peerCount"));
+      if (count > 0 || performance.now() >= deadline) return count;
       await new Promise((resolve) => setTimeout(resolve, 50));
+    }
   }
 
   /** The highest height up to `target` where the node's chain is the canonical one. */
@@ -431,6 +451,7 @@ export class GethMember {
     this.enode = undefined;
     this.peers.clear();
     this.catchUp = undefined;
+    this.peersAddedAt = undefined;
   }
 
   private markLost(message: string): void {
