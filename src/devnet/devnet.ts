@@ -9,11 +9,13 @@ import type { DevTransactionRequest, SentDevTransaction } from "./devTransaction
 import { DEV_ACCOUNT, LOG_EMITTER_BYTECODE, signDevTransaction } from "./devTransactions.js";
 import type { DrivenNodeStatus, NodeEndpoint, NodeHead, NodeProcessControl, NodeRole } from "./drivenNode.js";
 import { DrivenNode } from "./drivenNode.js";
-import { DevnetInputError, DevnetNotFoundError } from "./errors.js";
+import { DevnetInputError } from "./errors.js";
 import type { Fault } from "./faults.js";
 import { fullNodeProduces, parseFault } from "./faults.js";
 import { startLatencyFront } from "./latencyFront.js";
+import { findNode, networkNamed, nodeNamed } from "./lookup.js";
 import { genesisHashOf, ownedControl } from "./ownedAnvil.js";
+import { checkReorgDepth } from "./reorgDepth.js";
 
 export type { NodeEndpoint, NodeHead, DrivenNodeStatus };
 
@@ -108,8 +110,6 @@ export interface Devnet {
 
 /** How often every node is checked even without new blocks, so a restarted node is replayed promptly. */
 const RECONCILE_INTERVAL_MS = 500;
-/** Deepest reorg accepted (far deeper than any real one). */
-export const MAX_REORG_DEPTH = 64;
 /** Canonical hashes kept per network (for status and the divergence self-check). */
 const KEPT_HASHES = 1_024;
 
@@ -322,12 +322,7 @@ class DevnetDriver implements Devnet {
 
   async reorg(network: string, depth: number): Promise<NodeHead> {
     const n = this.network(network);
-    if (!Number.isInteger(depth) || depth < 1 || depth > Math.min(n.log.height, MAX_REORG_DEPTH)) {
-      throw new DevnetInputError(
-        `reorg depth must be a whole number from 1 to ${Math.min(n.log.height, MAX_REORG_DEPTH)} ` +
-          `(the head is ${n.log.height}; got ${JSON.stringify(depth)})`,
-      );
-    }
+    checkReorgDepth(depth, n.log.height);
     const forkPoint = n.log.reorganise(depth, this.now());
     for (const height of [...n.hashes.keys()]) if (height > forkPoint) n.hashes.delete(height);
     this.logger.info({ network, depth, forkPoint }, "devnet reorg");
@@ -429,30 +424,15 @@ class DevnetDriver implements Devnet {
   }
 
   private network(name: string): DevnetNetwork {
-    const network = this.networks.find((n) => n.name === name);
-    if (!network) {
-      throw new DevnetNotFoundError(
-        `no devnet network named ${name} (networks: ${this.networks.map((n) => n.name).join(", ")})`,
-      );
-    }
-    return network;
+    return networkNamed(this.networks, name);
   }
 
   private findNode(name: string): { network: DevnetNetwork; node: DrivenNode } | undefined {
-    for (const network of this.networks) {
-      const node = network.nodes.find((n) => n.name === name);
-      if (node) return { network, node };
-    }
-    return undefined;
+    return findNode(this.networks, name);
   }
 
   private node(name: string): { network: DevnetNetwork; node: DrivenNode } {
-    const found = this.findNode(name);
-    if (!found) {
-      const names = this.networks.flatMap((n) => n.nodes.map((node) => node.name));
-      throw new DevnetNotFoundError(`no devnet node named ${name} (nodes: ${names.join(", ")})`);
-    }
-    return found;
+    return nodeNamed(this.networks, name);
   }
 }
 

@@ -2,6 +2,8 @@ import { afterAll, describe, expect, it } from "vitest";
 import type { Devnet } from "../../src/devnet/devnet.js";
 import { HttpRpcClient } from "../../src/rpc/httpRpcClient.js";
 import { expectNoAnvilLeft, startGenesisAnvil, startTestDevnet } from "../support/devnet.js";
+import { gethForTests } from "../support/geth/gethBinary.js";
+import { waitFor } from "../support/waitFor.js";
 
 // Every test stopped what it started: no anvil of this file may outlive it.
 afterAll(() => expectNoAnvilLeft());
@@ -88,4 +90,73 @@ describe("devnet reorg", () => {
     await expect(devnet.reorg("nope", 1)).rejects.toThrow(/no devnet network named nope/);
     expect(devnet.head("devnet").number).toBe(2);
   });
+});
+
+describe("devnet reorg on geth", () => {
+  it("replaces the newest blocks on every node by a new branch at the same heights, as on anvil", async (context) => {
+    const geth = await gethForTests();
+    if (!geth.path) {
+      console.warn(`skipped: ${geth.missing}`);
+      return context.skip();
+    }
+    const devnet = await startTestDevnet({
+      implementation: "geth",
+      gethBinary: geth.path,
+      networks: [{ name: "devnet", chainId: 31_337, fullNodes: 2, lightNodes: 2 }],
+    });
+    // geth's devnet starts with block 1 built: 1 + 6 blocks, as on anvil.
+    const emitter = await devnet.deployLogEmitter("devnet");
+    await mineTimes(devnet, 2);
+    const sent = await devnet.sendTransaction("devnet", { to: emitter.contractAddress, data: "0xbeef" });
+    await mineTimes(devnet, 4);
+    const nodes = devnet.nodes();
+    const urls = nodes.map((n) => n.httpUrl);
+    const before = await chain(urls[0]!);
+    expect(before).toHaveLength(8);
+    const sentIn = Number(
+      (await rpc(urls[0]!).call<{ blockNumber: string }>("eth_getTransactionReceipt", [sent.hash]))
+        .blockNumber,
+    );
+    expect(sentIn).toBe(4);
+    await devnet.fault("devnet-light-1", { kind: "stall" });
+    await devnet.fault("devnet-light-0", { kind: "kill" });
+
+    await expect(devnet.reorg("devnet", 8)).rejects.toThrow(/from 1 to 7 \(the head is 7; got 8\)/);
+    await expect(devnet.reorg("devnet", 0)).rejects.toThrow(/whole number/);
+    const head = await devnet.reorg("devnet", 4);
+    expect(head.number).toBe(7);
+    expect(devnet.head("devnet")).toEqual(head);
+    const after = await chain(urls[0]!);
+    expect(after.slice(0, 4)).toEqual(before.slice(0, 4));
+    for (const n of [4, 5, 6, 7]) expect(after[n]).not.toBe(before[n]);
+    expect(head.hash).toBe(after[7]);
+    expect(await chain(urls[1]!)).toEqual(after);
+    // The stalled node lost its old branch too and waits at the fork point.
+    expect(await chain(urls[3]!)).toEqual(after.slice(0, 4));
+
+    // The transaction of the replaced block 4 is in the new block 4, with its log, on every node at the head.
+    for (const url of urls.slice(0, 2)) {
+      const receipt = await rpc(url).call<{ blockNumber: string; blockHash: string; logs: unknown[] }>(
+        "eth_getTransactionReceipt",
+        [sent.hash],
+      );
+      expect(receipt).toMatchObject({ blockNumber: "0x4", blockHash: after[4] });
+      expect(receipt.logs).toHaveLength(1);
+    }
+
+    // Nodes that were away are handed the new branch: the killed one when healed, the stalled one when healed.
+    await devnet.fault("devnet-light-0", { kind: "heal" });
+    await devnet.fault("devnet-light-1", { kind: "heal" });
+    await devnet.mine();
+    const extended = await chain(urls[0]!);
+    expect(extended.slice(0, 8)).toEqual(after);
+    // Both were more than 2 blocks behind: they sync from their peers over devp2p, waited for.
+    for (const url of urls.slice(2)) {
+      await waitFor(async () => (await chain(url)).at(-1) === extended.at(-1), {
+        timeoutMs: 60_000,
+        what: `${url} at the head`,
+      });
+    }
+    for (const url of urls.slice(1)) expect(await chain(url)).toEqual(extended);
+  }, 180_000);
 });

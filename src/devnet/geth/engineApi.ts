@@ -92,6 +92,26 @@ export class EngineClient {
     }
   }
 
+  /**
+   * Names `payload` the node's head, as a consensus client does each slot: the node answers VALID when it has the
+   * parent, else SYNCING and fetches what it lacks from its peers over devp2p. Answers the forkchoice status.
+   */
+  async announce(payload: BuiltPayload): Promise<string> {
+    const status = await this.call<{ status: string; validationError?: string | null }>(
+      "engine_newPayloadV4",
+      [payload.executionPayload, [], ZERO_HASH, payload.executionRequests],
+    );
+    if (status.status === "INVALID")
+      throw new Error(
+        `block ${Number(payload.executionPayload.blockNumber)} invalid: ${status.validationError}`,
+      );
+    const updated = await this.call<{ payloadStatus: { status: string } }>("engine_forkchoiceUpdatedV3", [
+      forkchoice(payload.executionPayload.blockHash),
+      null,
+    ]);
+    return updated.payloadStatus.status;
+  }
+
   /** Makes a block the node already has its head. */
   async setHead(hash: string): Promise<void> {
     const updated = await this.call<{ payloadStatus: { status: string } }>("engine_forkchoiceUpdatedV3", [

@@ -19,14 +19,16 @@ import type {
 import type { DevTransactionRequest, SentDevTransaction } from "../devTransactions.js";
 import { DEV_ACCOUNT, LOG_EMITTER_BYTECODE, signDevTransaction } from "../devTransactions.js";
 import type { NodeRole } from "../drivenNode.js";
-import { DevnetInputError, DevnetNotFoundError } from "../errors.js";
+import { DevnetInputError } from "../errors.js";
+import { findNode, networkNamed, nodeNamed } from "../lookup.js";
+import { checkReorgDepth } from "../reorgDepth.js";
 import type { Fault } from "../faults.js";
 import { fullNodeProduces, parseFault } from "../faults.js";
 import { startLatencyFront } from "../latencyFront.js";
 import type { BuiltPayload } from "./engineApi.js";
 import { EngineClient } from "./engineApi.js";
 import type { MemberControl } from "./gethMember.js";
-import { GethMember, feeRecipient } from "./gethMember.js";
+import { GethMember, REORG_FEE_RECIPIENT, feeRecipient } from "./gethMember.js";
 import type { GethProcess } from "./gethProcess.js";
 import { GETH_MIN_TIP, gethGenesis, initGethDataDir, startGethProcess } from "./gethProcess.js";
 
@@ -52,6 +54,10 @@ export interface GethNetwork {
   forwarded: Set<string>;
   nextNonce: number;
   sending: Promise<unknown>;
+  /** Set while a reorg builds the new branch: no block is produced and no node synced meanwhile. */
+  reorging: boolean;
+  /** Blocks being produced, for a reorg to wait out. */
+  producing: Set<Promise<void>>;
 }
 
 export interface StartGethDevnetOptions extends StartDevnetOptions {
@@ -214,6 +220,8 @@ class GethDevnetDriver implements Devnet {
       forwarded: new Set(),
       nextNonce: 0,
       sending: Promise.resolve(),
+      reorging: false,
+      producing: new Set(),
     };
     this.networks.push(network);
     return network;
@@ -342,16 +350,71 @@ class GethDevnetDriver implements Devnet {
     await Promise.all(selected.map((n) => this.produce(n)));
   }
 
-  reorg(network: string): Promise<NodeHead> {
-    this.network(network);
-    // geth's engine API ignores a forkchoice update to a block already on its chain, so no node can be made to build
-    // a second branch from an old height: the fork fault gives a node a branch of its own instead.
-    return Promise.reject(
-      new DevnetInputError(
-        "reorg is not available on the geth devnet (geth will not build on an old block of its own chain); " +
-          "use the fork fault on a node, or the anvil devnet",
-      ),
-    );
+  /**
+   * As on anvil: the newest `depth` blocks are replaced by new ones at the same heights, the first carrying their
+   * transactions. A node at the head builds the branch from the fork point (with a prevRandao, timestamp and fee
+   * recipient of its own); every node is then handed it and made to take its head, a reorg on each. A stalled node
+   * goes back to the fork point and waits there.
+   */
+  async reorg(name: string, depth: number): Promise<NodeHead> {
+    const network = this.network(name);
+    checkReorgDepth(depth, network.hashes.length - 1);
+    if (network.reorging) throw new DevnetInputError(`a reorg of ${name} is under way`);
+    network.reorging = true;
+    try {
+      await Promise.allSettled([...network.producing]);
+      const height = network.hashes.length - 1;
+      checkReorgDepth(depth, height);
+      const builder = this.builder(network);
+      if (!builder) {
+        throw new DevnetInputError(
+          `no node of ${name} is at the head to build the new branch (heal a full node first)`,
+        );
+      }
+      const forkPoint = { number: height - depth, hash: network.hashes[height - depth]! };
+      const timestamps: number[] = [];
+      for (let n = forkPoint.number + 1; n <= height; n++) {
+        const previous = timestamps.at(-1) ?? network.timestamps[forkPoint.number]!;
+        timestamps.push(Math.max(previous + 1, network.timestamps[n]!, Math.floor(this.now() / 1000)));
+      }
+      const moved = network.payloads
+        .slice(forkPoint.number + 1)
+        .flatMap((p) => p.executionPayload.transactions);
+      this.logger.info(
+        { network: name, depth, forkPoint: forkPoint.number, builder: builder.name },
+        "devnet reorg",
+      );
+      const branch = await builder.buildBranch(forkPoint, timestamps, moved, REORG_FEE_RECIPIENT);
+      const kept = forkPoint.number + 1;
+      network.hashes.splice(kept, Infinity, ...branch.map((p) => p.executionPayload.blockHash));
+      network.timestamps.splice(kept, Infinity, ...timestamps);
+      network.payloads.splice(kept, Infinity, ...branch);
+      const included = new Set(
+        branch.flatMap((p) => p.executionPayload.transactions.map((raw) => keccak256(raw))),
+      );
+      network.pending = network.pending.filter((raw) => !included.has(keccak256(raw)));
+      await Promise.all(
+        network.nodes
+          .filter(
+            (node) =>
+              node.fault?.kind === "stall" && node.reachable && (node.head?.number ?? 0) > forkPoint.number,
+          )
+          .map((node) =>
+            node
+              .rewind(forkPoint)
+              .catch((error: unknown) =>
+                this.logger.warn(
+                  { node: node.name, err: (error as Error).message },
+                  "devnet: stalled node not taken back",
+                ),
+              ),
+          ),
+      );
+    } finally {
+      network.reorging = false;
+    }
+    await this.syncNetwork(network);
+    return this.head(name);
   }
 
   head(network: string): NodeHead {
@@ -408,14 +471,32 @@ class GethDevnetDriver implements Devnet {
    * clients sent to any node), then every node is handed it; a forked node builds one of its own instead.
    */
   private async produce(network: GethNetwork): Promise<void> {
-    if (this.stopped || this.halted(network)) return;
+    if (network.reorging) return;
+    const run = this.produceBlock(network);
+    network.producing.add(run);
+    try {
+      await run;
+    } finally {
+      network.producing.delete(run);
+    }
+  }
+
+  /** A node that builds the network's next block: at the head, not forked or killed, a full node if one is. */
+  private builder(network: GethNetwork): GethMember | undefined {
     const head = this.head(network.name);
     const atHead = (node: GethMember) =>
       node.reachable && node.head?.hash === head.hash && node.fault?.kind !== "fork" && !node.killed;
-    const builder =
+    return (
       network.nodes.find(
         (node) => node.endpoint.role === "full" && fullNodeProduces(node.fault) && atHead(node),
-      ) ?? network.nodes.find((node) => fullNodeProduces(node.fault) && atHead(node));
+      ) ?? network.nodes.find((node) => fullNodeProduces(node.fault) && atHead(node))
+    );
+  }
+
+  private async produceBlock(network: GethNetwork): Promise<void> {
+    if (this.stopped || this.halted(network)) return;
+    const head = this.head(network.name);
+    const builder = this.builder(network);
     if (!builder) {
       this.logger.debug({ network: network.name }, "devnet: no node at the head to build the next block");
       return;
@@ -441,7 +522,7 @@ class GethDevnetDriver implements Devnet {
       );
       return;
     }
-    if (this.head(network.name).hash !== head.hash) return;
+    if (this.head(network.name).hash !== head.hash || network.reorging) return;
     const number = head.number + 1;
     network.hashes[number] = built.executionPayload.blockHash;
     network.timestamps[number] = timestamp;
@@ -466,29 +547,14 @@ class GethDevnetDriver implements Devnet {
   }
 
   private network(name: string): GethNetwork {
-    const network = this.networks.find((n) => n.name === name);
-    if (!network) {
-      throw new DevnetNotFoundError(
-        `no devnet network named ${name} (networks: ${this.networks.map((n) => n.name).join(", ")})`,
-      );
-    }
-    return network;
+    return networkNamed(this.networks, name);
   }
 
   private findNode(name: string): { network: GethNetwork; node: GethMember } | undefined {
-    for (const network of this.networks) {
-      const node = network.nodes.find((n) => n.name === name);
-      if (node) return { network, node };
-    }
-    return undefined;
+    return findNode(this.networks, name);
   }
 
   private node(name: string): { network: GethNetwork; node: GethMember } {
-    const found = this.findNode(name);
-    if (!found) {
-      const names = this.networks.flatMap((n) => n.nodes.map((node) => node.name));
-      throw new DevnetNotFoundError(`no devnet node named ${name} (nodes: ${names.join(", ")})`);
-    }
-    return found;
+    return nodeNamed(this.networks, name);
   }
 }

@@ -13,6 +13,12 @@ import type { GethNetwork } from "./gethDevnet.js";
 import { RpcError } from "../../rpc/jsonRpc.js";
 
 const RPC_TIMEOUT_MS = 10_000;
+/** Blocks a node on the chain may lack and be handed; further behind, it syncs from its peers. */
+const HANDED_BLOCKS = 2;
+/** How long a node syncing from its peers may keep its head before it is handed the blocks instead. */
+const PEER_SYNC_PATIENCE_MS = 15_000;
+/** How long a node given new peers is waited for to connect to one. */
+const PEER_WAIT_MS = 3_000;
 /** Blocks handed to a node between two moves of its head while it is brought up to its target. */
 const REPLAY_HEAD_STEP = 32;
 /**
@@ -48,6 +54,14 @@ export class GethMember {
   private verified = false;
   private lost = false;
   private slowDelay: (() => number) | undefined;
+  /** Its devp2p identity (admin_nodeInfo), for the other nodes to add as a peer. */
+  enode: string | undefined;
+  /** Peers it was told to keep (admin_addPeer). */
+  private readonly peers = new Set<string>();
+  /** While it syncs from its peers: its head and since when (performance.now()) it has been there. */
+  private catchUp: { head: number; since: number } | undefined;
+  /** When (performance.now()) it was last given new peers. */
+  private peersAddedAt: number | undefined;
 
   constructor(
     readonly endpoint: NodeEndpoint,
@@ -132,25 +146,39 @@ export class GethMember {
   ): Promise<BuiltPayload> {
     let built: BuiltPayload | undefined;
     return this.exclusive(async () => {
-      for (const raw of [...pending]) {
-        await this.rpc.call("eth_sendRawTransaction", [raw]).catch((error: unknown) => {
-          if (alreadyHas(error)) return;
-          this.logger.warn(
-            { node: this.name, err: (error as Error).message },
-            "devnet: transaction refused, dropped",
-          );
-          pending.splice(pending.indexOf(raw), 1);
-        });
-      }
-      for (const waitMs of BUILD_WAITS_MS) {
-        built = await this.engine.build(
-          parentHash,
-          { timestamp, prevRandao: `0x${randomBytes(32).toString("hex")}`, feeRecipient },
-          waitMs,
-        );
-        if (built.executionPayload.transactions.length >= pending.length) break;
-      }
+      built = await this.buildOn(parentHash, timestamp, pending, feeRecipient);
     }).then(() => built!);
+  }
+
+  /**
+   * A reorg's new branch, built by this node: it goes back to `forkPoint` (its blocks above are dropped: geth builds
+   * on no older block of its own chain), then builds one block per timestamp on it, the first with `moved` (the
+   * replaced blocks' transactions), importing each. Answers the branch's blocks in order.
+   */
+  buildBranch(
+    forkPoint: NodeHead,
+    timestamps: readonly number[],
+    moved: readonly string[],
+    feeRecipient: string,
+  ): Promise<BuiltPayload[]> {
+    const branch: BuiltPayload[] = [];
+    return this.exclusive(async () => {
+      await this.rewindTo(forkPoint);
+      let parent = forkPoint.hash;
+      for (const [i, timestamp] of timestamps.entries()) {
+        const built = await this.buildOn(parent, timestamp, i === 0 ? [...moved] : [], feeRecipient);
+        await this.engine.newPayload(built);
+        parent = built.executionPayload.blockHash;
+        await this.engine.setHead(parent);
+        this.head = { number: Number(built.executionPayload.blockNumber), hash: parent };
+        branch.push(built);
+      }
+    }).then(() => branch);
+  }
+
+  /** Takes the node back to `to`, a block of its chain (a stalled node after a reorg waits at the fork point). */
+  rewind(to: NodeHead): Promise<void> {
+    return this.exclusive(() => this.rewindTo(to));
   }
 
   /** A forked node's own next block, on its own head: it imports it and makes it its head. */
@@ -249,7 +277,8 @@ export class GethMember {
   }
 
   private async syncRound(): Promise<void> {
-    if (this.detached || (this.owned && this.killed)) return;
+    // While a reorg builds its branch, the canonical chain is about to change: no node is handed the old one.
+    if (this.detached || (this.owned && this.killed) || this.network.reorging) return;
     try {
       if (!this.verified) await this.verify();
       let latest = await this.latest();
@@ -262,20 +291,25 @@ export class GethMember {
         this.logger.info({ node: this.name, fault: this.fault }, "devnet node restarted: fault cleared");
         this.fault = undefined;
       }
+      // Lower than last seen: restarted between two rounds, a new devp2p identity without peers.
+      if (this.head !== undefined && latest.number < this.head.number) this.forgetPeers();
+      await this.joinPeers();
       const target = this.target();
       if (target !== undefined && latest.hash !== this.network.hashes[target]) {
         const from = await this.commonHeight(latest, target);
         if (from < target) {
-          for (let n = from + 1; n <= target; n++) {
-            await this.engine.newPayload(this.network.payloads[n]!);
-            // The head moves along every REPLAY_HEAD_STEP blocks, as a consensus client's would: geth keeps the state
-            // of at most 128 blocks past its head in memory, and answers SYNCING to a block whose parent's is gone.
-            if (n < target && n % REPLAY_HEAD_STEP === 0) await this.engine.setHead(this.network.hashes[n]!);
-          }
-          await this.engine.setHead(this.network.hashes[target]!);
+          // Behind on the chain by more than a block or two: told of the head only, it syncs from its peers (as a
+          // node that was away does). A branch of its own, or no peer to sync from: handed the blocks one by one.
+          const fromPeers =
+            this.syncsFromPeers() &&
+            from === latest.number &&
+            target - from > HANDED_BLOCKS &&
+            (await this.syncFromPeers(latest, target));
+          if (!fromPeers) await this.handBlocks(from, target);
           latest = await this.latest();
         }
       }
+      if (target === undefined || latest.hash === this.network.hashes[target]) this.catchUp = undefined;
       this.head = { number: latest.number, hash: latest.hash };
       this.reachable = true;
       this.lost = false;
@@ -288,6 +322,86 @@ export class GethMember {
     }
   }
 
+  private async handBlocks(from: number, target: number): Promise<void> {
+    for (let n = from + 1; n <= target; n++) {
+      await this.engine.newPayload(this.network.payloads[n]!);
+      // The head moves along every REPLAY_HEAD_STEP blocks, as a consensus client's would: geth keeps the state
+      // of at most 128 blocks past its head in memory, and answers SYNCING to a block whose parent's is gone.
+      if (n < target && n % REPLAY_HEAD_STEP === 0) await this.engine.setHead(this.network.hashes[n]!);
+    }
+    await this.engine.setHead(this.network.hashes[target]!);
+  }
+
+  /**
+   * Whether a node behind may catch up from its peers. A full node is always handed the blocks (the gateway's
+   * reference chain is never held back by peering), and so is a node under a fault: a lagged or stalled node's head
+   * is what the fault says, and a head named to geth's beacon sync would be fetched past a lower target set later.
+   */
+  private syncsFromPeers(): boolean {
+    return this.endpoint.role !== "full" && this.fault === undefined;
+  }
+
+  /**
+   * Names the target the node's head (every round, as a consensus client does every slot: a sync may stop short of
+   * a head named only once); the node fetches the blocks it lacks from its peers. False when it has no peer, or its
+   * head has not moved for PEER_SYNC_PATIENCE_MS (the caller hands it the blocks instead).
+   */
+  private async syncFromPeers(latest: NodeHead, target: number): Promise<boolean> {
+    if ((await this.connectedPeers()) === 0) return false;
+    const now = performance.now();
+    if (this.catchUp?.head !== latest.number) this.catchUp = { head: latest.number, since: now };
+    else if (now - this.catchUp.since > PEER_SYNC_PATIENCE_MS) {
+      this.logger.warn(
+        { node: this.name, head: latest.number, target },
+        "devnet: node not syncing from its peers, handed the blocks",
+      );
+      this.catchUp = undefined;
+      return false;
+    }
+    const status = await this.engine.announce(this.network.payloads[target]!);
+    this.logger.debug(
+      { node: this.name, head: latest.number, target, status },
+      "devnet: node syncing from peers",
+    );
+    return true;
+  }
+
+  /**
+   * Adds the network's other nodes as its devp2p peers (admin_addPeer; each node adds every other, so a pair is
+   * connected whichever starts first) and drops peers no longer in it. A node behind waits for them to connect
+   * (connectedPeers), so a node just started syncs from them rather than being handed the chain; one at the head does
+   * not wait.
+   */
+  private async joinPeers(): Promise<void> {
+    this.enode ??= (await this.rpc.call<{ enode: string }>("admin_nodeInfo")).enode;
+    const current = new Set(
+      this.network.nodes.flatMap((n) => (n !== this && n.enode && !n.detached ? [n.enode] : [])),
+    );
+    let added = false;
+    for (const enode of current) {
+      if (this.peers.has(enode)) continue;
+      await this.rpc.call("admin_addPeer", [enode]);
+      this.peers.add(enode);
+      added = true;
+    }
+    for (const enode of [...this.peers]) {
+      if (current.has(enode)) continue;
+      await this.rpc.call("admin_removePeer", [enode]);
+      this.peers.delete(enode);
+    }
+    if (added) this.peersAddedAt = performance.now();
+  }
+
+  /** Its connected peers; a node given peers within PEER_WAIT_MS is waited for until one connects or that passes. */
+  private async connectedPeers(): Promise<number> {
+    const deadline = (this.peersAddedAt ?? -Infinity) + PEER_WAIT_MS;
+    for (;;) {
+      const count = Number(await this.rpc.call<string>("net_peerCount"));
+      if (count > 0 || performance.now() >= deadline) return count;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+
   /** The highest height up to `target` where the node's chain is the canonical one. */
   private async commonHeight(latest: NodeHead, target: number): Promise<number> {
     let n = Math.min(latest.number, target);
@@ -296,7 +410,53 @@ export class GethMember {
     return n;
   }
 
+  private async buildOn(
+    parentHash: string,
+    timestamp: number,
+    pending: string[],
+    feeRecipient: string,
+  ): Promise<BuiltPayload> {
+    for (const raw of [...pending]) {
+      await this.rpc.call("eth_sendRawTransaction", [raw]).catch((error: unknown) => {
+        if (alreadyHas(error)) return;
+        this.logger.warn(
+          { node: this.name, err: (error as Error).message },
+          "devnet: transaction refused, dropped",
+        );
+        pending.splice(pending.indexOf(raw), 1);
+      });
+    }
+    let built: BuiltPayload | undefined;
+    for (const waitMs of BUILD_WAITS_MS) {
+      built = await this.engine.build(
+        parentHash,
+        { timestamp, prevRandao: `0x${randomBytes(32).toString("hex")}`, feeRecipient },
+        waitMs,
+      );
+      if (built.executionPayload.transactions.length >= pending.length) break;
+    }
+    return built!;
+  }
+
+  /** debug_setHead: the engine API moves no head back along its own chain (geth ignores such a forkchoice). */
+  private async rewindTo(to: NodeHead): Promise<void> {
+    await this.rpc.call("debug_setHead", [`0x${to.number.toString(16)}`]);
+    const latest = await this.latest();
+    if (latest.hash !== to.hash)
+      throw new Error(`${this.name} went back to block ${latest.number} ${latest.hash}, not ${to.hash}`);
+    this.head = { number: latest.number, hash: latest.hash };
+  }
+
+  private forgetPeers(): void {
+    this.enode = undefined;
+    this.peers.clear();
+    this.catchUp = undefined;
+    this.peersAddedAt = undefined;
+  }
+
   private markLost(message: string): void {
+    // A restarted node is a new one: a new devp2p identity, no peers.
+    this.forgetPeers();
     this.reachable = false;
     this.lost = true;
     this.verified = false;
@@ -308,6 +468,9 @@ export class GethMember {
 export function feeRecipient(forked: boolean): string {
   return forked ? "0x00000000000000000000000000000000000f04c0" : `0x${"00".repeat(20)}`;
 }
+
+/** A reorg's new branch pays a marker address of its own (its blocks differ in prevRandao and timestamp too). */
+export const REORG_FEE_RECIPIENT = "0x00000000000000000000000000000000000e0e0e";
 
 /** Whether an error from eth_sendRawTransaction means the node has the transaction (or its nonce) already. */
 export function alreadyHas(error: unknown): boolean {

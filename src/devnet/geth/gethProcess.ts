@@ -76,7 +76,8 @@ export const GETH_MIN_TIP = 1n;
 
 /**
  * The flags of a devnet geth node: HTTP and WebSocket on one loopback port, the engine API (JWT) on another, no
- * discovery and no IPC, full sync. Blocks come only through the engine API from the devnet's block driver.
+ * discovery and no IPC, full sync. Heads come through the engine API from the devnet's block driver; a node behind
+ * fetches the blocks it lacks from its peers over devp2p (loopback only; peers added by the devnet, none discovered).
  */
 export function gethNodeArgs(options: {
   dataDir: string;
@@ -86,8 +87,10 @@ export function gethNodeArgs(options: {
 }): string[] {
   return [
     ...["--datadir", options.dataDir, "--ipcdisable", "--nodiscover", "--port", "0", "--syncmode", "full"],
+    // devp2p on loopback only, with the peers the devnet adds (admin_addPeer): a node behind syncs from them.
+    ...["--nat", "extip:127.0.0.1", "--netrestrict", "127.0.0.0/8"],
     ...["--http", "--http.addr", "127.0.0.1", "--http.port", String(options.httpPort)],
-    ...["--http.api", "eth,net,web3,txpool,admin"],
+    ...["--http.api", "eth,net,web3,txpool,admin,debug"],
     ...["--ws", "--ws.addr", "127.0.0.1", "--ws.port", String(options.httpPort)],
     ...["--ws.api", "eth,net,web3"],
     ...["--authrpc.addr", "127.0.0.1", "--authrpc.port", String(options.enginePort)],

@@ -1,0 +1,130 @@
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterEach, describe, expect, it } from "vitest";
+import type { BuiltPayload, EngineClient } from "../../../src/devnet/geth/engineApi.js";
+import type { GethNetwork } from "../../../src/devnet/geth/gethDevnet.js";
+import type { NodeRole } from "../../../src/devnet/drivenNode.js";
+import type { ActiveFault } from "../../../src/devnet/faults.js";
+import { GethMember } from "../../../src/devnet/geth/gethMember.js";
+import { silentLogger } from "../../../src/log/logger.js";
+
+const CHAIN_ID = 31_337;
+const HEIGHT = 20;
+const hashOf = (n: number) => `0x${n.toString(16).padStart(64, "0")}`;
+const closers: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const close of closers.splice(0)) await close();
+});
+
+/**
+ * A geth node at `head` on the network's chain, with `peerCount` devp2p peers connected, and its engine API: blocks
+ * handed to it (newPayload then setHead) move its head; a head only named to it (announce) is recorded.
+ */
+async function node(head: number, peerCount: number) {
+  const state = { head, handed: [] as number[], announced: [] as number[], peerCountCalls: 0 };
+  const answer = (method: string, params: unknown[]): unknown => {
+    if (method === "eth_chainId") return `0x${CHAIN_ID.toString(16)}`;
+    if (method === "admin_nodeInfo") return { enode: "enode://self@127.0.0.1:1" };
+    if (method === "admin_addPeer" || method === "admin_removePeer") return true;
+    if (method === "net_peerCount") {
+      state.peerCountCalls += 1;
+      return `0x${peerCount.toString(16)}`;
+    }
+    if (method === "eth_getBlockByNumber") {
+      const n = params[0] === "latest" ? state.head : Number(params[0]);
+      return n > state.head ? null : { number: `0x${n.toString(16)}`, hash: hashOf(n), timestamp: `0x${n}` };
+    }
+    throw new Error(`unexpected ${method}`);
+  };
+  const server = createServer((req, res) => {
+    let body = "";
+    req.on("data", (chunk: Buffer) => (body += chunk.toString()));
+    req.on("end", () => {
+      const { id, method, params } = JSON.parse(body) as { id: number; method: string; params: unknown[] };
+      res.setHeader("content-type", "application/json");
+      res.end(JSON.stringify({ jsonrpc: "2.0", id, result: answer(method, params ?? []) }));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  closers.push(() => new Promise((resolve) => server.close(() => resolve())));
+  const httpUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const engine = {
+    url: "",
+    newPayload(payload: BuiltPayload): Promise<void> {
+      state.handed.push(Number(payload.executionPayload.blockNumber));
+      return Promise.resolve();
+    },
+    setHead(hash: string): Promise<void> {
+      state.head = Number(hash);
+      return Promise.resolve();
+    },
+    announce(payload: BuiltPayload): Promise<string> {
+      state.announced.push(Number(payload.executionPayload.blockNumber));
+      return Promise.resolve("SYNCING");
+    },
+  };
+  return { state, httpUrl, engine: engine as unknown as EngineClient };
+}
+
+/** A network at HEIGHT whose other node has a devp2p identity, so the member is given it as a peer. */
+function network(): GethNetwork {
+  const heights = Array.from({ length: HEIGHT + 1 }, (_, n) => n);
+  return {
+    name: "devnet",
+    chainId: CHAIN_ID,
+    hashes: heights.map(hashOf),
+    payloads: heights.map((n) => ({
+      executionPayload: { blockHash: hashOf(n), blockNumber: `0x${n.toString(16)}`, transactions: [] },
+      executionRequests: [],
+    })),
+    nodes: [{ enode: "enode://other@127.0.0.1:2", detached: false }],
+    reorging: false,
+  } as unknown as GethNetwork;
+}
+
+async function memberBehind(role: NodeRole, fault: ActiveFault | undefined, head: number, peerCount = 1) {
+  const fake = await node(head, peerCount);
+  const net = network();
+  const member = new GethMember(
+    { name: `devnet-${role}-0`, network: "devnet", role, httpUrl: fake.httpUrl, wsUrl: fake.httpUrl },
+    false,
+    net,
+    fake.engine,
+    undefined,
+    silentLogger(),
+  );
+  net.nodes.push(member);
+  member.fault = fault;
+  return { member, state: fake.state };
+}
+
+describe("a geth node behind the devnet's chain", () => {
+  it("syncs from its peers when it is a light node without a fault: told only of the head", async () => {
+    const { member, state } = await memberBehind("light", undefined, 5);
+    await member.sync();
+    expect(state.announced).toEqual([HEIGHT]);
+    expect(state.handed).toEqual([]);
+  });
+
+  it("is handed every block when it is a full node, peers or not, and does not wait for a peer to connect", async () => {
+    const peered = await memberBehind("full", undefined, 5);
+    await peered.member.sync();
+    expect(peered.state.announced).toEqual([]);
+    expect(peered.state.handed).toEqual(Array.from({ length: HEIGHT - 5 }, (_, i) => 6 + i));
+    expect(peered.member.head?.number).toBe(HEIGHT);
+    expect(peered.state.peerCountCalls).toBe(0);
+
+    const alone = await memberBehind("full", undefined, 5, 0);
+    await alone.member.sync();
+    expect(alone.state.peerCountCalls).toBe(0);
+    expect(alone.member.head?.number).toBe(HEIGHT);
+  });
+
+  it("is handed the blocks up to its lag and no further, never told of the head, when lagged", async () => {
+    const { member, state } = await memberBehind("light", { kind: "lag", blocks: 4 }, 5);
+    await member.sync();
+    expect(state.announced).toEqual([]);
+    expect(state.handed).toEqual(Array.from({ length: HEIGHT - 4 - 5 }, (_, i) => 6 + i));
+    expect(member.head?.number).toBe(HEIGHT - 4);
+  });
+});
