@@ -378,10 +378,7 @@ describe.skipIf(why !== undefined)(
     });
 
     it("passes helm test: the hook pod runs in a container, calls the gateway by its Service name and Succeeds", async () => {
-      const tested = await helmRun(
-        ["test", RELEASE, "--namespace", NAMESPACE, "--timeout", "90s", "--logs"],
-        150_000,
-      );
+      const tested = await helmRun(["test", RELEASE, "--namespace", NAMESPACE, "--timeout", "90s"], 150_000);
       expect(tested.code, `${tested.stdout}\n${tested.stderr}${context()}`).toBe(0);
       expect(tested.stdout).toMatch(/TEST SUITE:\s+lightfleet-test-gateway[\s\S]*Phase:\s+Succeeded/);
       // The name it called was answered by cluster DNS (through the pod's resolv.conf, with its search domains).
