@@ -57,20 +57,26 @@ function pings() {
   };
 }
 
+/** A watch pinging every second with a 500 ms deadline, on a hand-moved clock, counting the stalls it calls. */
+function watched() {
+  const clock = manualTimers();
+  const p = pings();
+  let stalled = 0;
+  const watch = new SubscriberWatch({
+    intervalMs: 1_000,
+    deadlineMs: 500,
+    ping: p.ping,
+    stalled: () => stalled++,
+    timers: clock.api,
+  });
+  return { clock, p, watch, stalls: () => stalled };
+}
+
 const settle = () => new Promise<void>((resolve) => queueMicrotask(resolve));
 
 describe("SubscriberWatch", () => {
   it("pings once an interval after each answer, and never calls an answered connection stalled", async () => {
-    const clock = manualTimers();
-    const p = pings();
-    let stalls = 0;
-    const watch = new SubscriberWatch({
-      intervalMs: 1_000,
-      deadlineMs: 500,
-      ping: p.ping,
-      stalled: () => stalls++,
-      timers: clock.api,
-    });
+    const { clock, p, watch, stalls } = watched();
     watch.start();
     for (let i = 1; i <= 5; i++) {
       clock.advance(999);
@@ -91,50 +97,32 @@ describe("SubscriberWatch", () => {
     watch.stop();
     clock.advance(10_000);
     clock.ioRead();
-    expect(stalls).toBe(0);
+    expect(stalls()).toBe(0);
     expect(p.sent).toHaveLength(6);
   });
 
   it("calls a connection stalled once when a PING is not answered by its deadline, and stops pinging", async () => {
-    const clock = manualTimers();
-    const p = pings();
-    let stalls = 0;
-    const watch = new SubscriberWatch({
-      intervalMs: 1_000,
-      deadlineMs: 500,
-      ping: p.ping,
-      stalled: () => stalls++,
-      timers: clock.api,
-    });
+    const { clock, p, watch, stalls } = watched();
     watch.start();
     clock.advance(1_000);
     expect(p.sent).toHaveLength(1);
     clock.advance(499);
     clock.ioRead();
-    expect(stalls).toBe(0);
+    expect(stalls()).toBe(0);
     clock.advance(1);
     clock.ioRead();
-    expect(stalls).toBe(1);
+    expect(stalls()).toBe(1);
     // A late answer changes nothing, and nothing more is sent.
     p.sent[0]!.answer();
     await settle();
     clock.advance(60_000);
     clock.ioRead();
-    expect(stalls).toBe(1);
+    expect(stalls()).toBe(1);
     expect(p.sent).toHaveLength(1);
   });
 
   it("takes an answer already read by a busy loop when the deadline fired late as answered", async () => {
-    const clock = manualTimers();
-    const p = pings();
-    let stalls = 0;
-    const watch = new SubscriberWatch({
-      intervalMs: 1_000,
-      deadlineMs: 500,
-      ping: p.ping,
-      stalled: () => stalls++,
-      timers: clock.api,
-    });
+    const { clock, p, watch, stalls } = watched();
     watch.start();
     clock.advance(1_000);
     // The loop was blocked past the deadline: its timer runs first, then the socket's answer is read.
@@ -142,33 +130,24 @@ describe("SubscriberWatch", () => {
     p.sent[0]!.answer();
     await settle();
     clock.ioRead();
-    expect(stalls).toBe(0);
+    expect(stalls()).toBe(0);
     clock.advance(1_000);
     expect(p.sent).toHaveLength(2);
     watch.stop();
   });
 
   it("leaves a failed PING to the deadline, and ignores a round stopped meanwhile (the connection closed)", async () => {
-    const clock = manualTimers();
-    const p = pings();
-    let stalls = 0;
-    const watch = new SubscriberWatch({
-      intervalMs: 1_000,
-      deadlineMs: 500,
-      ping: p.ping,
-      stalled: () => stalls++,
-      timers: clock.api,
-    });
+    const { clock, p, watch, stalls } = watched();
     watch.start();
     clock.advance(1_000);
     p.sent[0]!.fail();
     await settle();
-    expect(stalls).toBe(0);
+    expect(stalls()).toBe(0);
     // The connection closed (the store stops the watch), then came back: a new round, nothing from the old one.
     watch.stop();
     clock.advance(500);
     clock.ioRead();
-    expect(stalls).toBe(0);
+    expect(stalls()).toBe(0);
     watch.start();
     clock.advance(1_000);
     expect(p.sent).toHaveLength(2);
@@ -178,6 +157,6 @@ describe("SubscriberWatch", () => {
     expect(p.sent).toHaveLength(3);
     clock.advance(500);
     clock.ioRead();
-    expect(stalls).toBe(1);
+    expect(stalls()).toBe(1);
   });
 });
