@@ -14,6 +14,13 @@ import { networksWithoutHead, openGateway } from "./gatewayProcess.js";
 export async function runGateway(flags: GatewayFlags): Promise<void> {
   const config = await loadConfig(flags.config);
   const logger = createLogger(config.log);
+  if (config.gateway.replicas > 1 && cluster.isPrimary) {
+    // A setting of `lightfleet up`, where one command starts every replica; here each replica is its own process.
+    logger.warn(
+      { replicas: config.gateway.replicas },
+      "gateway.replicas is read by `lightfleet up` only: this process is one replica. Run more behind a load balancer with gateway.sharedState in Redis (the chart's gateway.replicas does this)",
+    );
+  }
   const workers = workerCount(config.gateway.workers);
   if (workers > 1 || cluster.isWorker) {
     const { runPrimary, runWorker } = await import("./cluster/gatewayCluster.js");

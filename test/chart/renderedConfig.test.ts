@@ -122,6 +122,17 @@ describe("the chart's lightfleet config", () => {
     expect(result.stderr).toContain("networks[0].chainId");
   });
 
+  it("refuses config.gateway.replicas, which only `lightfleet up` reads, and names the chart value that sets replicas", async () => {
+    await expect(renderChart({ set: ["config.gateway.replicas=3"] })).rejects.toThrow(
+      /config\.gateway\.replicas: is read by `lightfleet up` only.*set gateway\.replicas \(the Deployment's replicas, now 2\)/,
+    );
+    // Other gateway settings under config still merge.
+    const { objects } = await renderChart({ set: ["config.gateway.maxBatchLength=7"] });
+    expect(
+      (parse(configFile(objects)) as { gateway: { maxBatchLength: number } }).gateway.maxBatchLength,
+    ).toBe(7);
+  });
+
   it("knows the same chain id for every preset as lightfleet does", async () => {
     for (const [preset, { chainId }] of Object.entries(NETWORK_PRESETS)) {
       if (preset === "ropsten") continue; // refused as deprecated by both

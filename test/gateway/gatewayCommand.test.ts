@@ -56,6 +56,30 @@ describe("lightfleet gateway", () => {
     expect(await exited).toBe(0);
   });
 
+  it("says at start that gateway.replicas is not its to read, and serves as one replica", async () => {
+    const file = writeGatewayConfig(join(dir, "replicas.yaml"), {
+      peer: node.httpUrl,
+      network: { upstreams: [{ name: "upstream", http: node.httpUrl }] },
+      gateway: { replicas: 3 },
+    });
+    const serving = await spawnGateway(file);
+    children.push(serving.child);
+    const warning = await waitFor(
+      () =>
+        serving
+          .stdout()
+          .split("\n")
+          .filter((line) => line.startsWith("{"))
+          .map((line) => JSON.parse(line) as { level: number; msg: string; replicas?: number })
+          .find((line) => line.msg.startsWith("gateway.replicas is read by `lightfleet up` only")),
+      { what: "the replicas warning" },
+    );
+    expect(warning).toMatchObject({ level: 40, replicas: 3 });
+    const exited = new Promise<number | null>((resolve) => serving.child.once("exit", resolve));
+    serving.child.kill("SIGTERM");
+    expect(await exited).toBe(0);
+  });
+
   it("exits 2 with every problem by path on a bad config", async () => {
     const file = join(dir, "bad.yaml");
     writeFileSync(file, "gateway: { maxBatchLength: 0, rateLimit: { requestsPerSecond: -1 } }\n");

@@ -315,6 +315,9 @@ the config format's own verdicts, preset by preset. */}}
 {{- fail "keys.replicas > 1 needs PostgreSQL: set keys.database.existingSecret (a Secret with DATABASE_URL); a SQLite file cannot be shared" }}
 {{- end }}
 {{- include "lightfleet.validateNetworks" . }}
+{{- if and .Values.config .Values.config.gateway (hasKey .Values.config.gateway "replicas") }}
+{{- fail (printf "config.gateway.replicas: is read by `lightfleet up` only, and the chart runs each gateway pod as one replica; set gateway.replicas (the Deployment's replicas, now %d) instead" (int .Values.gateway.replicas)) }}
+{{- end }}
 {{- if and .Values.gateway.enabled (lt (int .Values.gateway.terminationGracePeriodSeconds) (add (int .Values.gateway.shutdownDelaySeconds) 10)) }}
 {{- fail (printf "gateway.terminationGracePeriodSeconds (%d) must cover gateway.shutdownDelaySeconds (%d) and the 10 s drain: set at least %d" (int .Values.gateway.terminationGracePeriodSeconds) (int .Values.gateway.shutdownDelaySeconds) (add (int .Values.gateway.shutdownDelaySeconds) 10)) }}
 {{- end }}
