@@ -6,6 +6,7 @@ import { JsonRpcProvider, Network } from "ethers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import type { AnvilNode } from "../../src/devnet/anvil.js";
+import { parseLogLines } from "../support/jsonLogLines.js";
 import { runCli, spawnGateway } from "../support/runCli.js";
 import { waitFor } from "../support/waitFor.js";
 import { startUpstreamNode, writeGatewayConfig } from "./support.js";
@@ -66,12 +67,9 @@ describe("lightfleet gateway", () => {
     children.push(serving.child);
     const warning = await waitFor(
       () =>
-        serving
-          .stdout()
-          .split("\n")
-          .filter((line) => line.startsWith("{"))
-          .map((line) => JSON.parse(line) as { level: number; msg: string; replicas?: number })
-          .find((line) => line.msg.startsWith("gateway.replicas is read by `lightfleet up` only")),
+        parseLogLines(serving.stdout()).find((line) =>
+          String(line.msg).startsWith("gateway.replicas is read by `lightfleet up` only"),
+        ),
       { what: "the replicas warning" },
     );
     expect(warning).toMatchObject({ level: 40, replicas: 3 });

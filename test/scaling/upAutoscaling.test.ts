@@ -1,4 +1,3 @@
-import { createInterface } from "node:readline";
 import { PassThrough } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
 import type { UpComponent } from "../../src/up/component.js";
@@ -7,6 +6,7 @@ import { devnetComponent } from "../../src/up/devnetComponent.js";
 import { fleetComponent } from "../../src/up/fleetComponent.js";
 import { startUp, type RunningUp } from "../../src/up/runUp.js";
 import { scalingComponent } from "../../src/up/scalingComponent.js";
+import { jsonLogLines } from "../support/jsonLogLines.js";
 import { fastScaling, writeUpConfig } from "../support/upConfig.js";
 import { waitFor } from "../support/waitFor.js";
 
@@ -47,10 +47,7 @@ describe("autoscaling in lightfleet up", () => {
     });
     const gateway = countingGateway();
     const log = new PassThrough();
-    const lines: Array<Record<string, unknown>> = [];
-    createInterface({ input: log }).on("line", (line) => {
-      if (line.startsWith("{")) lines.push(JSON.parse(line) as Record<string, unknown>);
-    });
+    const lines = jsonLogLines(log)();
     const up: RunningUp = await startUp({
       config,
       components: [devnetComponent, fleetComponent, controllerComponent, gateway, scalingComponent],

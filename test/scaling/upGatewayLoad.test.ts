@@ -1,8 +1,8 @@
 import autocannon from "autocannon";
-import { createInterface } from "node:readline";
 import { PassThrough } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
 import { startUp, type RunningUp } from "../../src/up/runUp.js";
+import { jsonLogLines } from "../support/jsonLogLines.js";
 import { fastScaling, writeUpConfig } from "../support/upConfig.js";
 import { waitFor } from "../support/waitFor.js";
 
@@ -81,10 +81,7 @@ describe("autoscaling in lightfleet up under load through the gateway", () => {
       scaling: fastScaling(80),
     });
     const log = new PassThrough();
-    const lines: Array<Record<string, unknown>> = [];
-    createInterface({ input: log }).on("line", (line) => {
-      if (line.startsWith("{")) lines.push(JSON.parse(line) as Record<string, unknown>);
-    });
+    const lines = jsonLogLines(log)();
     const up: RunningUp = await startUp({ config, stdout: log as unknown as NodeJS.WriteStream });
     cleanup.push(() => up.stop());
     const { fleet, controller, admin } = up.context;

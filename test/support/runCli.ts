@@ -1,4 +1,5 @@
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { parseLogLines } from "./jsonLogLines.js";
 import { join } from "node:path";
 import { waitFor } from "./waitFor.js";
 
@@ -101,10 +102,9 @@ export async function spawnGateway(
   try {
     const serving = await waitFor(
       () =>
-        stdout
-          .split("\n")
-          .filter((line) => line.includes("gateway serving"))
-          .map((line) => JSON.parse(line) as { url: string; admin: string })[0],
+        parseLogLines<{ msg?: string; url: string; admin: string }>(stdout).find((line) =>
+          line.msg?.includes("gateway serving"),
+        ),
       { what: "the gateway's serving line", timeoutMs: 30_000 },
     );
     return { child, ...serving, stdout: () => stdout };

@@ -1,4 +1,3 @@
-import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -10,6 +9,7 @@ import { expectProcessesGone } from "../support/devnet.js";
 import { anvilsUnder } from "../support/processTree.js";
 import { ROOT, runCli } from "../support/runCli.js";
 import { writeUpConfig } from "../support/upConfig.js";
+import { spawnUp, type UpProcess } from "../support/upProcess.js";
 import { waitFor } from "../support/waitFor.js";
 
 const cleanup: Array<() => unknown> = [];
@@ -17,34 +17,11 @@ afterEach(async () => {
   for (const fn of cleanup.splice(0).reverse()) await fn();
 });
 
-/** `lightfleet up` as its own process (node --import tsx, so the pid is the supervisor itself). */
-function startUp(
-  config: string,
-  extraArgs: string[] = [],
-): {
-  child: ChildProcessWithoutNullStreams;
-  lines: () => Array<Record<string, unknown>>;
-} {
-  const child = spawn(
-    process.execPath,
-    ["--import", "tsx", join(ROOT, "src/cli.ts"), "up", "--config", config, ...extraArgs],
-    {
-      cwd: ROOT,
-      stdio: ["pipe", "pipe", "pipe"],
-    },
-  );
-  cleanup.push(() => {
-    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-  });
-  let stdout = "";
-  child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on("data", () => undefined);
-  const lines = () =>
-    stdout
-      .split("\n")
-      .filter((l) => l.startsWith("{"))
-      .map((l) => JSON.parse(l) as Record<string, unknown>);
-  return { child, lines };
+/** `lightfleet up` as its own process, killed with everything under it if a test fails halfway. */
+function startUp(config: string, extraArgs: string[] = []): UpProcess {
+  const up = spawnUp(config, extraArgs);
+  cleanup.push(up.kill);
+  return up;
 }
 
 describe("lightfleet up", () => {

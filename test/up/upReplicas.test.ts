@@ -1,12 +1,11 @@
-import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
-import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { expectProcessesGone } from "../support/devnet.js";
 import { commandLine, descendants } from "../support/processTree.js";
 import { redisTool } from "../support/redisServer.js";
-import { ROOT, runCli } from "../support/runCli.js";
+import { runCli } from "../support/runCli.js";
 import { writeUpConfig } from "../support/upConfig.js";
+import { spawnUp, type UpProcess } from "../support/upProcess.js";
 import { waitFor } from "../support/waitFor.js";
 
 if (!redisTool.path) console.warn(`skipping the up gateway replica tests: ${redisTool.missing}`);
@@ -16,39 +15,11 @@ afterEach(async () => {
   for (const fn of cleanup.splice(0).reverse()) await fn();
 });
 
-type LogLine = Record<string, unknown>;
-
-/** `lightfleet up` as its own process, its JSON log lines collected. */
-function startUp(config: string): { child: ChildProcessWithoutNullStreams; lines: () => LogLine[] } {
-  const child = spawn(
-    process.execPath,
-    ["--import", "tsx", join(ROOT, "src/cli.ts"), "up", "--config", config],
-    {
-      cwd: ROOT,
-      stdio: ["pipe", "pipe", "pipe"],
-    },
-  );
-  // Whatever is left if the test fails halfway: up and everything under it.
-  cleanup.push(() => {
-    const tree = child.pid ? descendants(child.pid) : [];
-    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-    for (const pid of tree) {
-      try {
-        process.kill(pid, "SIGKILL");
-      } catch {
-        // Gone already.
-      }
-    }
-  });
-  let stdout = "";
-  child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on("data", () => undefined);
-  const lines = () =>
-    stdout
-      .split("\n")
-      .filter((l) => l.startsWith("{"))
-      .map((l) => JSON.parse(l) as LogLine);
-  return { child, lines };
+/** `lightfleet up` as its own process, killed with everything under it if a test fails halfway. */
+function startUp(config: string): UpProcess {
+  const up = spawnUp(config);
+  cleanup.push(up.kill);
+  return up;
 }
 
 /** One eth_blockNumber through the front, on a fresh connection: the head and the replica that answered. */

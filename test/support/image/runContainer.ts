@@ -4,6 +4,7 @@ import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } f
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { stringify } from "yaml";
+import { jsonLogLines } from "../jsonLogLines.js";
 import { chartConfig, podmanRunFlags, type ChartContainer } from "./chartPod.js";
 import { podman, podmanGlobalArgs, ULIMITS } from "./podman.js";
 
@@ -155,12 +156,9 @@ export function startChartPod(
     ],
     { stdio: ["ignore", "pipe", "pipe"] },
   );
-  let stdout = "";
   let output = "";
-  child.stdout.on("data", (c: Buffer) => {
-    stdout += c.toString();
-    output += c.toString();
-  });
+  const logLines = jsonLogLines(child.stdout);
+  child.stdout.on("data", (c: Buffer) => (output += c.toString()));
   child.stderr.on("data", (c: Buffer) => (output += c.toString()));
   let code: number | null | undefined;
   const exited = new Promise<number | null>((resolve) =>
@@ -173,11 +171,7 @@ export function startChartPod(
     container,
     name,
     output: () => output,
-    logLines: () =>
-      stdout
-        .split("\n")
-        .filter((l) => l.startsWith("{"))
-        .map((l) => JSON.parse(l) as Record<string, unknown>),
+    logLines,
     exitCode: () => code,
     async stop(graceSeconds = 15) {
       if (code === undefined) await podman(["stop", "--ignore", "--time", String(graceSeconds), name]);
