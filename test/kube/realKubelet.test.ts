@@ -1,6 +1,6 @@
 import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -8,36 +8,48 @@ import {
   AppsV1Api,
   CoordinationV1Api,
   CoreV1Api,
+  CustomObjectsApi,
+  DiscoveryV1Api,
   type V1Deployment,
   type V1Pod,
 } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parse, parseAllDocuments, stringify } from "yaml";
-import { kubectl } from "../support/helm.js";
+import { parseAllDocuments, stringify } from "yaml";
+import type { Devnet } from "../../src/devnet/devnet.js";
+import type { LightNode } from "../../src/kubernetes/api/crds.js";
+import { startTestDevnet } from "../support/devnet.js";
+import { CHART_DIR, helm, kubectl, parseObjects } from "../support/helm.js";
 import { RENDERED_CHART } from "../support/image/chartPod.js";
 import { builtImage } from "../support/image/lightfleetImage.js";
 import { missingPodman } from "../support/image/podman.js";
+import { startClusterDns, type ClusterDns } from "../support/kube/clusterDns.js";
 import { CNI_BIN_DIR, cniUnavailable, createCniBridge, type CniBridge } from "../support/kube/cniBridge.js";
 import { startContainerd, unmountUnder, type Containerd } from "../support/kube/containerd.js";
 import { ensureControlPlane, missingGo } from "../support/kube/controlPlaneBinaries.js";
 import { startControlPlane, type ControlPlane } from "../support/kube/controlPlane.js";
+import { startLightNodeAttacher } from "../support/kube/lightNodeAttacher.js";
 import { buildLocalImages, importImages, type LocalImages } from "../support/kube/localImages.js";
 import {
   startApiServiceRelay,
   startBinder,
   startRealKubelet,
+  startTcpRelay,
   type RealKubelet,
 } from "../support/kube/realKubelet.js";
+import { CLUSTER_DOMAIN, startServiceProxy } from "../support/kube/serviceProxy.js";
 import { findTool } from "../support/requireTool.js";
 import { waitFor } from "../support/waitFor.js";
 
 const run = promisify(execFile);
 
 /**
- * Pods in real containers: the kubelet built from the pinned k8s.io/kubernetes, joined to the real kube-apiserver,
- * with Debian's containerd and runc and a CNI bridge from containernetworking-plugins. It runs a light node (anvil)
- * as a container, the chart's gateway Deployment from the image `npm run image` built (with the chart's security
- * context and probes, unchanged), and restarts a container whose liveness probe fails. Needs root.
+ * The chart in real containers: the kubelet built from the pinned k8s.io/kubernetes, joined to the real
+ * kube-apiserver (with kube-controller-manager's workload, EndpointSlice and disruption controllers), with Debian's
+ * containerd and runc and a CNI bridge from containernetworking-plugins. The chart is installed with `helm install`
+ * from the image `npm run image` built; its controller makes the light nodes (anvils, an image built for the tests)
+ * from the LightNodePool, the devnet's block driver mirrors its chain onto them, and `helm test` runs its hook pod.
+ * One light node is frozen in its container and must be unrouted and replaced by the controller. Stand-ins remain
+ * for kube-scheduler (a binder: one node), kube-proxy and cluster DNS (docs/kubernetes.md). Needs root.
  */
 async function unavailable(): Promise<string | undefined> {
   const tools = [
@@ -60,29 +72,25 @@ const why = await unavailable();
 if (why) console.warn(`skipping the real kubelet tests: ${why}`);
 
 const NAMESPACE = "lightfleet";
+const RELEASE = "lightfleet";
+const NETWORK = "devnet";
 const NODE_NAME = `lightfleet-test-${process.pid}`;
-/** The image reference the rendered chart's pods name: containerd has the built image under it too. */
+/** The image reference the chart's pods name by default: containerd has the built image under it too. */
 const CHART_IMAGE = chartImage();
 const CHAIN_ID = 31_337;
+const GROUP = { group: "lightfleet.io", version: "v1alpha1", namespace: NAMESPACE };
 
 interface KubeDoc {
   kind: string;
   metadata: { name: string; namespace?: string };
-  data?: Record<string, string>;
-}
-function chartDocs(): KubeDoc[] {
-  return parseAllDocuments(readFileSync(RENDERED_CHART, "utf8"))
-    .map((d) => d.toJS() as KubeDoc | null)
-    .filter((d): d is KubeDoc => d !== null);
-}
-function chartDoc<T>(kind: string, name: string): T {
-  const doc = chartDocs().find((d) => d.kind === kind && d.metadata.name === name);
-  if (!doc) throw new Error(`the rendered chart has no ${kind} ${name}`);
-  return doc as T;
 }
 function chartImage(): string {
-  const deployment = chartDoc<V1Deployment>("Deployment", "lightfleet-gateway");
-  return deployment.spec!.template.spec!.containers[0]!.image!;
+  const doc = parseAllDocuments(readFileSync(RENDERED_CHART, "utf8"))
+    .map((d) => d.toJS() as KubeDoc | null)
+    .find((d) => d?.kind === "Deployment" && d.metadata.name === "lightfleet-gateway") as
+    V1Deployment | undefined;
+  if (!doc) throw new Error("the rendered chart has no Deployment lightfleet-gateway");
+  return doc.spec!.template.spec!.containers[0]!.image!;
 }
 
 async function jsonRpc(url: string, method: string, params: unknown[] = []): Promise<unknown> {
@@ -96,7 +104,7 @@ async function jsonRpc(url: string, method: string, params: unknown[] = []): Pro
 }
 
 describe.skipIf(why !== undefined)(
-  "pods in real containers through a real kubelet",
+  "the chart installed with helm, its pods in real containers through a real kubelet",
   { timeout: 240_000 },
   () => {
     let dir: string;
@@ -105,15 +113,31 @@ describe.skipIf(why !== undefined)(
     let containerd: Containerd;
     let kubelet: RealKubelet;
     let images: LocalImages;
+    let devnet: Devnet;
+    let dns: ClusterDns;
+    /** The devnet's full node as pods reach it: the light nodes' reserved peer. */
+    let peerUrl = "";
     let binder: { stop(): void } | undefined;
+    let attacher: { stop(): void } | undefined;
     let core: CoreV1Api;
     let apps: AppsV1Api;
+    let custom: CustomObjectsApi;
+    let discovery: DiscoveryV1Api;
     const cleanup: Array<() => Promise<unknown>> = [];
+    const helmRun = (args: string[], timeoutMs = 120_000) =>
+      helm(args, { kubeconfig: plane.adminKubeconfigFile, timeoutMs });
+    const kubectlRun = (args: string[]) => kubectl(args, { kubeconfig: plane.adminKubeconfigFile });
 
     const context = () =>
       `\n--- kubelet\n${kubelet?.logs().slice(-3000) ?? ""}\n--- containerd\n${containerd?.logs().slice(-1500) ?? ""}`;
     const pod = (name: string) => core.readNamespacedPod({ name, namespace: NAMESPACE });
-    const ready = (p: V1Pod) => p.status?.conditions?.find((c) => c.type === "Ready")?.status === "True";
+    const pods = async (selector: string) =>
+      (await core.listNamespacedPod({ namespace: NAMESPACE, labelSelector: selector })).items;
+    const lightPods = () => pods(`app.kubernetes.io/component=light-node,lightfleet.io/network=${NETWORK}`);
+    const condition = (p: V1Pod, type: string) => p.status?.conditions?.find((c) => c.type === type)?.status;
+    const ready = (p: V1Pod) => condition(p, "Ready") === "True";
+    const lightNode = (name: string) =>
+      custom.getNamespacedCustomObject({ ...GROUP, plural: "lightnodes", name }) as Promise<LightNode>;
     const waitReady = (find: () => Promise<V1Pod | undefined>, what: string) =>
       waitFor(
         async () => {
@@ -122,14 +146,27 @@ describe.skipIf(why !== undefined)(
         },
         { timeoutMs: 150_000, intervalMs: 500, what: () => `${what} Ready${context()}` },
       );
+    const readyAddresses = async (service: string) => {
+      const slices = await discovery.listNamespacedEndpointSlice({
+        namespace: NAMESPACE,
+        labelSelector: `kubernetes.io/service-name=${service}`,
+      });
+      return slices.items.flatMap((slice) =>
+        (slice.endpoints ?? []).filter((e) => e.conditions?.ready !== false).flatMap((e) => e.addresses),
+      );
+    };
 
-    /** The pid (on this host) of the running container CONTAINERID (`containerd://ID`), as containerd reports it. */
+    /** The id of a container (`containerd://ID`) as containerd names its task. */
+    const taskId = (containerId: string) => containerId.replace(/^containerd:\/\//, "");
+    /** The pid (on this host) of the running container CONTAINERID, as containerd reports it. */
     const taskPid = async (containerId: string) => {
-      const id = containerId.replace(/^containerd:\/\//, "");
+      const id = taskId(containerId);
       const line = (await containerd.ctr(["tasks", "ls"])).split("\n").find((l) => l.startsWith(`${id} `));
       if (!line) throw new Error(`no containerd task ${id}`);
       return Number(line.split(/\s+/)[1]);
     };
+    /** Tasks this file paused: resumed at the end if still there, so nothing is left frozen. */
+    const paused = new Set<string>();
 
     beforeAll(async () => {
       dir = await mkdtemp(join(tmpdir(), "lightfleet-kubelet-"));
@@ -143,6 +180,8 @@ describe.skipIf(why !== undefined)(
       cleanup.push(() => plane.stop());
       core = plane.admin().makeApiClient(CoreV1Api);
       apps = plane.admin().makeApiClient(AppsV1Api);
+      custom = plane.admin().makeApiClient(CustomObjectsApi);
+      discovery = plane.admin().makeApiClient(DiscoveryV1Api);
       images = await buildLocalImages((await builtImage())!, dir);
       containerd = await startContainerd({
         dir: join(dir, "containerd"),
@@ -163,6 +202,21 @@ describe.skipIf(why !== undefined)(
         device: bridge.bridge,
       });
       cleanup.push(() => relay.stop());
+      // Services by name for pods (the helm test pod calls the gateway so): each ClusterIP an address of the bridge's
+      // host side, relayed to a ready endpoint; cluster DNS answering from the Services the API holds.
+      const services = startServiceProxy({
+        kubeConfig: plane.admin(),
+        addAddress: async (address) => {
+          await run("ip", ["addr", "add", `${address}/32`, "dev", bridge.bridge], { timeout: 10_000 });
+        },
+      });
+      cleanup.push(() => services.stop());
+      dns = await startClusterDns({
+        address: bridge.hostIp,
+        domain: CLUSTER_DOMAIN,
+        resolve: async (name) => (await services.sync(NAMESPACE))[name],
+      });
+      cleanup.push(() => dns.stop());
       kubelet = await startRealKubelet({
         binary: binaries.kubelet,
         kubeConfig: plane.admin(),
@@ -171,11 +225,30 @@ describe.skipIf(why !== undefined)(
         nodeName: NODE_NAME,
         nodeIp: bridge.hostIp,
         dir: join(dir, "kubelet"),
+        clusterDns: bridge.hostIp,
       });
       cleanup.push(() => kubelet.stop());
+      // The light nodes' chain: the devnet's full node on loopback, reached by pods through a relay on the bridge.
+      devnet = await startTestDevnet({
+        networks: [{ name: NETWORK, chainId: CHAIN_ID }],
+        blockTimeMs: 1_000,
+      });
+      cleanup.push(() => devnet.stop());
+      const fullNode = new URL(devnet.nodes(NETWORK).find((node) => node.role === "full")!.httpUrl);
+      const peerRelay = await startTcpRelay({
+        listen: { host: bridge.hostIp, port: 0 },
+        target: { host: fullNode.hostname, port: Number(fullNode.port) },
+      });
+      cleanup.push(() => peerRelay.stop());
       // The pods go through the kubelet's own teardown (CNI DEL, sandbox stop) while it still runs.
       cleanup.push(async () => {
         binder?.stop();
+        attacher?.stop();
+        for (const id of paused) await containerd.ctr(["tasks", "resume", id]).catch(() => undefined);
+        await helmRun(["uninstall", RELEASE, "--namespace", NAMESPACE, "--wait", "--timeout", "90s"]).catch(
+          () => undefined,
+        );
+        await apps.deleteCollectionNamespacedStatefulSet({ namespace: NAMESPACE }).catch(() => undefined);
         await apps.deleteCollectionNamespacedDeployment({ namespace: NAMESPACE }).catch(() => undefined);
         await core
           .deleteCollectionNamespacedPod({ namespace: NAMESPACE, gracePeriodSeconds: 1 })
@@ -187,35 +260,275 @@ describe.skipIf(why !== undefined)(
           { timeoutMs: 90_000, intervalMs: 500, what: () => `the pods to be gone${context()}` },
         ).catch((error: unknown) => console.warn(String(error)));
       });
-      // The chart's own objects but its workloads, their ConfigMap and the keys' volume (made by the tests below):
-      // the namespace, CRDs, service accounts, RBAC, Services and the controller's Lease.
-      const kinds = [
-        "Namespace",
-        "CustomResourceDefinition",
-        "ServiceAccount",
-        "Role",
-        "RoleBinding",
-        "Service",
-        "Lease",
-      ];
-      const objects = chartDocs().filter(
-        (d) => kinds.includes(d.kind) && d.metadata.name !== "lightfleet-gateway-redis",
-      );
-      const applied = await kubectl(["apply", "--server-side", "-f", "-"], {
-        kubeconfig: plane.adminKubeconfigFile,
-        input: objects.map((o) => stringify(o)).join("---\n"),
-      });
-      expect(applied.code, applied.stderr).toBe(0);
       binder = startBinder(plane.admin(), NAMESPACE, NODE_NAME);
+      attacher = startLightNodeAttacher({
+        kubeConfig: plane.admin(),
+        namespace: NAMESPACE,
+        devnet,
+        port: 8545,
+      });
+      peerUrl = `http://${bridge.hostIp}:${peerRelay.port}`;
     }, 20 * 60_000);
 
     afterAll(async () => {
       for (const fn of cleanup.splice(0).reverse()) await fn().catch((e: unknown) => console.warn(String(e)));
     }, 5 * 60_000);
 
-    /** A light node's pod as the chart's pools run them: anvil on its pod IP, unprivileged, read-only root. */
+    const [imageRepository, imageTag] = [
+      CHART_IMAGE.slice(0, CHART_IMAGE.lastIndexOf(":")),
+      CHART_IMAGE.slice(CHART_IMAGE.lastIndexOf(":") + 1),
+    ];
+    /** The values a user would write: one network whose light nodes are anvils, its health checked briskly. */
+    const values = () => {
+      const anvil = images.anvil.lastIndexOf(":");
+      return {
+        image: { repository: imageRepository, tag: imageTag, pullPolicy: "Never" },
+        networks: [
+          {
+            name: NETWORK,
+            chainId: CHAIN_ID,
+            blockTime: "1s",
+            reservedPeers: [{ name: "full", http: peerUrl }],
+            health: {
+              probeInterval: "500ms",
+              maxLagBlocks: 3,
+              unhealthyAfter: 2,
+              healthyAfter: 2,
+              stallAfter: "6s",
+              restartAfter: "3s",
+              startupGrace: "20s",
+              syncingIsUnhealthy: false,
+            },
+            gateway: { default: true },
+            workload: {
+              enabled: true,
+              replicas: 2,
+              image: {
+                repository: images.anvil.slice(0, anvil),
+                tag: images.anvil.slice(anvil + 1),
+                pullPolicy: "Never",
+              },
+              // The devnet's chain from its genesis; its block driver mirrors each block onto the node.
+              args: [
+                ...["--host", "0.0.0.0", "--port", "8545", "--chain-id", String(CHAIN_ID), "--no-mining"],
+                ...["--timestamp", String(devnet.genesisTimestamp)],
+              ],
+              ports: { http: 8545, ws: 8545 },
+              persistence: { enabled: false },
+              terminationGracePeriodSeconds: 2,
+              resources: { requests: { cpu: "10m", memory: "64Mi" } },
+              probes: {
+                startup: { tcpSocket: { port: "http" }, periodSeconds: 1, failureThreshold: 60 },
+                liveness: {
+                  tcpSocket: { port: "http" },
+                  periodSeconds: 5,
+                  timeoutSeconds: 5,
+                  failureThreshold: 6,
+                },
+              },
+            },
+          },
+        ],
+        controller: { replicas: 1 },
+        gateway: { replicas: 1 },
+        keys: { enabled: false },
+      };
+    };
+
+    it("installs the chart with helm install: every object of the release created", async () => {
+      const file = join(dir, "values.yaml");
+      await writeFile(file, stringify(values()));
+      const installed = await helmRun([
+        "install",
+        RELEASE,
+        CHART_DIR,
+        "--namespace",
+        NAMESPACE,
+        "--create-namespace",
+        "--values",
+        file,
+      ]);
+      expect(installed.code, `${installed.stdout}\n${installed.stderr}`).toBe(0);
+      const manifest = await helmRun(["get", "manifest", RELEASE, "--namespace", NAMESPACE]);
+      const kinds = new Set(parseObjects(manifest.stdout).map((o) => o.kind));
+      for (const kind of ["Deployment", "StatefulSet", "LightNodePool", "Service", "PodDisruptionBudget"])
+        expect(kinds).toContain(kind);
+    });
+
+    it("runs the pool's light nodes (anvil) in containers: Running, Ready by the controller's gate, Healthy in kubectl", async () => {
+      const running = await waitFor(
+        async () => {
+          const list = (await lightPods()).filter(
+            (p) => ready(p) && condition(p, "lightfleet.io/in-sync") === "True",
+          );
+          return list.length === 2 ? list : undefined;
+        },
+        { timeoutMs: 180_000, intervalMs: 500, what: () => `two light nodes Ready${context()}` },
+      );
+      // Made by the StatefulSet of the pool, not by the test.
+      for (const p of running) expect(p.metadata!.ownerReferences?.[0]?.kind).toBe("StatefulSet");
+      const ip = running[0]!.status!.podIP!;
+      // An address of the CNI bridge's subnet, given by host-local, not the host's.
+      expect(ip.split(".").slice(0, 3).join(".")).toBe(bridge.hostIp.split(".").slice(0, 3).join("."));
+      expect(ip).not.toBe(bridge.hostIp);
+      const container = running[0]!.status!.containerStatuses![0]!.containerID!;
+      expect(container).toMatch(/^containerd:\/\//);
+      expect(await jsonRpc(`http://${ip}:8545`, "eth_chainId")).toBe(`0x${CHAIN_ID.toString(16)}`);
+      // Its process is a container's: in a network namespace of its own, as uid 10001.
+      const pid = await taskPid(container);
+      const status = readFileSync(`/proc/${pid}/status`, "utf8");
+      expect(/^Uid:\s+(\d+)/m.exec(status)?.[1]).toBe("10001");
+      expect((await run("readlink", [`/proc/${pid}/ns/net`])).stdout).not.toBe(
+        (await run("readlink", ["/proc/self/ns/net"])).stdout,
+      );
+      // The controller's health records, read as a user reads them.
+      await waitFor(
+        async () => {
+          const got = await kubectlRun(["get", "lightnodes", "--namespace", NAMESPACE, "-o", "json"]);
+          const items = (JSON.parse(got.stdout || "{}") as { items?: LightNode[] }).items ?? [];
+          return items.length === 2 && items.every((n) => n.status?.state === "Healthy");
+        },
+        { timeoutMs: 60_000, intervalMs: 500, what: () => `both LightNodes Healthy${context()}` },
+      );
+      const table = await kubectlRun(["get", "lnp", "--namespace", NAMESPACE]);
+      expect(table.code, table.stderr).toBe(0);
+      const row = table.stdout
+        .trim()
+        .split("\n")
+        .find((r) => r.startsWith(`${NETWORK} `))!
+        .split(/\s+/);
+      expect(row[2]).toBe("2/2");
+    });
+
+    it("runs the chart's gateway from the image: Ready by the chart's probes, answering JSON-RPC from the light nodes on its pod IP", async () => {
+      const running = await waitReady(
+        async () => (await pods("app.kubernetes.io/component=gateway"))[0],
+        "the gateway pod",
+      );
+      const container = running.spec!.containers[0]!;
+      expect(container.image).toBe(CHART_IMAGE);
+      expect(container.securityContext).toMatchObject({ readOnlyRootFilesystem: true, runAsUser: 10001 });
+      const url = `http://${running.status!.podIP!}:8545/${NETWORK}`;
+      expect(await jsonRpc(url, "eth_chainId")).toBe(`0x${CHAIN_ID.toString(16)}`);
+      // The devnet's chain, as mirrored onto the light nodes: a block past genesis.
+      await waitFor(async () => Number(await jsonRpc(url, "eth_blockNumber")) >= 1, {
+        timeoutMs: 30_000,
+        intervalMs: 500,
+        what: "the gateway to serve a block past genesis",
+      });
+      // The chart's security context, as runc applied it: uid 10001, no capabilities at all, no new privileges.
+      const pid = await taskPid(running.status!.containerStatuses![0]!.containerID!);
+      const status = readFileSync(`/proc/${pid}/status`, "utf8");
+      expect(/^Uid:\s+(\d+)/m.exec(status)?.[1]).toBe("10001");
+      expect(/^CapEff:\s+(\w+)/m.exec(status)?.[1]).toBe("0000000000000000");
+      expect(/^CapBnd:\s+(\w+)/m.exec(status)?.[1]).toBe("0000000000000000");
+      expect(/^NoNewPrivs:\s+(\d)/m.exec(status)?.[1]).toBe("1");
+    });
+
+    it("runs the chart's controller from the image: through the kubernetes Service as its service account, it holds the Lease", async () => {
+      const running = await waitReady(
+        async () => (await pods("app.kubernetes.io/component=controller"))[0],
+        "the controller pod",
+      );
+      expect(running.spec!.containers[0]!.image).toBe(CHART_IMAGE);
+      const coordination = plane.admin().makeApiClient(CoordinationV1Api);
+      const lease = await coordination.readNamespacedLease({
+        name: "lightfleet-controller",
+        namespace: NAMESPACE,
+      });
+      expect(lease.spec?.holderIdentity).toBe(running.metadata!.name);
+      // Its calls came with the token the kubelet projected for it, not with anyone else's.
+      const updates = (await plane.auditEvents()).filter(
+        (e) => e.objectRef?.resource === "leases" && e.verb === "update" && e.responseStatus?.code === 200,
+      );
+      expect(updates.map((e) => e.user.username)).toContain(
+        "system:serviceaccount:lightfleet:lightfleet-controller",
+      );
+    });
+
+    it("passes helm test: the hook pod runs in a container, calls the gateway by its Service name and Succeeds", async () => {
+      const tested = await helmRun(["test", RELEASE, "--namespace", NAMESPACE, "--timeout", "90s"], 150_000);
+      expect(tested.code, `${tested.stdout}\n${tested.stderr}${context()}`).toBe(0);
+      expect(tested.stdout).toMatch(/TEST SUITE:\s+lightfleet-test-gateway[\s\S]*Phase:\s+Succeeded/);
+      // The name it called was answered by cluster DNS (through the pod's resolv.conf, with its search domains).
+      expect(dns.answered()).toContain(`lightfleet-gateway.${NAMESPACE}.svc.${CLUSTER_DOMAIN}`);
+    });
+
+    it("unroutes a light node frozen in its container, evicts it, and the StatefulSet's new pod comes back Healthy; the other is untouched", async () => {
+      const service = `${RELEASE}-${NETWORK}`;
+      const settled = await waitFor(
+        async () => {
+          const list = (await lightPods()).filter((p) => !p.metadata!.deletionTimestamp && ready(p));
+          if (list.length !== 2) return undefined;
+          const addresses = await readyAddresses(service);
+          return list.every((p) => addresses.includes(p.status!.podIP!)) ? list : undefined;
+        },
+        { timeoutMs: 60_000, intervalMs: 500, what: () => `both light nodes routed${context()}` },
+      );
+      const [victim, other] = settled.sort((a, b) => a.metadata!.name!.localeCompare(b.metadata!.name!));
+      const name = victim!.metadata!.name!;
+      const uid = victim!.metadata!.uid!;
+      const ip = victim!.status!.podIP!;
+      // The container's processes frozen by the runtime (the cgroup freezer): it neither answers nor dies, and its
+      // port still accepts connections, so the kubelet's TCP probes pass; only the controller can tell.
+      const task = taskId(victim!.status!.containerStatuses![0]!.containerID!);
+      await containerd.ctr(["tasks", "pause", task]);
+      paused.add(task);
+      const unrouted = await waitFor(
+        async () => {
+          const p = (await lightPods()).find((l) => l.metadata!.uid === uid);
+          if (!p) return "gone"; // evicted before this look: unrouted first, checked below by the audit log
+          return condition(p, "lightfleet.io/in-sync") === "False" &&
+            !(await readyAddresses(service)).includes(ip)
+            ? "unrouted"
+            : undefined;
+        },
+        { timeoutMs: 60_000, intervalMs: 250, what: () => `${name} unrouted${context()}` },
+      );
+      const replacement = await waitFor(
+        async () => (await lightPods()).find((p) => p.metadata!.name === name && p.metadata!.uid !== uid),
+        { timeoutMs: 120_000, intervalMs: 250, what: () => `${name} evicted and recreated${context()}` },
+      );
+      paused.delete(task);
+      const evictions = (await plane.auditEvents()).filter(
+        (e) => e.objectRef?.subresource === "eviction" && e.objectRef.name === name && e.verb === "create",
+      );
+      expect(evictions.some((e) => e.responseStatus?.code === 201)).toBe(true);
+      expect(evictions.map((e) => e.user.username)).toContain(
+        `system:serviceaccount:${NAMESPACE}:lightfleet-controller`,
+      );
+      if (unrouted === "gone") {
+        // Its gate was written False before the eviction.
+        const gate = (await plane.auditEvents()).filter(
+          (e) => e.objectRef?.subresource === "status" && e.objectRef.name === name && e.verb === "patch",
+        );
+        expect(gate.length).toBeGreaterThan(0);
+      }
+      // The new pod: a new container, on the chain again, Ready and Healthy with the restart counted.
+      await waitFor(
+        async () => {
+          const node = await lightNode(name);
+          const p = (await lightPods()).find((l) => l.metadata!.uid === replacement.metadata!.uid);
+          return (
+            node.status?.state === "Healthy" &&
+            (node.status.restarts ?? 0) >= 1 &&
+            p !== undefined &&
+            ready(p)
+          );
+        },
+        { timeoutMs: 120_000, intervalMs: 500, what: () => `${name} Healthy again${context()}` },
+      );
+      // The other node: the same pod, its container never restarted, Healthy and routed all along.
+      const untouched = await pod(other!.metadata!.name!);
+      expect(untouched.metadata!.uid).toBe(other!.metadata!.uid);
+      expect(untouched.status!.containerStatuses![0]!.restartCount).toBe(0);
+      expect((await lightNode(other!.metadata!.name!)).status?.state).toBe("Healthy");
+      expect(await readyAddresses(service)).toContain(untouched.status!.podIP!);
+    }, 300_000);
+
+    /** A bare pod of anvil with the given probe ports (no pool's: the controller and the attacher leave it be). */
     const anvilPod = (name: string, probePort = 8545, readinessPort = 8545): V1Pod => ({
-      metadata: { name, labels: { "app.kubernetes.io/component": "light-node" } },
+      metadata: { name, labels: { "app.kubernetes.io/component": "probe-test" } },
       spec: {
         nodeName: NODE_NAME,
         automountServiceAccountToken: false,
@@ -246,113 +559,6 @@ describe.skipIf(why !== undefined)(
       },
     });
 
-    let lightNodeIp = "";
-
-    it("runs a light node (anvil) in a container: Running, Ready by its probe, serving on its pod IP", async () => {
-      await core.createNamespacedPod({ namespace: NAMESPACE, body: anvilPod("light-node-0") });
-      const running = await waitReady(() => pod("light-node-0"), "light-node-0");
-      lightNodeIp = running.status!.podIP!;
-      // An address of the CNI bridge's subnet, given by host-local, not the host's.
-      expect(lightNodeIp.split(".").slice(0, 3).join(".")).toBe(
-        bridge.hostIp.split(".").slice(0, 3).join("."),
-      );
-      expect(lightNodeIp).not.toBe(bridge.hostIp);
-      expect(running.status!.containerStatuses![0]!.containerID).toMatch(/^containerd:\/\//);
-      const rpc = `http://${lightNodeIp}:8545`;
-      expect(await jsonRpc(rpc, "eth_chainId")).toBe(`0x${CHAIN_ID.toString(16)}`);
-      await jsonRpc(rpc, "anvil_mine", ["0x3"]);
-      expect(await jsonRpc(rpc, "eth_blockNumber")).toBe("0x3");
-      // Its process is a container's: in a network namespace of its own, as uid 10001.
-      const pid = await taskPid(running.status!.containerStatuses![0]!.containerID!);
-      const status = readFileSync(`/proc/${pid}/status`, "utf8");
-      expect(/^Uid:\s+(\d+)/m.exec(status)?.[1]).toBe("10001");
-      expect((await run("readlink", [`/proc/${pid}/ns/net`])).stdout).not.toBe(
-        (await run("readlink", ["/proc/self/ns/net"])).stdout,
-      );
-    });
-
-    it("runs the chart's gateway Deployment from the image: Ready by the chart's probes, answering JSON-RPC on its pod IP", async () => {
-      expect(lightNodeIp, "the light node test runs first").not.toBe("");
-      // The chart's ConfigMap, with the light node above as the network's node (the chart's pools would be found
-      // through the controller) and in-process shared state (one replica: no bundled Redis).
-      const configMap = chartDoc<KubeDoc>("ConfigMap", "lightfleet-config");
-      const config = parse(configMap.data!["lightfleet.yaml"]!) as Record<string, Record<string, unknown>>;
-      const node = { http: `http://${lightNodeIp}:8545`, ws: `ws://${lightNodeIp}:8545` };
-      config.gateway = { ...config.gateway, sharedState: { backend: "memory" } };
-      const withNetworks = {
-        ...config,
-        networks: [
-          {
-            name: "devnet",
-            chainId: CHAIN_ID,
-            reservedPeers: [{ name: "peer", http: node.http }],
-            gateway: { default: true, upstreams: [{ name: "light-node-0", ...node }] },
-          },
-        ],
-      };
-      await core.createNamespacedConfigMap({
-        namespace: NAMESPACE,
-        body: {
-          metadata: { name: "lightfleet-config" },
-          data: { "lightfleet.yaml": stringify(withNetworks) },
-        },
-      });
-      const deployment = chartDoc<V1Deployment>("Deployment", "lightfleet-gateway");
-      deployment.spec!.replicas = 1;
-      await apps.createNamespacedDeployment({ namespace: NAMESPACE, body: deployment });
-
-      const gatewayPod = async () =>
-        (
-          await core.listNamespacedPod({
-            namespace: NAMESPACE,
-            labelSelector: "app.kubernetes.io/component=gateway",
-          })
-        ).items[0];
-      const running = await waitReady(gatewayPod, "the gateway pod");
-      const container = running.spec!.containers[0]!;
-      expect(container.image).toBe(CHART_IMAGE);
-      expect(container.securityContext).toMatchObject({ readOnlyRootFilesystem: true, runAsUser: 10001 });
-      expect(await jsonRpc(`http://${running.status!.podIP!}:8545`, "eth_blockNumber")).toBe("0x3");
-      expect(await jsonRpc(`http://${running.status!.podIP!}:8545`, "eth_chainId")).toBe(
-        `0x${CHAIN_ID.toString(16)}`,
-      );
-      // The chart's security context, as runc applied it: uid 10001, no capabilities at all, no new privileges.
-      const pid = await taskPid(running.status!.containerStatuses![0]!.containerID!);
-      const status = readFileSync(`/proc/${pid}/status`, "utf8");
-      expect(/^Uid:\s+(\d+)/m.exec(status)?.[1]).toBe("10001");
-      expect(/^CapEff:\s+(\w+)/m.exec(status)?.[1]).toBe("0000000000000000");
-      expect(/^CapBnd:\s+(\w+)/m.exec(status)?.[1]).toBe("0000000000000000");
-      expect(/^NoNewPrivs:\s+(\d)/m.exec(status)?.[1]).toBe("1");
-    });
-
-    it("runs the chart's controller Deployment from the image: through the kubernetes Service as its service account, it takes the Lease and is Ready", async () => {
-      const deployment = chartDoc<V1Deployment>("Deployment", "lightfleet-controller");
-      deployment.spec!.replicas = 1;
-      await apps.createNamespacedDeployment({ namespace: NAMESPACE, body: deployment });
-      const controllerPod = async () =>
-        (
-          await core.listNamespacedPod({
-            namespace: NAMESPACE,
-            labelSelector: "app.kubernetes.io/component=controller",
-          })
-        ).items[0];
-      const running = await waitReady(controllerPod, "the controller pod");
-      expect(running.spec!.containers[0]!.image).toBe(CHART_IMAGE);
-      const coordination = plane.admin().makeApiClient(CoordinationV1Api);
-      const lease = await coordination.readNamespacedLease({
-        name: "lightfleet-controller",
-        namespace: NAMESPACE,
-      });
-      expect(lease.spec?.holderIdentity).toBe(running.metadata!.name);
-      // Its calls came with the token the kubelet projected for it, not with anyone else's.
-      const updates = (await plane.auditEvents()).filter(
-        (e) => e.objectRef?.resource === "leases" && e.verb === "update" && e.responseStatus?.code === 200,
-      );
-      expect(updates.map((e) => e.user.username)).toContain(
-        "system:serviceaccount:lightfleet:lightfleet-controller",
-      );
-    });
-
     it("restarts a container whose liveness probe fails, keeps one whose probe passes, holds back Ready on a failing readiness probe", async () => {
       // Anvil listens on 8545; a probe of 8546 finds nothing there.
       await core.createNamespacedPod({ namespace: NAMESPACE, body: anvilPod("never-ready", 8545, 8546) });
@@ -380,9 +586,8 @@ describe.skipIf(why !== undefined)(
         intervalMs: 500,
         what: "a 'failed liveness probe' Event of failing-liveness",
       });
-      // The light node's probe passes all along: never restarted.
-      const healthy = (await pod("light-node-0")).status!.containerStatuses![0]!;
-      expect(healthy.restartCount).toBe(0);
+      // The pool's light nodes' probes pass all along: never restarted by the kubelet.
+      for (const p of await lightPods()) expect(p.status!.containerStatuses![0]!.restartCount).toBe(0);
       // Started before the restarted one, probed as often: running all along, never Ready, never restarted.
       const unready = await pod("never-ready");
       expect(unready.status?.containerStatuses?.[0]).toMatchObject({ ready: false, restartCount: 0 });
