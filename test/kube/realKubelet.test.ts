@@ -8,14 +8,17 @@ import {
   AppsV1Api,
   CoordinationV1Api,
   CoreV1Api,
+  CustomObjectsApi,
+  DiscoveryV1Api,
   type V1Deployment,
   type V1Pod,
 } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseAllDocuments, stringify } from "yaml";
 import type { Devnet } from "../../src/devnet/devnet.js";
+import type { LightNode } from "../../src/kubernetes/api/crds.js";
 import { startTestDevnet } from "../support/devnet.js";
-import { CHART_DIR, helm, parseObjects } from "../support/helm.js";
+import { CHART_DIR, helm, kubectl, parseObjects } from "../support/helm.js";
 import { RENDERED_CHART } from "../support/image/chartPod.js";
 import { builtImage } from "../support/image/lightfleetImage.js";
 import { missingPodman } from "../support/image/podman.js";
@@ -45,7 +48,8 @@ const run = promisify(execFile);
  * containerd and runc and a CNI bridge from containernetworking-plugins. The chart is installed with `helm install`
  * from the image `npm run image` built; its controller makes the light nodes (anvils, an image built for the tests)
  * from the LightNodePool, the devnet's block driver mirrors its chain onto them, and `helm test` runs its hook pod.
- * Stand-ins remain for kube-scheduler (a binder: one node), kube-proxy and cluster DNS (docs/kubernetes.md). Needs root.
+ * One light node is frozen in its container and must be unrouted and replaced by the controller. Stand-ins remain
+ * for kube-scheduler (a binder: one node), kube-proxy and cluster DNS (docs/kubernetes.md). Needs root.
  */
 async function unavailable(): Promise<string | undefined> {
   const tools = [
@@ -74,6 +78,7 @@ const NODE_NAME = `lightfleet-test-${process.pid}`;
 /** The image reference the chart's pods name by default: containerd has the built image under it too. */
 const CHART_IMAGE = chartImage();
 const CHAIN_ID = 31_337;
+const GROUP = { group: "lightfleet.io", version: "v1alpha1", namespace: NAMESPACE };
 
 interface KubeDoc {
   kind: string;
@@ -116,9 +121,12 @@ describe.skipIf(why !== undefined)(
     let attacher: { stop(): void } | undefined;
     let core: CoreV1Api;
     let apps: AppsV1Api;
+    let custom: CustomObjectsApi;
+    let discovery: DiscoveryV1Api;
     const cleanup: Array<() => Promise<unknown>> = [];
     const helmRun = (args: string[], timeoutMs = 120_000) =>
       helm(args, { kubeconfig: plane.adminKubeconfigFile, timeoutMs });
+    const kubectlRun = (args: string[]) => kubectl(args, { kubeconfig: plane.adminKubeconfigFile });
 
     const context = () =>
       `\n--- kubelet\n${kubelet?.logs().slice(-3000) ?? ""}\n--- containerd\n${containerd?.logs().slice(-1500) ?? ""}`;
@@ -128,6 +136,8 @@ describe.skipIf(why !== undefined)(
     const lightPods = () => pods(`app.kubernetes.io/component=light-node,lightfleet.io/network=${NETWORK}`);
     const condition = (p: V1Pod, type: string) => p.status?.conditions?.find((c) => c.type === type)?.status;
     const ready = (p: V1Pod) => condition(p, "Ready") === "True";
+    const lightNode = (name: string) =>
+      custom.getNamespacedCustomObject({ ...GROUP, plural: "lightnodes", name }) as Promise<LightNode>;
     const waitReady = (find: () => Promise<V1Pod | undefined>, what: string) =>
       waitFor(
         async () => {
@@ -136,6 +146,15 @@ describe.skipIf(why !== undefined)(
         },
         { timeoutMs: 150_000, intervalMs: 500, what: () => `${what} Ready${context()}` },
       );
+    const readyAddresses = async (service: string) => {
+      const slices = await discovery.listNamespacedEndpointSlice({
+        namespace: NAMESPACE,
+        labelSelector: `kubernetes.io/service-name=${service}`,
+      });
+      return slices.items.flatMap((slice) =>
+        (slice.endpoints ?? []).filter((e) => e.conditions?.ready !== false).flatMap((e) => e.addresses),
+      );
+    };
 
     /** The id of a container (`containerd://ID`) as containerd names its task. */
     const taskId = (containerId: string) => containerId.replace(/^containerd:\/\//, "");
@@ -146,6 +165,8 @@ describe.skipIf(why !== undefined)(
       if (!line) throw new Error(`no containerd task ${id}`);
       return Number(line.split(/\s+/)[1]);
     };
+    /** Tasks this file paused: resumed at the end if still there, so nothing is left frozen. */
+    const paused = new Set<string>();
 
     beforeAll(async () => {
       dir = await mkdtemp(join(tmpdir(), "lightfleet-kubelet-"));
@@ -159,6 +180,8 @@ describe.skipIf(why !== undefined)(
       cleanup.push(() => plane.stop());
       core = plane.admin().makeApiClient(CoreV1Api);
       apps = plane.admin().makeApiClient(AppsV1Api);
+      custom = plane.admin().makeApiClient(CustomObjectsApi);
+      discovery = plane.admin().makeApiClient(DiscoveryV1Api);
       images = await buildLocalImages((await builtImage())!, dir);
       containerd = await startContainerd({
         dir: join(dir, "containerd"),
@@ -221,6 +244,7 @@ describe.skipIf(why !== undefined)(
       cleanup.push(async () => {
         binder?.stop();
         attacher?.stop();
+        for (const id of paused) await containerd.ctr(["tasks", "resume", id]).catch(() => undefined);
         await helmRun(["uninstall", RELEASE, "--namespace", NAMESPACE, "--wait", "--timeout", "90s"]).catch(
           () => undefined,
         );
@@ -331,6 +355,51 @@ describe.skipIf(why !== undefined)(
         expect(kinds).toContain(kind);
     });
 
+    it("runs the pool's light nodes (anvil) in containers: Running, Ready by the controller's gate, Healthy in kubectl", async () => {
+      const running = await waitFor(
+        async () => {
+          const list = (await lightPods()).filter(
+            (p) => ready(p) && condition(p, "lightfleet.io/in-sync") === "True",
+          );
+          return list.length === 2 ? list : undefined;
+        },
+        { timeoutMs: 180_000, intervalMs: 500, what: () => `two light nodes Ready${context()}` },
+      );
+      // Made by the StatefulSet of the pool, not by the test.
+      for (const p of running) expect(p.metadata!.ownerReferences?.[0]?.kind).toBe("StatefulSet");
+      const ip = running[0]!.status!.podIP!;
+      // An address of the CNI bridge's subnet, given by host-local, not the host's.
+      expect(ip.split(".").slice(0, 3).join(".")).toBe(bridge.hostIp.split(".").slice(0, 3).join("."));
+      expect(ip).not.toBe(bridge.hostIp);
+      const container = running[0]!.status!.containerStatuses![0]!.containerID!;
+      expect(container).toMatch(/^containerd:\/\//);
+      expect(await jsonRpc(`http://${ip}:8545`, "eth_chainId")).toBe(`0x${CHAIN_ID.toString(16)}`);
+      // Its process is a container's: in a network namespace of its own, as uid 10001.
+      const pid = await taskPid(container);
+      const status = readFileSync(`/proc/${pid}/status`, "utf8");
+      expect(/^Uid:\s+(\d+)/m.exec(status)?.[1]).toBe("10001");
+      expect((await run("readlink", [`/proc/${pid}/ns/net`])).stdout).not.toBe(
+        (await run("readlink", ["/proc/self/ns/net"])).stdout,
+      );
+      // The controller's health records, read as a user reads them.
+      await waitFor(
+        async () => {
+          const got = await kubectlRun(["get", "lightnodes", "--namespace", NAMESPACE, "-o", "json"]);
+          const items = (JSON.parse(got.stdout || "{}") as { items?: LightNode[] }).items ?? [];
+          return items.length === 2 && items.every((n) => n.status?.state === "Healthy");
+        },
+        { timeoutMs: 60_000, intervalMs: 500, what: () => `both LightNodes Healthy${context()}` },
+      );
+      const table = await kubectlRun(["get", "lnp", "--namespace", NAMESPACE]);
+      expect(table.code, table.stderr).toBe(0);
+      const row = table.stdout
+        .trim()
+        .split("\n")
+        .find((r) => r.startsWith(`${NETWORK} `))!
+        .split(/\s+/);
+      expect(row[2]).toBe("2/2");
+    });
+
     it("runs the chart's gateway from the image: Ready by the chart's probes, answering JSON-RPC from the light nodes on its pod IP", async () => {
       const running = await waitReady(
         async () => (await pods("app.kubernetes.io/component=gateway"))[0],
@@ -384,6 +453,78 @@ describe.skipIf(why !== undefined)(
       // The name it called was answered by cluster DNS (through the pod's resolv.conf, with its search domains).
       expect(dns.answered()).toContain(`lightfleet-gateway.${NAMESPACE}.svc.${CLUSTER_DOMAIN}`);
     });
+
+    it("unroutes a light node frozen in its container, evicts it, and the StatefulSet's new pod comes back Healthy; the other is untouched", async () => {
+      const service = `${RELEASE}-${NETWORK}`;
+      const settled = await waitFor(
+        async () => {
+          const list = (await lightPods()).filter((p) => !p.metadata!.deletionTimestamp && ready(p));
+          if (list.length !== 2) return undefined;
+          const addresses = await readyAddresses(service);
+          return list.every((p) => addresses.includes(p.status!.podIP!)) ? list : undefined;
+        },
+        { timeoutMs: 60_000, intervalMs: 500, what: () => `both light nodes routed${context()}` },
+      );
+      const [victim, other] = settled.sort((a, b) => a.metadata!.name!.localeCompare(b.metadata!.name!));
+      const name = victim!.metadata!.name!;
+      const uid = victim!.metadata!.uid!;
+      const ip = victim!.status!.podIP!;
+      // The container's processes frozen by the runtime (the cgroup freezer): it neither answers nor dies, and its
+      // port still accepts connections, so the kubelet's TCP probes pass; only the controller can tell.
+      const task = taskId(victim!.status!.containerStatuses![0]!.containerID!);
+      await containerd.ctr(["tasks", "pause", task]);
+      paused.add(task);
+      const unrouted = await waitFor(
+        async () => {
+          const p = (await lightPods()).find((l) => l.metadata!.uid === uid);
+          if (!p) return "gone"; // evicted before this look: unrouted first, checked below by the audit log
+          return condition(p, "lightfleet.io/in-sync") === "False" &&
+            !(await readyAddresses(service)).includes(ip)
+            ? "unrouted"
+            : undefined;
+        },
+        { timeoutMs: 60_000, intervalMs: 250, what: () => `${name} unrouted${context()}` },
+      );
+      const replacement = await waitFor(
+        async () => (await lightPods()).find((p) => p.metadata!.name === name && p.metadata!.uid !== uid),
+        { timeoutMs: 120_000, intervalMs: 250, what: () => `${name} evicted and recreated${context()}` },
+      );
+      paused.delete(task);
+      const evictions = (await plane.auditEvents()).filter(
+        (e) => e.objectRef?.subresource === "eviction" && e.objectRef.name === name && e.verb === "create",
+      );
+      expect(evictions.some((e) => e.responseStatus?.code === 201)).toBe(true);
+      expect(evictions.map((e) => e.user.username)).toContain(
+        `system:serviceaccount:${NAMESPACE}:lightfleet-controller`,
+      );
+      if (unrouted === "gone") {
+        // Its gate was written False before the eviction.
+        const gate = (await plane.auditEvents()).filter(
+          (e) => e.objectRef?.subresource === "status" && e.objectRef.name === name && e.verb === "patch",
+        );
+        expect(gate.length).toBeGreaterThan(0);
+      }
+      // The new pod: a new container, on the chain again, Ready and Healthy with the restart counted.
+      await waitFor(
+        async () => {
+          const node = await lightNode(name);
+          const p = (await lightPods()).find((l) => l.metadata!.uid === replacement.metadata!.uid);
+          return (
+            node.status?.state === "Healthy" &&
+            (node.status.restarts ?? 0) >= 1 &&
+            p !== undefined &&
+            ready(p)
+          );
+        },
+        { timeoutMs: 120_000, intervalMs: 500, what: () => `${name} Healthy again${context()}` },
+      );
+      // The other node: the same pod, its container never restarted, Healthy and routed all along.
+      const untouched = await pod(other!.metadata!.name!);
+      expect(untouched.metadata!.uid).toBe(other!.metadata!.uid);
+      expect(untouched.status!.containerStatuses![0]!.restartCount).toBe(0);
+      expect((await lightNode(other!.metadata!.name!)).status?.state).toBe("Healthy");
+      expect(await readyAddresses(service)).toContain(untouched.status!.podIP!);
+    }, 300_000);
 
     /** A bare pod of anvil with the given probe ports (no pool's: the controller and the attacher leave it be). */
     const anvilPod = (name: string, probePort = 8545, readinessPort = 8545): V1Pod => ({
