@@ -1,6 +1,6 @@
 import { execFile } from "node:child_process";
-import { readFileSync } from "node:fs";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { existsSync, readFileSync } from "node:fs";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -24,9 +24,11 @@ import { builtImage } from "../support/image/lightfleetImage.js";
 import { missingPodman } from "../support/image/podman.js";
 import { startClusterDns, type ClusterDns } from "../support/kube/clusterDns.js";
 import { CNI_BIN_DIR, cniUnavailable, createCniBridge, type CniBridge } from "../support/kube/cniBridge.js";
+import { ContainerLedger } from "../support/kube/containerLedger.js";
 import { startContainerd, unmountUnder, type Containerd } from "../support/kube/containerd.js";
 import { ensureControlPlane, missingGo } from "../support/kube/controlPlaneBinaries.js";
 import { startControlPlane, type ControlPlane } from "../support/kube/controlPlane.js";
+import { EndpointSliceHistory } from "../support/kube/endpointSliceHistory.js";
 import { startLightNodeAttacher } from "../support/kube/lightNodeAttacher.js";
 import { buildLocalImages, importImages, type LocalImages } from "../support/kube/localImages.js";
 import {
@@ -38,6 +40,7 @@ import {
 } from "../support/kube/realKubelet.js";
 import { CLUSTER_DOMAIN, startServiceProxy } from "../support/kube/serviceProxy.js";
 import { findTool } from "../support/requireTool.js";
+import { ROOT } from "../support/runCli.js";
 import { waitFor } from "../support/waitFor.js";
 
 const run = promisify(execFile);
@@ -165,8 +168,12 @@ describe.skipIf(why !== undefined)(
       if (!line) throw new Error(`no containerd task ${id}`);
       return Number(line.split(/\s+/)[1]);
     };
-    /** Tasks this file paused: resumed at the end if still there, so nothing is left frozen. */
-    const paused = new Set<string>();
+    /** Container processes this file stopped (SIGSTOP): continued at the end if still there, so none is left. */
+    const stopped = new Set<number>();
+    /** Every container the kubelet ran for the release, for the tier's report. */
+    let ledger: ContainerLedger | undefined;
+    /** Every state of the pool Service's endpoints, as the real EndpointSlices showed them. */
+    let routing: EndpointSliceHistory | undefined;
 
     beforeAll(async () => {
       dir = await mkdtemp(join(tmpdir(), "lightfleet-kubelet-"));
@@ -244,7 +251,14 @@ describe.skipIf(why !== undefined)(
       cleanup.push(async () => {
         binder?.stop();
         attacher?.stop();
-        for (const id of paused) await containerd.ctr(["tasks", "resume", id]).catch(() => undefined);
+        for (const pid of stopped) {
+          try {
+            process.kill(pid, "SIGCONT");
+          } catch {
+            // gone with its container
+          }
+        }
+        routing?.stop();
         await helmRun(["uninstall", RELEASE, "--namespace", NAMESPACE, "--wait", "--timeout", "90s"]).catch(
           () => undefined,
         );
@@ -260,6 +274,17 @@ describe.skipIf(why !== undefined)(
           { timeoutMs: 90_000, intervalMs: 500, what: () => `the pods to be gone${context()}` },
         ).catch((error: unknown) => console.warn(String(error)));
       });
+      // The report is written while the pods still exist (cleanup runs last first).
+      cleanup.push(async () => {
+        if (!ledger) return;
+        ledger.stop();
+        const text = ledger.report();
+        console.log(text);
+        await mkdir(join(ROOT, "test-artifacts"), { recursive: true });
+        await writeFile(join(ROOT, "test-artifacts", "real-kubelet-containers.txt"), `${text}\n`);
+      });
+      ledger = new ContainerLedger(plane.admin(), NAMESPACE);
+      routing = new EndpointSliceHistory(plane.admin(), NAMESPACE, `${RELEASE}-${NETWORK}`);
       binder = startBinder(plane.admin(), NAMESPACE, NODE_NAME);
       attacher = startLightNodeAttacher({
         kubeConfig: plane.admin(),
@@ -300,9 +325,11 @@ describe.skipIf(why !== undefined)(
               syncingIsUnhealthy: false,
             },
             gateway: { default: true },
+            // The controller sizes the pool (autoscaling.mode controller, the default) from minReplicas, which is 1
+            // unless set: `workload.replicas` is not used then. Two nodes, held at two by the idle request rate.
+            scaling: { minReplicas: 2, maxReplicas: 2 },
             workload: {
               enabled: true,
-              replicas: 2,
               image: {
                 repository: images.anvil.slice(0, anvil),
                 tag: images.anvil.slice(anvil + 1),
@@ -349,6 +376,8 @@ describe.skipIf(why !== undefined)(
         file,
       ]);
       expect(installed.code, `${installed.stdout}\n${installed.stderr}`).toBe(0);
+      // The chart's notes warn of values it does not use (a pool's size set where the autoscaler owns it): none here.
+      expect(installed.stdout).not.toMatch(/WARNING/);
       const manifest = await helmRun(["get", "manifest", RELEASE, "--namespace", NAMESPACE]);
       const kinds = new Set(parseObjects(manifest.stdout).map((o) => o.kind));
       for (const kind of ["Deployment", "StatefulSet", "LightNodePool", "Service", "PodDisruptionBudget"])
@@ -446,50 +475,94 @@ describe.skipIf(why !== undefined)(
       );
     });
 
-    it("passes helm test: the hook pod runs in a container, calls the gateway by its Service name and Succeeds", async () => {
-      const tested = await helmRun(["test", RELEASE, "--namespace", NAMESPACE, "--timeout", "90s"], 150_000);
-      expect(tested.code, `${tested.stdout}\n${tested.stderr}${context()}`).toBe(0);
-      expect(tested.stdout).toMatch(/TEST SUITE:\s+lightfleet-test-gateway[\s\S]*Phase:\s+Succeeded/);
-      // The name it called was answered by cluster DNS (through the pod's resolv.conf, with its search domains).
-      expect(dns.answered()).toContain(`lightfleet-gateway.${NAMESPACE}.svc.${CLUSTER_DOMAIN}`);
-    });
-
-    it("unroutes a light node frozen in its container, evicts it, and the StatefulSet's new pod comes back Healthy; the other is untouched", async () => {
-      const service = `${RELEASE}-${NETWORK}`;
+    /** Both light nodes Ready and routed (their endpoints ready in the pool Service's slices), by name. */
+    const routedPair = async () => {
       const settled = await waitFor(
         async () => {
           const list = (await lightPods()).filter((p) => !p.metadata!.deletionTimestamp && ready(p));
           if (list.length !== 2) return undefined;
-          const addresses = await readyAddresses(service);
+          const addresses = await readyAddresses(`${RELEASE}-${NETWORK}`);
           return list.every((p) => addresses.includes(p.status!.podIP!)) ? list : undefined;
         },
-        { timeoutMs: 60_000, intervalMs: 500, what: () => `both light nodes routed${context()}` },
+        { timeoutMs: 120_000, intervalMs: 500, what: () => `both light nodes routed${context()}` },
       );
-      const [victim, other] = settled.sort((a, b) => a.metadata!.name!.localeCompare(b.metadata!.name!));
-      const name = victim!.metadata!.name!;
-      const uid = victim!.metadata!.uid!;
-      const ip = victim!.status!.podIP!;
-      // The container's processes frozen by the runtime (the cgroup freezer): it neither answers nor dies, and its
-      // port still accepts connections, so the kubelet's TCP probes pass; only the controller can tell.
-      const task = taskId(victim!.status!.containerStatuses![0]!.containerID!);
-      await containerd.ctr(["tasks", "pause", task]);
-      paused.add(task);
-      const unrouted = await waitFor(
+      return settled.sort((a, b) => a.metadata!.name!.localeCompare(b.metadata!.name!));
+    };
+    /**
+     * Whether the pool's EndpointSlices held the pod UID as not ready while it was not terminating, in a state first
+     * seen after the first SINCE states (a pod is not ready in them before its first Ready too).
+     */
+    const unroutedWhileRunning = (uid: string, since: number) =>
+      routing!
+        .sightings()
+        .slice(since)
+        .some((e) => e.uid === uid && !e.ready && !e.terminating);
+
+    it("unroutes a lagging light node through the real EndpointSlice, keeps its container, and routes it again once it catches up", async () => {
+      const service = `${RELEASE}-${NETWORK}`;
+      const [laggard, other] = await routedPair();
+      const name = laggard!.metadata!.name!;
+      const uid = laggard!.metadata!.uid!;
+      const container = laggard!.status!.containerStatuses![0]!.containerID!;
+      // The devnet's block driver holds it 8 blocks behind: over maxLagBlocks (3), under restartLagBlocks (32).
+      const since = routing!.sightings().length;
+      await devnet.fault(name, { kind: "lag", blocks: 8 });
+      await waitFor(
         async () => {
-          const p = (await lightPods()).find((l) => l.metadata!.uid === uid);
-          if (!p) return "gone"; // evicted before this look: unrouted first, checked below by the audit log
-          return condition(p, "lightfleet.io/in-sync") === "False" &&
-            !(await readyAddresses(service)).includes(ip)
-            ? "unrouted"
-            : undefined;
+          const p = await pod(name);
+          return (
+            condition(p, "lightfleet.io/in-sync") === "False" &&
+            !ready(p) &&
+            !(await readyAddresses(service)).includes(p.status!.podIP!)
+          );
         },
         { timeoutMs: 60_000, intervalMs: 250, what: () => `${name} unrouted${context()}` },
       );
+      expect(unroutedWhileRunning(uid, since)).toBe(true);
+      // The controller's record, as a user reads it: Lagging, unrouted, by more than maxLagBlocks.
+      await waitFor(
+        async () => {
+          const status = (await lightNode(name)).status;
+          return status?.state === "Lagging" && status.routed === false && (status.lagBlocks ?? 0) > 3;
+        },
+        { timeoutMs: 30_000, intervalMs: 250, what: () => `${name} Lagging in its LightNode${context()}` },
+      );
+      // Unrouted, not restarted: the same pod and container; the other node routed all along.
+      const held = await pod(name);
+      expect(held.metadata!.uid).toBe(uid);
+      expect(held.status!.containerStatuses![0]!.containerID).toBe(container);
+      expect(unroutedWhileRunning(other!.metadata!.uid!, since)).toBe(false);
+      await devnet.fault(name, { kind: "heal" });
+      await waitFor(
+        async () => {
+          const node = await lightNode(name);
+          return node.status?.state === "Healthy" && routing!.readyNow().includes(uid);
+        },
+        { timeoutMs: 60_000, intervalMs: 250, what: () => `${name} routed again${context()}` },
+      );
+      const back = await pod(name);
+      expect(back.metadata!.uid).toBe(uid);
+      expect(back.status!.containerStatuses![0]).toMatchObject({ containerID: container, restartCount: 0 });
+      expect((await lightNode(name)).status?.restarts ?? 0).toBe(0);
+    });
+
+    it("unroutes a light node stopped in its container, evicts it, and the StatefulSet's new pod comes back Healthy in a new container; the other is untouched", async () => {
+      const service = `${RELEASE}-${NETWORK}`;
+      const [other, victim] = await routedPair();
+      const name = victim!.metadata!.name!;
+      const uid = victim!.metadata!.uid!;
+      const container = victim!.status!.containerStatuses![0]!.containerID!;
+      // The container's process stopped (SIGSTOP): it neither answers nor dies, and the kernel still accepts
+      // connections on its port, so the kubelet's TCP probes pass; only the controller's JSON-RPC probes can tell.
+      const pid = await taskPid(container);
+      const since = routing!.sightings().length;
+      process.kill(pid, "SIGSTOP");
+      stopped.add(pid);
       const replacement = await waitFor(
         async () => (await lightPods()).find((p) => p.metadata!.name === name && p.metadata!.uid !== uid),
         { timeoutMs: 120_000, intervalMs: 250, what: () => `${name} evicted and recreated${context()}` },
       );
-      paused.delete(task);
+      // Evicted by the controller's service account through the Eviction API (the PDB lets unhealthy pods go).
       const evictions = (await plane.auditEvents()).filter(
         (e) => e.objectRef?.subresource === "eviction" && e.objectRef.name === name && e.verb === "create",
       );
@@ -497,34 +570,56 @@ describe.skipIf(why !== undefined)(
       expect(evictions.map((e) => e.user.username)).toContain(
         `system:serviceaccount:${NAMESPACE}:lightfleet-controller`,
       );
-      if (unrouted === "gone") {
-        // Its gate was written False before the eviction.
-        const gate = (await plane.auditEvents()).filter(
-          (e) => e.objectRef?.subresource === "status" && e.objectRef.name === name && e.verb === "patch",
-        );
-        expect(gate.length).toBeGreaterThan(0);
-      }
-      // The new pod: a new container, on the chain again, Ready and Healthy with the restart counted.
-      await waitFor(
+      // Unrouted first: the real EndpointSlice held its endpoint not ready while the pod was not yet terminating.
+      expect(unroutedWhileRunning(uid, since)).toBe(true);
+      // The new pod: a new container, on the chain again, Ready, routed and Healthy with the restart counted.
+      const healthy = await waitFor(
         async () => {
           const node = await lightNode(name);
           const p = (await lightPods()).find((l) => l.metadata!.uid === replacement.metadata!.uid);
-          return (
+          const fresh =
             node.status?.state === "Healthy" &&
             (node.status.restarts ?? 0) >= 1 &&
             p !== undefined &&
-            ready(p)
-          );
+            ready(p) &&
+            routing!.readyNow().includes(p.metadata!.uid!);
+          return fresh ? p : undefined;
         },
         { timeoutMs: 120_000, intervalMs: 500, what: () => `${name} Healthy again${context()}` },
       );
-      // The other node: the same pod, its container never restarted, Healthy and routed all along.
+      const newContainer = healthy.status!.containerStatuses![0]!.containerID!;
+      expect(newContainer).toMatch(/^containerd:\/\//);
+      expect(newContainer).not.toBe(container);
+      expect(await taskPid(newContainer)).not.toBe(pid);
+      // The stopped process went with its container (the kubelet's SIGKILL ends a stopped process too).
+      await waitFor(
+        () => !existsSync(`/proc/${pid}`) || /^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, "utf8")),
+        {
+          timeoutMs: 30_000,
+          intervalMs: 250,
+          what: `the stopped process ${pid} gone`,
+        },
+      );
+      stopped.delete(pid);
+      // The other node: the same pod and container, never restarted, Healthy and routed all along.
       const untouched = await pod(other!.metadata!.name!);
       expect(untouched.metadata!.uid).toBe(other!.metadata!.uid);
-      expect(untouched.status!.containerStatuses![0]!.restartCount).toBe(0);
+      expect(untouched.status!.containerStatuses![0]).toMatchObject({
+        containerID: other!.status!.containerStatuses![0]!.containerID,
+        restartCount: 0,
+      });
       expect((await lightNode(other!.metadata!.name!)).status?.state).toBe("Healthy");
       expect(await readyAddresses(service)).toContain(untouched.status!.podIP!);
+      expect(unroutedWhileRunning(other!.metadata!.uid!, since)).toBe(false);
     }, 300_000);
+
+    it("passes helm test after the break: the hook pod runs in a container, calls the gateway by its Service name and Succeeds", async () => {
+      const tested = await helmRun(["test", RELEASE, "--namespace", NAMESPACE, "--timeout", "90s"], 150_000);
+      expect(tested.code, `${tested.stdout}\n${tested.stderr}${context()}`).toBe(0);
+      expect(tested.stdout).toMatch(/TEST SUITE:\s+lightfleet-test-gateway[\s\S]*Phase:\s+Succeeded/);
+      // The name it called was answered by cluster DNS (through the pod's resolv.conf, with its search domains).
+      expect(dns.answered()).toContain(`lightfleet-gateway.${NAMESPACE}.svc.${CLUSTER_DOMAIN}`);
+    });
 
     /** A bare pod of anvil with the given probe ports (no pool's: the controller and the attacher leave it be). */
     const anvilPod = (name: string, probePort = 8545, readinessPort = 8545): V1Pod => ({
