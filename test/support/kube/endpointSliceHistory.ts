@@ -19,7 +19,8 @@ export interface EndpointSighting {
  */
 export class EndpointSliceHistory {
   private readonly seen: EndpointSighting[] = [];
-  private readonly keys = new Set<string>();
+  /** Each pod's last state seen (by UID), so only changes are recorded: a state may come back later. */
+  private readonly last = new Map<string, string>();
   private readonly slices: ListWatch<V1EndpointSlice>;
 
   constructor(kubeConfig: KubeConfig, namespace: string, service: string) {
@@ -47,14 +48,14 @@ export class EndpointSliceHistory {
         ready: endpoint.conditions?.ready !== false,
         terminating: endpoint.conditions?.terminating === true,
       };
-      const key = JSON.stringify(sighting);
-      if (this.keys.has(key)) continue;
-      this.keys.add(key);
+      const state = JSON.stringify(sighting);
+      if (this.last.get(sighting.uid) === state) continue;
+      this.last.set(sighting.uid, state);
       this.seen.push(sighting);
     }
   }
 
-  /** Each distinct endpoint state seen, oldest first. */
+  /** Each change of an endpoint's state, oldest first. */
   sightings(): EndpointSighting[] {
     return [...this.seen];
   }
