@@ -12,6 +12,29 @@ export interface EndpointSighting {
 }
 
 /**
+ * The endpoints of SLICES whose state differs from the one LAST holds for their pod (by UID), LAST updated to them:
+ * only changes count, and a state may come back (a pod not ready before its first Ready, and again when unrouted).
+ */
+export function endpointChanges(last: Map<string, string>, slices: V1EndpointSlice[]): EndpointSighting[] {
+  const changes: EndpointSighting[] = [];
+  for (const endpoint of slices.flatMap((slice) => slice.endpoints ?? [])) {
+    const sighting: EndpointSighting = {
+      pod: endpoint.targetRef?.name ?? "",
+      uid: endpoint.targetRef?.uid ?? "",
+      address: endpoint.addresses[0] ?? "",
+      // An absent condition means true for ready and false for terminating (discovery.k8s.io/v1).
+      ready: endpoint.conditions?.ready !== false,
+      terminating: endpoint.conditions?.terminating === true,
+    };
+    const state = JSON.stringify(sighting);
+    if (last.get(sighting.uid) === state) continue;
+    last.set(sighting.uid, state);
+    changes.push(sighting);
+  }
+  return changes;
+}
+
+/**
  * Every state a Service's endpoints went through, as the API's EndpointSlices (written by kube-controller-manager)
  * showed them, kept by list + watch from start to stop. A test polling the slices can miss a state that lasts a
  * moment; this sees each version, so "the node was unrouted while its pod still ran" is a fact of the log, whatever
@@ -19,7 +42,6 @@ export interface EndpointSighting {
  */
 export class EndpointSliceHistory {
   private readonly seen: EndpointSighting[] = [];
-  /** Each pod's last state seen (by UID), so only changes are recorded: a state may come back later. */
   private readonly last = new Map<string, string>();
   private readonly slices: ListWatch<V1EndpointSlice>;
 
@@ -33,26 +55,9 @@ export class EndpointSliceHistory {
       labelSelector,
       what: "EndpointSlice",
       logger: silentLogger(),
-      onChange: () => this.record(),
+      onChange: () => this.seen.push(...endpointChanges(this.last, this.slices.list())),
     });
     this.slices.start();
-  }
-
-  private record(): void {
-    for (const endpoint of this.slices.list().flatMap((slice) => slice.endpoints ?? [])) {
-      const sighting: EndpointSighting = {
-        pod: endpoint.targetRef?.name ?? "",
-        uid: endpoint.targetRef?.uid ?? "",
-        address: endpoint.addresses[0] ?? "",
-        // An absent condition means true for ready and false for terminating (discovery.k8s.io/v1).
-        ready: endpoint.conditions?.ready !== false,
-        terminating: endpoint.conditions?.terminating === true,
-      };
-      const state = JSON.stringify(sighting);
-      if (this.last.get(sighting.uid) === state) continue;
-      this.last.set(sighting.uid, state);
-      this.seen.push(sighting);
-    }
   }
 
   /** Each change of an endpoint's state, oldest first. */
