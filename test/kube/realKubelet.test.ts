@@ -51,8 +51,10 @@ const run = promisify(execFile);
  * containerd and runc and a CNI bridge from containernetworking-plugins. The chart is installed with `helm install`
  * from the image `npm run image` built; its controller makes the light nodes (anvils, an image built for the tests)
  * from the LightNodePool, the devnet's block driver mirrors its chain onto them, and `helm test` runs its hook pod.
- * One light node is frozen in its container and must be unrouted and replaced by the controller. Stand-ins remain
- * for kube-scheduler (a binder: one node), kube-proxy and cluster DNS (docs/kubernetes.md). Needs root.
+ * Then the break: one light node held behind must be unrouted through the real EndpointSlice and kept, one stopped
+ * in its container must be unrouted, evicted and recreated in a new container, and `helm test` must still pass.
+ * Stand-ins remain for kube-scheduler (a binder: one node), kube-proxy and cluster DNS (docs/kubernetes.md), and
+ * for a light client's own sync (the devnet's block driver). Needs root.
  */
 async function unavailable(): Promise<string | undefined> {
   const tools = [
