@@ -61,6 +61,7 @@ const UNIT = [
   "test/scaling/scalingConfig.test.ts",
   "test/scaling/scalingConflicts.test.ts",
   "test/support/cacheDir.test.ts",
+  "test/support/kube/endpointSliceHistory.test.ts",
   "test/support/unitGuard.test.ts",
   "test/up/fleetView.test.ts",
 ];
