@@ -34,24 +34,26 @@ export function cachePlan(
 ): CachePlan | undefined {
   const params = original.params;
   if (!Array.isArray(params)) return undefined;
-  const key = `${forwarded.method}\n${JSON.stringify(forwarded.params ?? [])}`;
+  // The key is written only for a call that may be cached: most calls naming a block name one not final yet.
+  const keyed = (block: CachePlan["block"]): CachePlan => ({
+    key: `${forwarded.method}\n${JSON.stringify(forwarded.params ?? [])}`,
+    block,
+  });
   if (BY_TRANSACTION_HASH.has(original.method))
-    return readBlockHash(params[0]) && params.length === 1 ? { key, block: "inResult" } : undefined;
+    return readBlockHash(params[0]) && params.length === 1 ? keyed("inResult") : undefined;
   const hashIndex = blockHashParamIndex(original.method);
   if (hashIndex !== undefined) {
     const hash = readBlockHash(params[hashIndex]);
-    return hash ? { key, block: { hash } } : undefined;
+    return hash ? keyed({ hash }) : undefined;
   }
   const index = blockParamIndex(original.method);
   // An absent block parameter means latest.
   if (index === undefined || params[index] === undefined) return undefined;
   // The served head stands in for latest: any number will do, since tags are refused below.
   const target = readBlockParam(params[index], Number.MAX_SAFE_INTEGER);
-  if (target.kind === "hash") return { key, block: { hash: target.hash } };
+  if (target.kind === "hash") return keyed({ hash: target.hash });
   if (target.kind !== "number" || isLatest(params[index])) return undefined;
-  return finalized !== undefined && target.number <= finalized
-    ? { key, block: { number: target.number } }
-    : undefined;
+  return finalized !== undefined && target.number <= finalized ? keyed({ number: target.number }) : undefined;
 }
 
 function isLatest(value: unknown): boolean {
