@@ -1,15 +1,24 @@
 /**
- * Instructions the gateway's process executes per call, counted by valgrind's callgrind: a measure the machine's
- * other load does not move at all (unlike requests/s, and CPU time less so), for eth_blockNumber (answered from the
- * served head) and a forwarded eth_getBlockByNumber. The gateway (dist/cli.js) runs under callgrind in front of one
- * anvil node; each call is sent WARMUP times (so V8 has compiled the path), the counters are zeroed, the call is sent
- * CALLS times over a few keep-alive connections, and the counters are dumped. The head is polled every 10 s, not
- * every 100 ms as in bench:gateway (under valgrind a poll costs as much as hundreds of calls); what the process does
- * with no calls over as long is counted the same way and taken off. Printed for the main thread (the JavaScript,
- * node:http and libuv: the steady figure) and for all threads (V8 compiling and collecting garbage in the background
- * too, which moves with when the compiler kicks in). Counts user-space instructions only: the
- * kernel's work on the sockets is not in them. Takes a few minutes (valgrind runs node ~50x slower). With a
- * directory, each call's callgrind dump is kept there (read it with callgrind_annotate).
+ * Instructions a server's process executes per call, counted by valgrind's callgrind: a measure the machine's other
+ * load does not move at all (unlike requests/s, and CPU time less so). Three calls through the gateway, each beside
+ * the bare node:http server (bench/bareHttp.ts) that bounds it, so the ratio comes out of one run:
+ *
+ * - eth_blockNumber (answered from the served head), against the bare server answering a constant eth_blockNumber;
+ * - a cache hit, eth_getBlockByHash of a finalized block, against the bare server writing that block's bytes;
+ * - a forwarded eth_getBlockByNumber of a block above the finalized one (never cached), with no bare counterpart.
+ *
+ * Every server runs compiled (tsc, as the image runs the gateway) under callgrind; the gateway is in front of one
+ * anvil node. Each call is sent WARMUP times (so V8 has compiled the path: after 1,000 calls under valgrind much of
+ * node:http still ran as baseline code, and the counts were a third higher), the counters are zeroed, the call is sent
+ * CALLS times over a few keep-alive connections, and the counters are dumped. The gateway polls its head every 10 s,
+ * not every 100 ms as in bench:gateway (under valgrind a poll costs as much as hundreds of calls); what each process
+ * does with no calls over as long is counted the same way and taken off. Printed for the main thread (the
+ * JavaScript, node:http and libuv: the steady figure) and for all threads (V8 compiling and collecting garbage in
+ * the background too, which moves with when the compiler kicks in). "bare/gateway" is the bare server's main-thread
+ * count over the gateway's: the rate ratio if the instructions were all a call cost. Counts user-space instructions
+ * only: the kernel's work on the sockets (the same for both) is not in them, so the rate ratio is nearer 1 than this.
+ * Takes a few minutes (valgrind runs node ~50x slower). With a directory, each call's callgrind dump is kept there
+ * (read it with callgrind_annotate).
  *
  *   npm run bench:call-instructions -- [calls=2000] [directory]
  */
@@ -21,54 +30,123 @@ import { Agent, request } from "undici";
 import { startDevnet } from "../src/devnet/devnet.js";
 import { callgrindTotals } from "./callgrindTotals.js";
 import type { CallgrindTotals } from "./callgrindTotals.js";
-import { spawnGatewayProcess } from "./gatewayProcess.js";
+import { compileForBench, spawnGatewayProcess, spawnListening } from "./gatewayProcess.js";
+import type { ChildServer } from "./gatewayProcess.js";
+import { mineUntilFinalized } from "./peers/chainForPeers.js";
 
 const CALLS = Number(process.argv[2] ?? 2_000);
 const KEEP = process.argv[3];
-const WARMUP = 1_000;
+const WARMUP = 5_000;
 const CONNECTIONS = 4;
-
-const calls = {
-  eth_blockNumber: { jsonrpc: "2.0", id: 1, method: "eth_blockNumber", params: [] },
-  eth_getBlockByNumber: { jsonrpc: "2.0", id: 1, method: "eth_getBlockByNumber", params: ["0x3", false] },
-};
+const READY_TIMEOUT_MS = 600_000;
 
 const dir = mkdtempSync(join(tmpdir(), "bench-callgrind-"));
+/** valgrind under callgrind, its dumps in a directory of the server's own. */
+const callgrind = (name: string) => {
+  mkdirSync(join(dir, name));
+  return [
+    "valgrind",
+    "--tool=callgrind",
+    `--callgrind-out-file=${join(dir, name)}/callgrind.out`,
+    "--dump-instr=no",
+  ];
+};
+
+const compiled = compileForBench();
 const devnet = await startDevnet({
   networks: [{ name: "bench", chainId: 31_337, lightNodes: 1 }],
   blockTimeMs: 0,
 });
 const agent = new Agent({ connections: CONNECTIONS, pipelining: 1 });
+const stops: Array<() => Promise<void>> = [];
 try {
-  for (let i = 0; i < 5; i++) await devnet.mine("bench");
   const light = devnet.nodes("bench").find((n) => n.role === "light")!;
+  // A finalized block above 0 (anvil's trails its head by 64 blocks) for the cache hit; a block above it to forward.
+  await mineUntilFinalized(() => devnet.mine("bench"), light.httpUrl);
+  const nodeCall = async (method: string, params: unknown[]) => {
+    const response = await request(light.httpUrl, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+    });
+    return ((await response.body.json()) as { result: Record<string, string> }).result;
+  };
+  const finalized = await nodeCall("eth_getBlockByNumber", ["finalized", false]);
+  const head = await nodeCall("eth_getBlockByNumber", ["latest", false]);
+
   const gateway = await spawnGatewayProcess({
     workers: 1,
     policy: "none",
     ...light,
+    compiled,
     settings: { headPollInterval: "10s" },
-    wrapper: ["valgrind", "--tool=callgrind", `--callgrind-out-file=${dir}/callgrind.out`, "--dump-instr=no"],
-    readyTimeoutMs: 600_000,
+    wrapper: callgrind("gateway"),
+    readyTimeoutMs: READY_TIMEOUT_MS,
   });
-  /** Instructions executed since the last zeroing, from a fresh dump's totals. */
-  const dumpedInstructions = (keepAs?: string): CallgrindTotals => {
-    for (const f of readdirSync(dir)) rmSync(join(dir, f));
-    execFileSync("callgrind_control", ["--dump", String(gateway.pid)], { stdio: "ignore" });
-    const file = readdirSync(dir).find((f) => f.startsWith("callgrind.out"));
+  stops.push(() => gateway.stop());
+  const bare = await spawnListening("bareHttp.ts", [], compiled, {
+    wrapper: callgrind("bare"),
+    readyTimeoutMs: READY_TIMEOUT_MS,
+  });
+  stops.push(() => bare.stop());
+  const bareBlock = await spawnListening("bareHttp.ts", [JSON.stringify(finalized)], compiled, {
+    wrapper: callgrind("bareBlock"),
+    readyTimeoutMs: READY_TIMEOUT_MS,
+  });
+  stops.push(() => bareBlock.stop());
+
+  const rpc = (method: string, params: unknown[]) => ({ jsonrpc: "2.0", id: 1, method, params });
+  const rows: Array<{ name: string; server: ChildServer; dumps: string; body: unknown; against?: string }> = [
+    { name: "bare eth_blockNumber", server: bare, dumps: "bare", body: rpc("eth_blockNumber", []) },
+    {
+      name: "bare block",
+      server: bareBlock,
+      dumps: "bareBlock",
+      body: rpc("eth_getBlockByHash", [finalized.hash, false]),
+    },
+    {
+      name: "eth_blockNumber",
+      server: gateway,
+      dumps: "gateway",
+      body: rpc("eth_blockNumber", []),
+      against: "bare eth_blockNumber",
+    },
+    {
+      name: "cache hit, finalized",
+      server: gateway,
+      dumps: "gateway",
+      body: rpc("eth_getBlockByHash", [finalized.hash, false]),
+      against: "bare block",
+    },
+    {
+      name: "eth_getBlockByNumber",
+      server: gateway,
+      dumps: "gateway",
+      body: rpc("eth_getBlockByNumber", [head.number, false]),
+    },
+  ];
+
+  /** Instructions a server executed since its counters were last zeroed, from a fresh dump's totals. */
+  const dumpedInstructions = (server: ChildServer, dumps: string, keepAs?: string): CallgrindTotals => {
+    const at = join(dir, dumps);
+    for (const f of readdirSync(at)) rmSync(join(at, f));
+    execFileSync("callgrind_control", ["--dump", String(server.pid)], { stdio: "ignore" });
+    const file = readdirSync(at).find((f) => f.startsWith("callgrind.out"));
     if (KEEP && keepAs) {
       mkdirSync(KEEP, { recursive: true });
-      copyFileSync(join(dir, file!), join(KEEP, keepAs));
+      copyFileSync(join(at, file!), join(KEEP, keepAs));
     }
-    return callgrindTotals(join(dir, file!));
+    return callgrindTotals(join(at, file!));
   };
-  const zero = () => execFileSync("callgrind_control", ["--zero", String(gateway.pid)], { stdio: "ignore" });
-  const send = async (body: unknown, count: number) => {
+  const zero = (server: ChildServer) =>
+    execFileSync("callgrind_control", ["--zero", String(server.pid)], { stdio: "ignore" });
+  const send = async (url: string, body: unknown, count: number) => {
     const text = JSON.stringify(body);
     let next = 0;
     await Promise.all(
       Array.from({ length: CONNECTIONS }, async () => {
         while (next++ < count) {
-          const response = await request(`${gateway.url}/`, {
+          const response = await request(url, {
             method: "POST",
             headers: { "content-type": "application/json" },
             body: text,
@@ -80,31 +158,33 @@ try {
       }),
     );
   };
-  try {
+
+  console.log(`servers under callgrind; ${CALLS} calls each after ${WARMUP} to warm up`);
+  const mainPerCall = new Map<string, number>();
+  for (const row of rows) {
+    const url = `${row.server.url}/`;
+    await send(url, row.body, WARMUP);
+    zero(row.server);
+    const started = performance.now();
+    await send(url, row.body, CALLS);
+    const elapsed = performance.now() - started;
+    const busy = dumpedInstructions(row.server, row.dumps, `${row.name.replaceAll(/\W+/g, "-")}.callgrind`);
+    zero(row.server);
+    await new Promise((r) => setTimeout(r, elapsed));
+    const idle = dumpedInstructions(row.server, row.dumps);
+    const main = (busy.main - idle.main) / CALLS;
+    mainPerCall.set(row.name, main);
+    const perCall = (n: number) => Math.round(n).toLocaleString("en-US");
+    const base = row.against === undefined ? undefined : mainPerCall.get(row.against);
     console.log(
-      `gateway under callgrind (pid ${gateway.pid}); ${CALLS} calls each after ${WARMUP} to warm up`,
+      `  ${row.name.padEnd(21)} main thread ${perCall(main)} instructions/call ` +
+        `(${perCall(busy.main / CALLS)} with idle work); all threads ${perCall((busy.all - idle.all) / CALLS)} ` +
+        `(${perCall(busy.all / CALLS)}); ${(elapsed / 1000).toFixed(1)} s` +
+        (base === undefined ? "" : `; bare/gateway ${(base / main).toFixed(2)}`),
     );
-    for (const [name, body] of Object.entries(calls)) {
-      await send(body, WARMUP);
-      zero();
-      const started = performance.now();
-      await send(body, CALLS);
-      const elapsed = performance.now() - started;
-      const busy = dumpedInstructions(`${name}.callgrind`);
-      zero();
-      await new Promise((r) => setTimeout(r, elapsed));
-      const idle = dumpedInstructions();
-      const perCall = (n: number) => Math.round(n / CALLS).toLocaleString("en-US");
-      console.log(
-        `  ${name.padEnd(21)} main thread ${perCall(busy.main - idle.main)} instructions/call ` +
-          `(${perCall(busy.main)} with idle work); all threads ${perCall(busy.all - idle.all)} ` +
-          `(${perCall(busy.all)}); ${(elapsed / 1000).toFixed(1)} s`,
-      );
-    }
-  } finally {
-    await gateway.stop();
   }
 } finally {
+  for (const stop of stops.reverse()) await stop();
   await agent.close();
   await devnet.stop();
   rmSync(dir, { recursive: true, force: true });

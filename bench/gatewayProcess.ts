@@ -146,12 +146,15 @@ export async function spawnListening(
   args: string[] = [],
   /** As spawnGatewayProcess's `compiled`. */
   compiled?: string,
+  /** As spawnGatewayProcess's `wrapper` and `readyTimeoutMs`. */
+  run: { wrapper?: string[]; readyTimeoutMs?: number } = {},
 ): Promise<ChildServer> {
   const command = compiled
     ? [join(compiled, "bench", script.replace(/\.ts$/, ".js"))]
     : ["--import", "tsx", join(ROOT, "bench", script)];
+  const [executable, ...wrapperArgs] = [...(run.wrapper ?? []), process.execPath];
   const child = spawn(
-    ...withRaisedFileLimit(process.execPath, [...MEMORY_PROBE_NODE_ARGS, ...command, ...args]),
+    ...withRaisedFileLimit(executable!, [...wrapperArgs, ...MEMORY_PROBE_NODE_ARGS, ...command, ...args]),
     {
       cwd: ROOT,
       env: { ...process.env, ...MEMORY_PROBE_ENV },
@@ -161,7 +164,10 @@ export async function spawnListening(
   let stdout = "";
   try {
     const url = await new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`${script} did not start listening`)), 60_000);
+      const timer = setTimeout(
+        () => reject(new Error(`${script} did not start listening`)),
+        run.readyTimeoutMs ?? 60_000,
+      );
       child.stdout!.on("data", (chunk: Buffer) => {
         stdout += String(chunk);
         const line = /^listening (\S+)$/m.exec(stdout);

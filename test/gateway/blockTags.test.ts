@@ -216,6 +216,16 @@ describe("block tags and the answers node software gives, through the gateway", 
       params: [{ fromBlock: "finalized", toBlock: "safe" }],
     });
     expect(through.body).toEqual(fromNode.body);
+    // The tags the gateway resolved before the chain moved (pinned state reads above) are not served again.
+    for (const tag of ["finalized", "safe"]) {
+      const block = await post(wide.url, {
+        jsonrpc: "2.0",
+        id: 1,
+        method: "eth_getBlockByNumber",
+        params: [tag, false],
+      });
+      expect(block.body).toEqual((await direct("eth_getBlockByNumber", [tag, false])).body);
+    }
   });
 
   it("answers a notification (no id) HTTP 200 with an empty body, as geth does", async () => {

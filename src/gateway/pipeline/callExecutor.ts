@@ -92,6 +92,13 @@ export class CallExecutor {
   private readonly finalizedNumber: () => number | undefined;
   /** What the planners read of the network: live reads, no copy per call. */
   private readonly context: PlanContext;
+  /** The block tags last resolved, and the heights they were resolved from. */
+  private lastTags: {
+    served: number;
+    safe: number | undefined;
+    finalized: number | undefined;
+    tags: BlockTags;
+  } = { served: -1, safe: undefined, finalized: undefined, tags: {} };
 
   constructor(private readonly options: CallExecutorOptions) {
     const { upstreams } = options;
@@ -381,15 +388,21 @@ export class CallExecutor {
     return standing;
   }
 
-  /** The agreed safe and finalized heights, never above the served head (below it, every block is as final). */
-  private blockTags(served: number): BlockTags {
+  /**
+   * The agreed safe and finalized heights, never above the served head (below it, every block is as final). The same
+   * object while the three heights stay (every call naming a block asks for it; they change once a block).
+   */
+  private blockTags(served: number): Readonly<BlockTags> {
     const { upstreams } = this.options;
     const safe = upstreams.safe()?.number;
     const finalized = upstreams.finalized()?.number;
-    return {
-      ...(safe === undefined ? {} : { safe: Math.min(safe, served) }),
-      ...(finalized === undefined ? {} : { finalized: Math.min(finalized, served) }),
-    };
+    const last = this.lastTags;
+    if (last.served === served && last.safe === safe && last.finalized === finalized) return last.tags;
+    const tags: BlockTags = {};
+    if (safe !== undefined) tags.safe = Math.min(safe, served);
+    if (finalized !== undefined) tags.finalized = Math.min(finalized, served);
+    this.lastTags = { served, safe, finalized, tags };
+    return tags;
   }
 
   private record(request: JsonRpcRequest, answered: Answered, started: number): JsonRpcResponse {

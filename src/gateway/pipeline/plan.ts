@@ -54,7 +54,7 @@ export interface PlanContext {
   /** The network's chain id as a quantity. */
   chainId: string;
   /** The agreed safe and finalized heights, never above the served head. */
-  blockTags(served: number): BlockTags;
+  blockTags(served: number): Readonly<BlockTags>;
   /** The height of a recent block hash some node's chain holds; undefined for a hash no node has seen recently. */
   heightOfHash(hash: string): number | undefined;
   /** eth_getLogs: the widest block range served. */

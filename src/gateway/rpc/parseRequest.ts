@@ -39,6 +39,8 @@ const exactNumber = (text: string): number | ExactNumber => {
 
 /** A string id with an escape in it: JSON.stringify may write its value otherwise. Most bodies have none. */
 const ESCAPED_STRING_ID = /"id"\s*:\s*"[^"\\]*\\/;
+/** Either of the two above. */
+const SPECIAL_ID = /"id"\s*:\s*(?:-?\d*(?:[.eE]|\d{16})|"[^"\\]*\\)/;
 const STRING_ID = /"id"\s*:\s*("(?:[^"\\]|\\.)*")/g;
 
 const decodeString = (text: string): unknown => {
@@ -75,6 +77,8 @@ function keepEscapedStringIds(text: string, value: unknown): void {
  * echoed as the client wrote them).
  */
 function parseJson(text: string): unknown {
+  // One scan of the body for both kinds of id (most bodies have neither); each is told apart only when one is there.
+  if (!SPECIAL_ID.test(text)) return JSON.parse(text);
   const value = INEXACT_ID.test(text) ? parseLossless(text, null, exactNumber) : JSON.parse(text);
   if (ESCAPED_STRING_ID.test(text)) keepEscapedStringIds(text, value);
   return value;

@@ -34,24 +34,29 @@ export function cachePlan(
 ): CachePlan | undefined {
   const params = original.params;
   if (!Array.isArray(params)) return undefined;
-  const key = `${forwarded.method}\n${JSON.stringify(forwarded.params ?? [])}`;
+  // The key is written only for a call that may be cached: most calls naming a block name one not final yet.
   if (BY_TRANSACTION_HASH.has(original.method))
-    return readBlockHash(params[0]) && params.length === 1 ? { key, block: "inResult" } : undefined;
+    return readBlockHash(params[0]) && params.length === 1 ? keyed(forwarded, "inResult") : undefined;
   const hashIndex = blockHashParamIndex(original.method);
   if (hashIndex !== undefined) {
     const hash = readBlockHash(params[hashIndex]);
-    return hash ? { key, block: { hash } } : undefined;
+    return hash ? keyed(forwarded, { hash }) : undefined;
   }
   const index = blockParamIndex(original.method);
   // An absent block parameter means latest.
   if (index === undefined || params[index] === undefined) return undefined;
   // The served head stands in for latest: any number will do, since tags are refused below.
   const target = readBlockParam(params[index], Number.MAX_SAFE_INTEGER);
-  if (target.kind === "hash") return { key, block: { hash: target.hash } };
+  if (target.kind === "hash") return keyed(forwarded, { hash: target.hash });
   if (target.kind !== "number" || isLatest(params[index])) return undefined;
   return finalized !== undefined && target.number <= finalized
-    ? { key, block: { number: target.number } }
+    ? keyed(forwarded, { number: target.number })
     : undefined;
+}
+
+/** A cacheable call's plan: its key is the call as it goes to the node. */
+function keyed(forwarded: JsonRpcRequest, block: CachePlan["block"]): CachePlan {
+  return { key: `${forwarded.method}\n${JSON.stringify(forwarded.params ?? [])}`, block };
 }
 
 function isLatest(value: unknown): boolean {

@@ -54,13 +54,14 @@ export function planBlockParameter(request: JsonRpcRequest, context: PlanContext
       : answered(errorResponse(id, HEADER_NOT_FOUND, "header not found"), "rpc_error");
   }
   params[index] = pinBlockParam(params[index], served, tags);
-  return {
+  const plan: ForwardPlan = {
     kind: "forward",
     request: { ...request, params },
     minBlock: target.number,
     requireBlock: true,
-    ...(NULL_ABOVE_HEAD.has(request.method) ? { nullIfMissing: true } : {}),
   };
+  if (NULL_ABOVE_HEAD.has(request.method)) plan.nullIfMissing = true;
+  return plan;
 }
 
 /**

@@ -18,8 +18,19 @@ export const SERVED_HEAD_METHODS = ["eth_blockNumber", "eth_chainId", "eth_accou
 export function planBlockNumber(request: JsonRpcRequest, context: PlanContext): Plan {
   const { served } = context;
   if (served !== undefined && !hasArguments(request))
-    return answered({ jsonrpc: "2.0", id: request.id ?? null, result: toQuantity(served) }, "ok");
+    return answered({ jsonrpc: "2.0", id: request.id ?? null, result: servedQuantity(served) }, "ok");
   return refuseArguments(request) ?? planForward(request, context);
+}
+
+/** The served head as a quantity, written once per head rather than once per call. */
+let lastServed = -1;
+let lastQuantity = "";
+function servedQuantity(served: number): string {
+  if (served !== lastServed) {
+    lastServed = served;
+    lastQuantity = toQuantity(served);
+  }
+  return lastQuantity;
 }
 
 /**
