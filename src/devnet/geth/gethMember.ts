@@ -62,6 +62,11 @@ export class GethMember {
   private catchUp: { head: number; since: number } | undefined;
   /** When (performance.now()) it was last given new peers. */
   private peersAddedAt: number | undefined;
+  /**
+   * Under a lag or stall: the head it was held at when the fault landed (lowered when a reorg takes a stalled node
+   * back). It may not go past this, or a lag's target once that is higher, whatever it fetched from its peers.
+   */
+  private heldAt: number | undefined;
 
   constructor(
     readonly endpoint: NodeEndpoint,
@@ -178,7 +183,10 @@ export class GethMember {
 
   /** Takes the node back to `to`, a block of its chain (a stalled node after a reorg waits at the fork point). */
   rewind(to: NodeHead): Promise<void> {
-    return this.exclusive(() => this.rewindTo(to));
+    return this.exclusive(async () => {
+      await this.rewindTo(to);
+      if (this.heldAt !== undefined) this.heldAt = Math.min(this.heldAt, to.number);
+    });
   }
 
   /** A forked node's own next block, on its own head: it imports it and makes it its head. */
@@ -229,6 +237,7 @@ export class GethMember {
           this.verified = false;
         }
         this.fault = undefined;
+        this.heldAt = undefined;
         // A forked node goes back to the canonical chain in the next round (a reorg on the node).
         return;
       }
@@ -242,7 +251,16 @@ export class GethMember {
       if (fault.kind === "slow") {
         const seed = fault.seed ?? Math.floor(Math.random() * 0xffffffff);
         this.slowDelay = latencySampler(SLOW_PROFILES[fault.profile], seededRandom(seed));
+      } else if (this.reachable) {
+        // lag, stall, fork: what the node is handed from now on is the fault's; a catch-up from its peers is not.
+        await this.stopCatchUp().catch((error: unknown) =>
+          this.logger.warn(
+            { node: this.name, err: (error as Error).message },
+            "devnet: node's catch-up from its peers not stopped",
+          ),
+        );
       }
+      this.heldAt = fault.kind === "lag" || fault.kind === "stall" ? this.head?.number : undefined;
       this.fault = fault;
     });
   }
@@ -293,8 +311,19 @@ export class GethMember {
       }
       // Lower than last seen: restarted between two rounds, a new devp2p identity without peers.
       if (this.head !== undefined && latest.number < this.head.number) this.forgetPeers();
+      if (!this.fault) this.heldAt = undefined;
       await this.joinPeers();
       const target = this.target();
+      const ceiling = this.heldAt === undefined ? undefined : Math.max(this.heldAt, target ?? 0);
+      if (ceiling !== undefined && latest.number > ceiling) {
+        // Past what its fault allows: blocks its peers still sent after the fault landed. Taken back.
+        this.logger.warn(
+          { node: this.name, head: latest.number, held: ceiling },
+          "devnet: node went past its fault's height (fetched from its peers), taken back",
+        );
+        await this.setHeadNumber(ceiling);
+        latest = await this.latest();
+      }
       if (target !== undefined && latest.hash !== this.network.hashes[target]) {
         const from = await this.commonHeight(latest, target);
         if (from < target) {
@@ -438,9 +467,34 @@ export class GethMember {
     return built!;
   }
 
+  /**
+   * Stops a catch-up from its peers under way (geth's beacon sync fetches up to the head it was last told, past any
+   * lower target): debug_setHead cancels geth's download, which goes on otherwise. It refuses the head itself, so the
+   * node is taken one block back, where it was a moment before. Nothing to do for a node not catching up.
+   */
+  private async stopCatchUp(): Promise<void> {
+    const syncing = this.catchUp !== undefined || (await this.rpc.call<unknown>("eth_syncing")) !== false;
+    if (!syncing) return;
+    this.catchUp = undefined;
+    const latest = await this.latest();
+    if (latest.number === 0) return;
+    await this.setHeadNumber(latest.number - 1);
+    const now = await this.latest();
+    this.head = { number: now.number, hash: now.hash };
+    this.logger.info(
+      { node: this.name, head: now.number },
+      "devnet: node's catch-up from its peers stopped for a fault",
+    );
+  }
+
+  /** debug_setHead to a height below the head (it cancels any download from peers too). */
+  private async setHeadNumber(number: number): Promise<void> {
+    await this.rpc.call("debug_setHead", [`0x${number.toString(16)}`]);
+  }
+
   /** debug_setHead: the engine API moves no head back along its own chain (geth ignores such a forkchoice). */
   private async rewindTo(to: NodeHead): Promise<void> {
-    await this.rpc.call("debug_setHead", [`0x${to.number.toString(16)}`]);
+    await this.setHeadNumber(to.number);
     const latest = await this.latest();
     if (latest.hash !== to.hash)
       throw new Error(`${this.name} went back to block ${latest.number} ${latest.hash}, not ${to.hash}`);
