@@ -96,6 +96,7 @@ const SYSTEM = [
   "test/conformance/**/*.test.ts",
   "test/devnet/gethEngineChain.test.ts",
   "test/devnet/gethDevnet.test.ts",
+  "test/gateway/cacheReorg.test.ts",
   "test/up/gethUp.test.ts",
   // the image in podman containers; actionlint (built with Go)
   "test/image/image.test.ts",
