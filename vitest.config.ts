@@ -98,6 +98,7 @@ const SYSTEM = [
   "test/devnet/gethDevnet.test.ts",
   "test/gateway/cacheReorg.test.ts",
   "test/up/gethUp.test.ts",
+  "test/up/gethLag.test.ts",
   // the image in podman containers; actionlint (built with Go)
   "test/image/image.test.ts",
   "test/image/release.test.ts",

@@ -67,6 +67,8 @@ export class GethMember {
    * back). It may not go past this, or a lag's target once that is higher, whatever it fetched from its peers.
    */
   private heldAt: number | undefined;
+  /** A fault cut its sync from its peers short (see `isolated`). */
+  private cutOff = false;
 
   constructor(
     readonly endpoint: NodeEndpoint,
@@ -85,6 +87,15 @@ export class GethMember {
 
   get killed(): boolean {
     return this.fault?.kind === "kill";
+  }
+
+  /**
+   * A node whose sync from its peers a lag, stall or fork cut short has no devp2p peers, and is no one's, until healed:
+   * a beacon sync, once begun, fetches up to the head it was told and takes up again after a cancel, past the fault's
+   * target. (Any other node keeps its peers: none is told a head under a fault, so none begins a sync from them.)
+   */
+  get isolated(): boolean {
+    return this.cutOff && this.fault !== undefined;
   }
 
   publicEndpoint(): NodeEndpoint {
@@ -238,6 +249,7 @@ export class GethMember {
         }
         this.fault = undefined;
         this.heldAt = undefined;
+        this.cutOff = false;
         // A forked node goes back to the canonical chain in the next round (a reorg on the node).
         return;
       }
@@ -251,7 +263,9 @@ export class GethMember {
       if (fault.kind === "slow") {
         const seed = fault.seed ?? Math.floor(Math.random() * 0xffffffff);
         this.slowDelay = latencySampler(SLOW_PROFILES[fault.profile], seededRandom(seed));
-      } else if (this.reachable) {
+      }
+      this.fault = fault;
+      if (fault.kind !== "slow" && this.reachable) {
         // lag, stall, fork: what the node is handed from now on is the fault's; a catch-up from its peers is not.
         await this.stopCatchUp().catch((error: unknown) =>
           this.logger.warn(
@@ -261,8 +275,13 @@ export class GethMember {
         );
       }
       this.heldAt = fault.kind === "lag" || fault.kind === "stall" ? this.head?.number : undefined;
-      this.fault = fault;
     });
+  }
+
+  /** Stops peering with `enode` (a node cut off from its peers), at once rather than at its next round. */
+  async dropPeer(enode: string): Promise<void> {
+    this.peers.delete(enode);
+    if (this.reachable) await this.rpc.call("admin_removePeer", [enode]).catch(() => undefined);
   }
 
   status(): DrivenNodeStatus {
@@ -311,7 +330,10 @@ export class GethMember {
       }
       // Lower than last seen: restarted between two rounds, a new devp2p identity without peers.
       if (this.head !== undefined && latest.number < this.head.number) this.forgetPeers();
-      if (!this.fault) this.heldAt = undefined;
+      if (!this.fault) {
+        this.heldAt = undefined;
+        this.cutOff = false;
+      }
       await this.joinPeers();
       const target = this.target();
       const ceiling = this.heldAt === undefined ? undefined : Math.max(this.heldAt, target ?? 0);
@@ -404,7 +426,11 @@ export class GethMember {
   private async joinPeers(): Promise<void> {
     this.enode ??= (await this.rpc.call<{ enode: string }>("admin_nodeInfo")).enode;
     const current = new Set(
-      this.network.nodes.flatMap((n) => (n !== this && n.enode && !n.detached ? [n.enode] : [])),
+      this.isolated
+        ? []
+        : this.network.nodes.flatMap((n) =>
+            n !== this && n.enode && !n.detached && !n.isolated ? [n.enode] : [],
+          ),
     );
     let added = false;
     for (const enode of current) {
@@ -467,6 +493,14 @@ export class GethMember {
     return built!;
   }
 
+  /** Cuts the node off from its peers on both sides (static peers redial, so one side is not enough). */
+  private async isolate(): Promise<void> {
+    this.cutOff = true;
+    for (const enode of [...this.peers]) await this.dropPeer(enode);
+    const own = this.enode;
+    if (own) await Promise.all(this.network.nodes.filter((n) => n !== this).map((n) => n.dropPeer(own)));
+  }
+
   /**
    * Stops a catch-up from its peers under way (geth's beacon sync fetches up to the head it was last told, past any
    * lower target): debug_setHead cancels geth's download, which goes on otherwise. It refuses the head itself, so the
@@ -476,6 +510,7 @@ export class GethMember {
     const syncing = this.catchUp !== undefined || (await this.rpc.call<unknown>("eth_syncing")) !== false;
     if (!syncing) return;
     this.catchUp = undefined;
+    await this.isolate();
     const latest = await this.latest();
     if (latest.number === 0) return;
     await this.setHeadNumber(latest.number - 1);
