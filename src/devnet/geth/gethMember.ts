@@ -59,7 +59,7 @@ export class GethMember {
   /** Peers it was told to keep (admin_addPeer). */
   private readonly peers = new Set<string>();
   /** While it syncs from its peers: its head and since when (performance.now()) it has been there. */
-  private catchUp: { head: number; since: number } | undefined;
+  private catchUp: { head: number; since: number; told: number } | undefined;
   /** When (performance.now()) it was last given new peers. */
   private peersAddedAt: number | undefined;
   /**
@@ -400,7 +400,8 @@ export class GethMember {
   private async syncFromPeers(latest: NodeHead, target: number): Promise<boolean> {
     if ((await this.connectedPeers()) === 0) return false;
     const now = performance.now();
-    if (this.catchUp?.head !== latest.number) this.catchUp = { head: latest.number, since: now };
+    if (this.catchUp?.head !== latest.number)
+      this.catchUp = { head: latest.number, since: now, told: target };
     else if (now - this.catchUp.since > PEER_SYNC_PATIENCE_MS) {
       this.logger.warn(
         { node: this.name, head: latest.number, target },
@@ -409,6 +410,7 @@ export class GethMember {
       this.catchUp = undefined;
       return false;
     }
+    this.catchUp.told = target;
     const status = await this.engine.announce(this.network.payloads[target]!);
     this.logger.debug(
       { node: this.name, head: latest.number, target, status },
@@ -507,11 +509,19 @@ export class GethMember {
    * node is taken one block back, where it was a moment before. Nothing to do for a node not catching up.
    */
   private async stopCatchUp(): Promise<void> {
-    const syncing = this.catchUp !== undefined || (await this.rpc.call<unknown>("eth_syncing")) !== false;
-    if (!syncing) return;
+    if (this.cutOff) return;
+    const latest = await this.latest();
+    // Told a head it has not reached, or geth reports blocks still to fetch. (At the head, geth reports a sync until
+    // it has indexed what it fetched: not a download, and a node just caught up is not taken back for it.)
+    const progress = await this.rpc.call<{ currentBlock?: string; highestBlock?: string } | false>(
+      "eth_syncing",
+    );
+    const fetching =
+      (this.catchUp !== undefined && latest.number < this.catchUp.told) ||
+      (progress !== false && Number(progress.highestBlock ?? 0) > Number(progress.currentBlock ?? 0));
+    if (!fetching) return;
     this.catchUp = undefined;
     await this.isolate();
-    const latest = await this.latest();
     if (latest.number === 0) return;
     await this.setHeadNumber(latest.number - 1);
     const now = await this.latest();
