@@ -97,7 +97,9 @@ const SYSTEM = [
   "test/conformance/**/*.test.ts",
   "test/devnet/gethEngineChain.test.ts",
   "test/devnet/gethDevnet.test.ts",
+  "test/gateway/cacheReorg.test.ts",
   "test/up/gethUp.test.ts",
+  "test/up/gethLag.test.ts",
   // the image in podman containers; actionlint (built with Go)
   "test/image/image.test.ts",
   "test/image/release.test.ts",

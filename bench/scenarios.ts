@@ -127,6 +127,13 @@ fleet.onChange(() => {
   }
 });
 
+/** Whether a node was routed at a time, by the last routing change before it (routed until one says otherwise). */
+function routedAt(node: string, at: number): boolean {
+  let routed = true;
+  for (const c of routingChanges) if (c.node === node && c.at <= at) routed = c.routed;
+  return routed;
+}
+
 /** What clients were served: every newHeads announcement and every `latest` answer. */
 const served: Array<{ number: number; hash: string }> = [];
 const ws = new WebSocket(wsUrl);
@@ -549,12 +556,19 @@ try {
     }
     const unwarranted = made - Math.min(onBad, scenario.warranted);
     const missed = Math.max(0, scenario.warranted - onBad);
-    // How long each bad node stayed routed after it turned bad (it left at its first unroute after that).
+    // How long each bad node stayed routed after it turned bad (it left at its first unroute after that). One out of
+    // routing by then (unrouted for another reason, a sync say) and never routed again stayed 0 s, not "never left".
     const changes = routingChanges.slice(changesFrom);
     let routedMs: number | undefined;
     for (const [node, at] of badAt) {
-      const left = changes.find((c) => c.node === node && !c.routed && c.at >= at - PROBE_MS);
-      const stayed = left === undefined ? Number.POSITIVE_INFINITY : Math.max(0, left.at - at);
+      const after = changes.filter((c) => c.node === node && c.at >= at - PROBE_MS);
+      const left = after.find((c) => !c.routed);
+      const outAllAlong = !routedAt(node, at - PROBE_MS) && !after.some((c) => c.routed);
+      const stayed = outAllAlong
+        ? 0
+        : left === undefined
+          ? Number.POSITIVE_INFINITY
+          : Math.max(0, left.at - at);
       routedMs = Math.max(routedMs ?? 0, stayed);
     }
     const goodUnrouted = new Set(

@@ -12,7 +12,7 @@ import { HttpRpcClient } from "../../src/rpc/httpRpcClient.js";
 import { gethForTests } from "../support/geth/gethBinary.js";
 import { expectProcessesGone } from "../support/devnet.js";
 import { ROOT, runCli } from "../support/runCli.js";
-import { waitFor } from "../support/waitFor.js";
+import { waitFor, waitForProgress } from "../support/waitFor.js";
 
 const rpc = (url: string) => new HttpRpcClient(url, 10_000);
 const running: Devnet[] = [];
@@ -211,6 +211,75 @@ describe("a geth node brought back from far behind", () => {
     // At the head, geth still reports a sync until it has indexed the transactions of the blocks it fetched.
     await waitFor(async () => (await light.call("eth_syncing")) === false, { what: "eth_syncing false" });
   }, 120_000);
+
+  it("holds a light node where a stall or a lag found it while it caught up from its peers: geth fetches no further", async (context) => {
+    const geth = await gethForTests();
+    if (!geth.path) {
+      console.warn(`skipped: ${geth.missing}`);
+      return context.skip();
+    }
+    // Timestamps in the past, so 300 blocks are built at once.
+    const devnet = await startDevnet({
+      implementation: "geth",
+      gethBinary: geth.path,
+      blockTimeMs: 0,
+      genesisTimestamp: Math.floor(Date.now() / 1000) - 1_000,
+      now: () => 0,
+      networks: [{ name: "devnet", chainId: 31_337, fullNodes: 1, lightNodes: 3 }],
+    });
+    running.push(devnet);
+    const lights = ["devnet-light-0", "devnet-light-1", "devnet-light-2"];
+    for (const name of lights) await devnet.fault(name, { kind: "kill" });
+    await mineTimes(devnet, 300);
+    const height = devnet.head("devnet").number;
+    const headNumber = async (name: string) =>
+      Number(await rpc(urlOf(devnet, name)).call<string>("eth_blockNumber"));
+
+    // Healed, each is 300 blocks behind: told the head, it fetches the blocks from its peer. A fault lands mid-way.
+    const LAG = 280;
+    const faults = [
+      ["devnet-light-0", { kind: "stall" }],
+      ["devnet-light-1", { kind: "lag", blocks: LAG }],
+    ] as const;
+    const held = new Map<string, number>();
+    for (const [name, fault] of faults) {
+      await devnet.fault(name, { kind: "heal" });
+      await waitFor(async () => (await headNumber(name)) > 0, { intervalMs: 5, what: `${name} catching up` });
+      await devnet.fault(name, fault);
+      held.set(name, await headNumber(name));
+    }
+    expect(Math.max(...held.values())).toBeLessThan(height);
+    // The lagged node may be handed blocks up to its target (the head less LAG), the stalled one none.
+    const allowed = (name: string) =>
+      Math.max(held.get(name)!, name === "devnet-light-1" ? devnet.head("devnet").number - LAG : 0);
+    const seen = new Map<string, number>();
+    const look = async () => {
+      for (const [name] of faults) seen.set(name, Math.max(seen.get(name) ?? 0, await headNumber(name)));
+    };
+
+    // A node without a fault, healed last, catches up from the same peer: by then the others had as long to go on.
+    await devnet.fault("devnet-light-2", { kind: "heal" });
+    await waitForProgress(
+      async () => {
+        await look();
+        return (await headNumber("devnet-light-2")) === height;
+      },
+      () => headNumber("devnet-light-2"),
+      { intervalMs: 20, what: "the node without a fault at the head" },
+    );
+    await look();
+    for (const [name] of faults) expect(seen.get(name), name).toBeLessThanOrEqual(allowed(name));
+
+    // Healed, both catch up from their peer after all.
+    for (const [name] of faults) await devnet.fault(name, { kind: "heal" });
+    for (const [name] of faults) {
+      await waitForProgress(
+        async () => (await headNumber(name)) === height,
+        () => headNumber(name),
+        { what: `${name} at the head once healed` },
+      );
+    }
+  }, 180_000);
 });
 
 describe("lightfleet devnet --implementation geth", () => {

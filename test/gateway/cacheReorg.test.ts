@@ -1,10 +1,10 @@
 import type { Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
-import { DEV_ACCOUNT } from "../../src/devnet/devTransactions.js";
+import { DEV_ACCOUNT, LOG_EMITTER_TOPIC } from "../../src/devnet/devTransactions.js";
 import { HttpRpcClient } from "../../src/rpc/httpRpcClient.js";
-import { startTestDevnet } from "../support/devnet.js";
+import { IMPLEMENTATIONS, startTestDevnet, startTestDevnetOn } from "../support/devnet.js";
 import { waitFor } from "../support/waitFor.js";
-import { CHAIN_ID, NETWORK, post, startTestGateway, waitForServedHead } from "./support.js";
+import { CHAIN_ID, NETWORK, post, rawWs, startTestGateway, waitForServedHead } from "./support.js";
 import type { Json } from "./support.js";
 
 async function cacheCount(registry: Registry, result: "hit" | "miss"): Promise<number> {
@@ -13,11 +13,13 @@ async function cacheCount(registry: Registry, result: "hit" | "miss"): Promise<n
   return values.filter((v) => v.labels.result === result).reduce((sum, v) => sum + v.value, 0);
 }
 
-describe("the response cache and reorgs", () => {
-  it("serves blocks and receipts by hash from the cache, and never one that a reorg replaced", async () => {
-    const devnet = await startTestDevnet({
-      networks: [{ name: NETWORK, chainId: CHAIN_ID, fullNodes: 1, lightNodes: 2 }],
-    });
+const networks = [{ name: NETWORK, chainId: CHAIN_ID, fullNodes: 1, lightNodes: 2 }];
+
+// What a client sees across a reorg must not depend on the nodes' implementation: each case runs on anvil and geth.
+describe.each(IMPLEMENTATIONS)("the gateway across a reorg on %s", (implementation) => {
+  it("serves blocks and receipts by hash from the cache, and never one that a reorg replaced", async (context) => {
+    const devnet = await startTestDevnetOn(implementation, () => context.skip(), { networks });
+    if (!devnet) return;
     for (let i = 0; i < 3; i++) await devnet.mine(NETWORK);
     const sent = await devnet.sendTransaction(NETWORK, { to: DEV_ACCOUNT, value: 1n, gasLimit: 21_000 });
     await devnet.mine(NETWORK);
@@ -56,19 +58,72 @@ describe("the response cache and reorgs", () => {
       const full = new HttpRpcClient(devnet.nodes(NETWORK).find((n) => n.role === "full")!.httpUrl, 5_000);
       const newReceipt = await full.call<Json>("eth_getTransactionReceipt", [sent.hash]);
       expect(newReceipt.blockHash).not.toBe(oldHash);
-      // What the gateway answers is what the new chain has: the new receipt, no old block.
+      // What the gateway answers is what the new chain has: the new receipt, and at the old block's height a new block.
       expect((await ask("eth_getTransactionReceipt", [sent.hash])).result).toEqual(newReceipt);
-      expect((await ask("eth_getBlockByHash", [oldHash, false])).result).toEqual(
-        await full.call("eth_getBlockByHash", [oldHash, false]),
+      const atOldHeight = (await ask("eth_getBlockByNumber", [receipt.blockNumber, false])).result;
+      expect(atOldHeight.hash).not.toBe(oldHash);
+      // The replaced block by hash is never served from the cache, however often asked: each call goes to a node, and
+      // gets what the nodes say of it now (anvil drops it; geth keeps it by hash as a block off its chain).
+      const fromNodes = await Promise.all(
+        devnet
+          .nodes(NETWORK)
+          .filter((n) => n.role === "light")
+          .map((n) => new HttpRpcClient(n.httpUrl, 5_000).call<Json>("eth_getBlockByHash", [oldHash, false])),
       );
+      expect(fromNodes[1]).toEqual(fromNodes[0]);
+      const hitsAfterReorg = await cacheCount(registry, "hit");
+      for (let i = 0; i < 2; i++)
+        expect((await ask("eth_getBlockByHash", [oldHash, false])).result).toEqual(fromNodes[0]);
+      expect(await cacheCount(registry, "hit")).toBe(hitsAfterReorg);
       const newBlock = (await ask("eth_getBlockByHash", [newReceipt.blockHash, false])).result;
       expect(newBlock.hash).toBe(newReceipt.blockHash);
       expect(newBlock.transactions).toContain(sent.hash);
     } finally {
       await gateway.stop();
     }
-  });
+  }, 120_000);
 
+  it("sends logs subscriptions per block, and removed: true for logs a reorg took away", async (context) => {
+    const devnet = await startTestDevnetOn(implementation, () => context.skip(), { networks });
+    if (!devnet) return;
+    const emitter = (await devnet.deployLogEmitter(NETWORK)).contractAddress;
+    await devnet.mine(NETWORK);
+    const { gateway, wsUrl } = await startTestGateway(devnet);
+    const ws = await rawWs(wsUrl);
+    try {
+      await waitForServedHead(gateway, devnet);
+      const { result: subscription } = await ws.call("eth_subscribe", [
+        "logs",
+        { address: emitter, topics: [LOG_EMITTER_TOPIC] },
+      ]);
+      await devnet.sendTransaction(NETWORK, { to: emitter, data: "0xbeef" });
+      await devnet.mine(NETWORK);
+      const logsOf = () =>
+        ws.messages.filter((m) => m.params?.subscription === subscription).map((m) => m.params.result);
+      await waitFor(() => logsOf().length === 1, { what: "the log" });
+      expect(logsOf()[0]).toMatchObject({ data: "0xbeef", removed: false });
+      // The block with the log is replaced by a reorg: its log is withdrawn, then announced again from the new branch.
+      await devnet.reorg(NETWORK, 1);
+      await devnet.mine(NETWORK);
+      await waitFor(() => logsOf().length >= 3, { what: "removed and re-announced log" });
+      expect(logsOf()[1]).toMatchObject({ data: "0xbeef", removed: true, blockHash: logsOf()[0].blockHash });
+      expect(logsOf()[2]).toMatchObject({ data: "0xbeef", removed: false });
+      expect(logsOf()[2].blockHash).not.toBe(logsOf()[0].blockHash);
+      expect(logsOf()).toHaveLength(3);
+      expect((await ws.call("eth_unsubscribe", [subscription])).result).toBe(true);
+      expect((await ws.call("eth_unsubscribe", [subscription])).error).toEqual({
+        code: -32000,
+        message: "subscription not found",
+      });
+    } finally {
+      ws.close();
+      await gateway.stop();
+    }
+  }, 120_000);
+});
+
+// anvil only: its finalized block trails the head by 64 (the geth devnet names no finalized block).
+describe("the response cache at finalized heights", () => {
   it("serves a finalized block by hash that the nodes' recent chains no longer hold", async () => {
     const devnet = await startTestDevnet({
       networks: [{ name: NETWORK, chainId: CHAIN_ID, fullNodes: 1, lightNodes: 2 }],

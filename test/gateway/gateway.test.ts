@@ -236,31 +236,4 @@ describe("gateway in front of a real devnet", () => {
     expect([...new Set(fromViem.filter((n) => n > start))].sort((a, b) => a - b)).toEqual(expected);
     expect(fromEthers.filter((n) => n > start)).toEqual(expected);
   });
-
-  it("sends logs subscriptions per block, and removed: true for logs a reorg took away", async () => {
-    const ws = await rawWs(wsUrl);
-    cleanup.push(() => ws.close());
-    const { result: subscription } = await ws.call("eth_subscribe", [
-      "logs",
-      { address: emitter, topics: [LOG_EMITTER_TOPIC] },
-    ]);
-    await devnet.sendTransaction(NETWORK, { to: emitter, data: "0xbeef" });
-    await devnet.mine(NETWORK);
-    const logsOf = () =>
-      ws.messages.filter((m) => m.params?.subscription === subscription).map((m) => m.params.result);
-    await waitFor(() => logsOf().length === 1, { what: "the log" });
-    expect(logsOf()[0]).toMatchObject({ data: "0xbeef", removed: false });
-    // The block with the log is replaced by a reorg: its log is withdrawn, then announced again from the new branch.
-    await devnet.reorg(NETWORK, 1);
-    await devnet.mine(NETWORK);
-    await waitFor(() => logsOf().length >= 3, { what: "removed and re-announced log" });
-    expect(logsOf()[1]).toMatchObject({ data: "0xbeef", removed: true });
-    expect(logsOf()[2]).toMatchObject({ data: "0xbeef", removed: false });
-    expect(logsOf()[2].blockHash).not.toBe(logsOf()[0].blockHash);
-    expect((await ws.call("eth_unsubscribe", [subscription])).result).toBe(true);
-    expect((await ws.call("eth_unsubscribe", [subscription])).error).toEqual({
-      code: -32000,
-      message: "subscription not found",
-    });
-  });
 });

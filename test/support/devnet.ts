@@ -6,6 +6,7 @@ import type { Devnet, StartDevnetOptions } from "../../src/devnet/devnet.js";
 import { startDevnet } from "../../src/devnet/devnet.js";
 import type { LightNodePool } from "../../src/kubernetes/api/crds.js";
 import { freePort } from "../../src/process/freePort.js";
+import { gethForTests } from "./geth/gethBinary.js";
 import { waitFor } from "./waitFor.js";
 
 export type TestDevnetOptions = Partial<StartDevnetOptions>;
@@ -41,6 +42,29 @@ export async function startTestDevnet(options: TestDevnetOptions = {}): Promise<
     // Not inside a test: the afterAll above stops it.
   }
   return devnet;
+}
+
+/** The node implementations a devnet runs: tests of behaviour that must hold on both run once on each. */
+export const IMPLEMENTATIONS = ["anvil", "geth"] as const;
+export type Implementation = (typeof IMPLEMENTATIONS)[number];
+
+/**
+ * startTestDevnet on `implementation`. On geth it needs the cached geth build (gethForTests: built if Go is there, an
+ * error in CI without it); locally without Go it warns how to get geth, calls `skip` and answers undefined.
+ */
+export async function startTestDevnetOn(
+  implementation: Implementation,
+  skip: () => void,
+  options: TestDevnetOptions = {},
+): Promise<Devnet | undefined> {
+  if (implementation === "anvil") return startTestDevnet(options);
+  const geth = await gethForTests();
+  if (!geth.path) {
+    console.warn(`skipped: ${geth.missing}`);
+    skip();
+    return undefined;
+  }
+  return startTestDevnet({ ...options, implementation: "geth", gethBinary: geth.path });
 }
 
 /**

@@ -59,9 +59,16 @@ export class GethMember {
   /** Peers it was told to keep (admin_addPeer). */
   private readonly peers = new Set<string>();
   /** While it syncs from its peers: its head and since when (performance.now()) it has been there. */
-  private catchUp: { head: number; since: number } | undefined;
+  private catchUp: { head: number; since: number; told: number } | undefined;
   /** When (performance.now()) it was last given new peers. */
   private peersAddedAt: number | undefined;
+  /**
+   * Under a lag or stall: the head it was held at when the fault landed (lowered when a reorg takes a stalled node
+   * back). It may not go past this, or a lag's target once that is higher, whatever it fetched from its peers.
+   */
+  private heldAt: number | undefined;
+  /** A fault cut its sync from its peers short (see `isolated`). */
+  private cutOff = false;
 
   constructor(
     readonly endpoint: NodeEndpoint,
@@ -80,6 +87,15 @@ export class GethMember {
 
   get killed(): boolean {
     return this.fault?.kind === "kill";
+  }
+
+  /**
+   * A node whose sync from its peers a lag, stall or fork cut short has no devp2p peers, and is no one's, until healed:
+   * a beacon sync, once begun, fetches up to the head it was told and takes up again after a cancel, past the fault's
+   * target. (Any other node keeps its peers: none is told a head under a fault, so none begins a sync from them.)
+   */
+  get isolated(): boolean {
+    return this.cutOff && this.fault !== undefined;
   }
 
   publicEndpoint(): NodeEndpoint {
@@ -178,7 +194,10 @@ export class GethMember {
 
   /** Takes the node back to `to`, a block of its chain (a stalled node after a reorg waits at the fork point). */
   rewind(to: NodeHead): Promise<void> {
-    return this.exclusive(() => this.rewindTo(to));
+    return this.exclusive(async () => {
+      await this.rewindTo(to);
+      if (this.heldAt !== undefined) this.heldAt = Math.min(this.heldAt, to.number);
+    });
   }
 
   /** A forked node's own next block, on its own head: it imports it and makes it its head. */
@@ -229,6 +248,8 @@ export class GethMember {
           this.verified = false;
         }
         this.fault = undefined;
+        this.heldAt = undefined;
+        this.cutOff = false;
         // A forked node goes back to the canonical chain in the next round (a reorg on the node).
         return;
       }
@@ -244,7 +265,23 @@ export class GethMember {
         this.slowDelay = latencySampler(SLOW_PROFILES[fault.profile], seededRandom(seed));
       }
       this.fault = fault;
+      if (fault.kind !== "slow" && this.reachable) {
+        // lag, stall, fork: what the node is handed from now on is the fault's; a catch-up from its peers is not.
+        await this.stopCatchUp().catch((error: unknown) =>
+          this.logger.warn(
+            { node: this.name, err: (error as Error).message },
+            "devnet: node's catch-up from its peers not stopped",
+          ),
+        );
+      }
+      this.heldAt = fault.kind === "lag" || fault.kind === "stall" ? this.head?.number : undefined;
     });
+  }
+
+  /** Stops peering with `enode` (a node cut off from its peers), at once rather than at its next round. */
+  async dropPeer(enode: string): Promise<void> {
+    this.peers.delete(enode);
+    if (this.reachable) await this.rpc.call("admin_removePeer", [enode]).catch(() => undefined);
   }
 
   status(): DrivenNodeStatus {
@@ -293,8 +330,22 @@ export class GethMember {
       }
       // Lower than last seen: restarted between two rounds, a new devp2p identity without peers.
       if (this.head !== undefined && latest.number < this.head.number) this.forgetPeers();
+      if (!this.fault) {
+        this.heldAt = undefined;
+        this.cutOff = false;
+      }
       await this.joinPeers();
       const target = this.target();
+      const ceiling = this.heldAt === undefined ? undefined : Math.max(this.heldAt, target ?? 0);
+      if (ceiling !== undefined && latest.number > ceiling) {
+        // Past what its fault allows: blocks its peers still sent after the fault landed. Taken back.
+        this.logger.warn(
+          { node: this.name, head: latest.number, held: ceiling },
+          "devnet: node went past its fault's height (fetched from its peers), taken back",
+        );
+        await this.setHeadNumber(ceiling);
+        latest = await this.latest();
+      }
       if (target !== undefined && latest.hash !== this.network.hashes[target]) {
         const from = await this.commonHeight(latest, target);
         if (from < target) {
@@ -349,7 +400,8 @@ export class GethMember {
   private async syncFromPeers(latest: NodeHead, target: number): Promise<boolean> {
     if ((await this.connectedPeers()) === 0) return false;
     const now = performance.now();
-    if (this.catchUp?.head !== latest.number) this.catchUp = { head: latest.number, since: now };
+    if (this.catchUp?.head !== latest.number)
+      this.catchUp = { head: latest.number, since: now, told: target };
     else if (now - this.catchUp.since > PEER_SYNC_PATIENCE_MS) {
       this.logger.warn(
         { node: this.name, head: latest.number, target },
@@ -358,6 +410,7 @@ export class GethMember {
       this.catchUp = undefined;
       return false;
     }
+    this.catchUp.told = target;
     const status = await this.engine.announce(this.network.payloads[target]!);
     this.logger.debug(
       { node: this.name, head: latest.number, target, status },
@@ -375,7 +428,11 @@ export class GethMember {
   private async joinPeers(): Promise<void> {
     this.enode ??= (await this.rpc.call<{ enode: string }>("admin_nodeInfo")).enode;
     const current = new Set(
-      this.network.nodes.flatMap((n) => (n !== this && n.enode && !n.detached ? [n.enode] : [])),
+      this.isolated
+        ? []
+        : this.network.nodes.flatMap((n) =>
+            n !== this && n.enode && !n.detached && !n.isolated ? [n.enode] : [],
+          ),
     );
     let added = false;
     for (const enode of current) {
@@ -438,9 +495,51 @@ export class GethMember {
     return built!;
   }
 
+  /** Cuts the node off from its peers on both sides (static peers redial, so one side is not enough). */
+  private async isolate(): Promise<void> {
+    this.cutOff = true;
+    for (const enode of [...this.peers]) await this.dropPeer(enode);
+    const own = this.enode;
+    if (own) await Promise.all(this.network.nodes.filter((n) => n !== this).map((n) => n.dropPeer(own)));
+  }
+
+  /**
+   * Stops a catch-up from its peers under way (geth's beacon sync fetches up to the head it was last told, past any
+   * lower target): debug_setHead cancels geth's download, which goes on otherwise. It refuses the head itself, so the
+   * node is taken one block back, where it was a moment before. Nothing to do for a node not catching up.
+   */
+  private async stopCatchUp(): Promise<void> {
+    if (this.cutOff) return;
+    const latest = await this.latest();
+    // Told a head it has not reached, or geth reports blocks still to fetch. (At the head, geth reports a sync until
+    // it has indexed what it fetched: not a download, and a node just caught up is not taken back for it.)
+    const progress = await this.rpc.call<{ currentBlock?: string; highestBlock?: string } | false>(
+      "eth_syncing",
+    );
+    const fetching =
+      (this.catchUp !== undefined && latest.number < this.catchUp.told) ||
+      (progress !== false && Number(progress.highestBlock ?? 0) > Number(progress.currentBlock ?? 0));
+    if (!fetching) return;
+    this.catchUp = undefined;
+    await this.isolate();
+    if (latest.number === 0) return;
+    await this.setHeadNumber(latest.number - 1);
+    const now = await this.latest();
+    this.head = { number: now.number, hash: now.hash };
+    this.logger.info(
+      { node: this.name, head: now.number },
+      "devnet: node's catch-up from its peers stopped for a fault",
+    );
+  }
+
+  /** debug_setHead to a height below the head (it cancels any download from peers too). */
+  private async setHeadNumber(number: number): Promise<void> {
+    await this.rpc.call("debug_setHead", [`0x${number.toString(16)}`]);
+  }
+
   /** debug_setHead: the engine API moves no head back along its own chain (geth ignores such a forkchoice). */
   private async rewindTo(to: NodeHead): Promise<void> {
-    await this.rpc.call("debug_setHead", [`0x${to.number.toString(16)}`]);
+    await this.setHeadNumber(to.number);
     const latest = await this.latest();
     if (latest.hash !== to.hash)
       throw new Error(`${this.name} went back to block ${latest.number} ${latest.hash}, not ${to.hash}`);

@@ -21,14 +21,37 @@ afterEach(async () => {
  * handed to it (newPayload then setHead) move its head; a head only named to it (announce) is recorded.
  */
 async function node(head: number, peerCount: number) {
-  const state = { head, handed: [] as number[], announced: [] as number[], peerCountCalls: 0 };
+  const state = {
+    head,
+    handed: [] as number[],
+    announced: [] as number[],
+    peerCountCalls: 0,
+    setHeads: [] as number[],
+    /** Its static peers (admin_addPeer, admin_removePeer). */
+    peers: [] as string[],
+    /** What eth_syncing answers (geth: an object while it downloads from its peers). */
+    syncing: false as false | { highestBlock: string },
+  };
   const answer = (method: string, params: unknown[]): unknown => {
     if (method === "eth_chainId") return `0x${CHAIN_ID.toString(16)}`;
     if (method === "admin_nodeInfo") return { enode: "enode://self@127.0.0.1:1" };
-    if (method === "admin_addPeer" || method === "admin_removePeer") return true;
+    if (method === "admin_addPeer") {
+      state.peers.push(params[0] as string);
+      return true;
+    }
+    if (method === "admin_removePeer") {
+      state.peers = state.peers.filter((p) => p !== params[0]);
+      return true;
+    }
     if (method === "net_peerCount") {
       state.peerCountCalls += 1;
       return `0x${peerCount.toString(16)}`;
+    }
+    if (method === "eth_syncing") return state.syncing;
+    if (method === "debug_setHead") {
+      state.setHeads.push(Number(params[0]));
+      state.head = Number(params[0]);
+      return null;
     }
     if (method === "eth_getBlockByNumber") {
       const n = params[0] === "latest" ? state.head : Number(params[0]);
@@ -77,7 +100,9 @@ function network(): GethNetwork {
       executionPayload: { blockHash: hashOf(n), blockNumber: `0x${n.toString(16)}`, transactions: [] },
       executionRequests: [],
     })),
-    nodes: [{ enode: "enode://other@127.0.0.1:2", detached: false }],
+    nodes: [
+      { enode: "enode://other@127.0.0.1:2", detached: false, isolated: false, dropPeer: async () => {} },
+    ],
     reorging: false,
   } as unknown as GethNetwork;
 }
@@ -118,6 +143,42 @@ describe("a geth node behind the devnet's chain", () => {
     await alone.member.sync();
     expect(alone.state.peerCountCalls).toBe(0);
     expect(alone.member.head?.number).toBe(HEIGHT);
+  });
+
+  it("stops its catch-up from its peers when a stall lands, cut off from them, and is taken back to where the stall found it after", async () => {
+    const { member, state } = await memberBehind("light", undefined, 5);
+    await member.sync();
+    expect(state.announced).toEqual([HEIGHT]);
+    expect(state.peers).toEqual(["enode://other@127.0.0.1:2"]);
+    state.head = 9; // fetched from its peers meanwhile
+    state.syncing = { highestBlock: `0x${HEIGHT.toString(16)}` };
+    await member.applyFault({ kind: "stall" });
+    // Its peers dropped (their static peering would redial), then debug_setHead cancels geth's download; it refuses
+    // the head itself, so one block back.
+    expect(state.peers).toEqual([]);
+    expect(state.setHeads).toEqual([8]);
+    expect(member.head?.number).toBe(8);
+    // Blocks the download had under way still land: the next round takes the node back.
+    state.head = 12;
+    await member.sync();
+    expect(state.setHeads).toEqual([8, 8]);
+    expect(member.head?.number).toBe(8);
+    expect(state.peers).toEqual([]);
+    expect(state.announced).toEqual([HEIGHT]);
+    expect(state.handed).toEqual([]);
+  });
+
+  it("is held at the higher of where a lag found it and the lag's target", async () => {
+    const { member, state } = await memberBehind("light", undefined, 5);
+    await member.sync();
+    state.head = 14;
+    await member.applyFault({ kind: "lag", blocks: 10 });
+    expect(member.head?.number).toBe(13);
+    // The target (HEIGHT - 10 = 10) is below it: anything past 13 is taken back, and nothing is handed.
+    state.head = 16;
+    await member.sync();
+    expect(state.setHeads).toEqual([13, 13]);
+    expect(state.handed).toEqual([]);
   });
 
   it("is handed the blocks up to its lag and no further, never told of the head, when lagged", async () => {
