@@ -135,21 +135,28 @@ function bump(counts: Map<string, number>, key: string, by: number): void {
 }
 
 /**
- * Past this many networks in an account's line, it serves the newest attempt first. Few networks: a guesser's own,
+ * Past this many networks in an account's line, it serves the newest attempts first. Few networks: a guesser's own,
  * where taking turns by network serves the owner's after one check per network. Many: a botnet, where no network
  * repeats and turns are first come, first served again, so the owner would wait for every guess queued ahead. Newest
- * first ("adaptive LIFO", as large services run their queues under overload) serves the owner's attempt at the next
- * free check whenever no newer attempt came in between: a guesser waiting on its own answers sends its next guess only
- * after one, so the owner, newer than every guess in line, is next. Guesses left at the bottom are answered 429 after
- * the line's longest wait, and a full line turns away its oldest attempt rather than the newest. It changes only the
- * order and who waits: the checks an account gets per second, hence the guesses, stay the same.
+ * first ("adaptive LIFO", as large services run their queues under overload) serves the owner's attempt within a check
+ * or two: a guesser waiting on its answers sends each next guess only after an answer, so few guesses come in between
+ * a check's end and the owner's arrival. Attempts that came in between the same two check ends form a batch; the line
+ * serves the newest batch, newest first, and when only a few of it are left (`FEW`) serves them before a newer batch,
+ * so a guess that came in just after the owner's goes ahead of it once, not again at every check. Guesses left at the
+ * bottom are answered 429 after the line's longest wait, and a full line turns
+ * away its oldest attempt rather than the newest. It changes only the order and who waits: the checks an account gets
+ * per second, hence the guesses, stay the same.
  */
 export const NEWEST_FIRST_AFTER_NETWORKS = 8;
+/** The most left of a batch that are served before a newer batch: about the checks that end at once, and the owner. */
+const FEW = 4;
 
 interface Waiting {
   /** true: its turn; false: turned away (waited past the line's longest wait, or the oldest of a full line). */
   wake: (served: boolean) => void;
   seq: number;
+  /** The checks that had ended in this line when it came in: attempts with the same count came in together. */
+  batch: number;
   since: number;
 }
 
@@ -163,6 +170,10 @@ class AccountLine {
   private readonly byNetwork = new Map<string, Waiting[]>();
   private readonly known: Waiting[] = [];
   private seq = 0;
+  /** Checks ended (turns handed on) so far. */
+  private ended = 0;
+  /** The batch being served newest first, until none of it waits. */
+  private serving: number | undefined;
   size = 0;
 
   constructor(
@@ -181,7 +192,7 @@ class AccountLine {
   /** `network` undefined: one the account completed a login from, served before any other. */
   push(wake: (served: boolean) => void, network: string | undefined): void {
     this.size++;
-    const waiting = { wake, seq: this.seq++, since: this.clock() };
+    const waiting = { wake, seq: this.seq++, batch: this.ended, since: this.clock() };
     if (network === undefined) {
       this.known.push(waiting);
       return;
@@ -193,6 +204,7 @@ class AccountLine {
 
   /** The next attempt's wake-up (its turn), or undefined when none waits. */
   shift(): (() => void) | undefined {
+    this.ended++;
     const known = this.known.shift();
     if (known) {
       this.size--;
@@ -201,14 +213,17 @@ class AccountLine {
     if (this.newestFirst()) {
       this.turnAwayLongWaits();
       if (this.newestFirst()) {
-        const newest = this.take(
-          (queue) => queue.at(-1)!.seq,
-          (a, b) => a > b,
-          (queue) => queue.pop()!,
-        );
-        return newest && (() => newest.wake(true));
+        const inBatch = (w: Waiting) => (w.batch === this.serving ? w.seq : undefined);
+        // A few left of the batch being served go on before a newer batch (see NEWEST_FIRST_AFTER_NETWORKS).
+        let next = this.count(inBatch) <= FEW ? this.take(inBatch) : undefined;
+        if (!next) {
+          this.serving = this.newestBatch();
+          next = this.take(inBatch);
+        }
+        return next && (() => next.wake(true));
       }
     }
+    this.serving = undefined;
     const first = this.byNetwork.entries().next();
     if (first.done) return undefined;
     const [network, queue] = first.value;
@@ -222,11 +237,20 @@ class AccountLine {
 
   /** Turns away the attempt that has waited longest among the networks' (not a known network's). */
   dropOldest(): void {
-    this.take(
-      (queue) => queue[0]!.seq,
-      (a, b) => a < b,
-      (queue) => queue.shift()!,
-    )?.wake(false);
+    this.take((w) => -w.seq)?.wake(false);
+  }
+
+  private count(score: (w: Waiting) => number | undefined): number {
+    let n = 0;
+    for (const queue of this.byNetwork.values()) for (const w of queue) if (score(w) !== undefined) n++;
+    return n;
+  }
+
+  private newestBatch(): number | undefined {
+    let newest: number | undefined;
+    for (const queue of this.byNetwork.values())
+      for (const w of queue) if (newest === undefined || w.batch > newest) newest = w.batch;
+    return newest;
   }
 
   private turnAwayLongWaits(): void {
@@ -240,18 +264,22 @@ class AccountLine {
     }
   }
 
-  /** Removes and returns the attempt whose key `better` prefers over every other network's, keeping the round. */
-  private take(
-    key: (queue: Waiting[]) => number,
-    better: (a: number, b: number) => boolean,
-    remove: (queue: Waiting[]) => Waiting,
-  ): Waiting | undefined {
-    let chosen: [string, Waiting[]] | undefined;
-    for (const entry of this.byNetwork) if (!chosen || better(key(entry[1]), key(chosen[1]))) chosen = entry;
-    if (!chosen) return undefined;
-    const [network, queue] = chosen;
-    const waiting = remove(queue);
-    if (queue.length === 0) this.byNetwork.delete(network);
+  /**
+   * Removes and returns the waiting attempt (a known network's aside) with the highest score, passing over those
+   * without one; the networks' round keeps its order. A scan: a line holds a few hundred at most, each behind a check of
+   * half a second.
+   */
+  private take(score: (w: Waiting) => number | undefined): Waiting | undefined {
+    let best: { network: string; queue: Waiting[]; index: number; score: number } | undefined;
+    for (const [network, queue] of this.byNetwork)
+      queue.forEach((w, index) => {
+        const value = score(w);
+        if (value !== undefined && (!best || value > best.score))
+          best = { network, queue, index, score: value };
+      });
+    if (!best) return undefined;
+    const [waiting] = best.queue.splice(best.index, 1);
+    if (best.queue.length === 0) this.byNetwork.delete(best.network);
     this.size--;
     return waiting;
   }

@@ -194,12 +194,21 @@ describe("HashingGate account line, one network at a time", () => {
     enter("198.18.0.1");
     await nextCheck();
     expect(order).toEqual(["198.18.0.1"]);
-    // A guess sent after the owner's answer is newer again, and goes next; nothing is refused while the line holds it.
+    // A guess sent after the owner's answer is newer again, and goes next.
     enter("10.0.99.1");
     await nextCheck();
     expect(order).toEqual(["198.18.0.1", "10.0.99.1"]);
-    while (order.length < guesses + 2) await nextCheck();
-    expect(new Set(order).size).toBe(guesses + 2);
+    // The owner again, and a guess just after it: the guess goes first, then the owner, though another guess came in
+    // meanwhile (a guesser waiting on its answers sends one per check that ends).
+    enter("198.18.1.1");
+    enter("10.0.100.1");
+    await nextCheck();
+    enter("10.0.101.1");
+    await nextCheck();
+    expect(order.slice(2)).toEqual(["10.0.100.1", "198.18.1.1"]);
+    // Nothing is refused while the line holds it: every attempt gets its turn.
+    while (order.length < guesses + 5) await nextCheck();
+    expect(new Set(order).size).toBe(guesses + 5);
     if ("release" in current) current.release();
   });
 
