@@ -138,18 +138,24 @@ function bump(counts: Map<string, number>, key: string, by: number): void {
  * Past this many networks in an account's line, it serves the newest attempts first. Few networks: a guesser's own,
  * where taking turns by network serves the owner's after one check per network. Many: a botnet, where no network
  * repeats and turns are first come, first served again, so the owner would wait for every guess queued ahead. Newest
- * first ("adaptive LIFO", as large services run their queues under overload) serves the owner's attempt within a check
- * or two: a guesser waiting on its answers sends each next guess only after an answer, so few guesses come in between
- * a check's end and the owner's arrival. Attempts that came in between the same two check ends form a batch; the line
- * serves the newest batch, newest first, and when only a few of it are left (`FEW`) serves them before a newer batch,
- * so a guess that came in just after the owner's goes ahead of it once, not again at every check. Guesses left at the
- * bottom are answered 429 after the line's longest wait, and a full line turns
- * away its oldest attempt rather than the newest. It changes only the order and who waits: the checks an account gets
- * per second, hence the guesses, stay the same.
+ * first ("adaptive LIFO", as large services run their queues under overload) serves the owner's attempt within a few
+ * checks: a guesser waiting on its answers sends each next guess only after an answer, so about one guess comes in
+ * per check that ends. Attempts that came in between the same two check ends form a batch. The line serves a batch
+ * newest first; when only a few of it are left (`FEW`) it serves them, and when only a few came in after it (`LAG`)
+ * it goes on to the next batch in order, so the few guesses that come in around the owner's attempt go ahead of it
+ * once, not again at every check. Beyond (a burst), it takes the newest batch, and the attempts passed over wait at
+ * the bottom: they are answered 429 after the line's longest wait, and a full line turns away its oldest attempt
+ * rather than the newest. It changes only the order and who waits: the checks an account gets per second, hence the
+ * guesses, stay the same.
  */
 export const NEWEST_FIRST_AFTER_NETWORKS = 8;
 /** The most left of a batch that are served before a newer batch: about the checks that end at once, and the owner. */
 const FEW = 4;
+/**
+ * The most attempts that may have come in after the batch being served for the line to go on to the next batch in
+ * order; beyond (a burst), it goes to the newest.
+ */
+const LAG = 4;
 
 interface Waiting {
   /** true: its turn; false: turned away (waited past the line's longest wait, or the oldest of a full line). */
@@ -214,10 +220,13 @@ class AccountLine {
       this.turnAwayLongWaits();
       if (this.newestFirst()) {
         const inBatch = (w: Waiting) => (w.batch === this.serving ? w.seq : undefined);
-        // A few left of the batch being served go on before a newer batch (see NEWEST_FIRST_AFTER_NETWORKS).
-        let next = this.count(inBatch) <= FEW ? this.take(inBatch) : undefined;
+        const left = this.count(inBatch);
+        let next = left > 0 && left <= FEW ? this.take(inBatch) : undefined;
         if (!next) {
-          this.serving = this.newestBatch();
+          const serving = this.serving ?? -1;
+          const newer = this.count((w) => (w.batch > serving ? 1 : undefined));
+          // Few came in since: go on to the next batch in order. Many (a burst): the newest batch.
+          this.serving = newer > 0 && newer <= LAG ? this.oldestBatchAfter(serving) : this.newestBatch();
           next = this.take(inBatch);
         }
         return next && (() => next.wake(true));
@@ -244,6 +253,14 @@ class AccountLine {
     let n = 0;
     for (const queue of this.byNetwork.values()) for (const w of queue) if (score(w) !== undefined) n++;
     return n;
+  }
+
+  private oldestBatchAfter(batch: number): number | undefined {
+    let oldest: number | undefined;
+    for (const queue of this.byNetwork.values())
+      for (const w of queue)
+        if (w.batch > batch && (oldest === undefined || w.batch < oldest)) oldest = w.batch;
+    return oldest;
   }
 
   private newestBatch(): number | undefined {

@@ -212,6 +212,44 @@ describe("HashingGate account line, one network at a time", () => {
     if ("release" in current) current.release();
   });
 
+  it("does not leave the owner at the bottom when guesses keep coming in one per check, a few at a time", async () => {
+    const gate = new HashingGate({ perAccount: 1, perAddress: 5, total: 5, queue: 5, accountQueue: 64 });
+    const order: string[] = [];
+    const waits = new Map<string, ReturnType<HashingGate["enter"]>>();
+    const enter = (address: string) =>
+      waits.set(
+        address,
+        gate.enter("acct", address, "other").then((slot) => {
+          order.push(address);
+          return slot;
+        }),
+      );
+    let current = await gate.enter("acct", "10.0.0.1", "other");
+    const nextCheck = async () => {
+      if ("release" in current) current.release();
+      await new Promise((resolve) => setImmediate(resolve));
+      current = await waits.get(order.at(-1)!)!;
+    };
+    // The attack's opening burst, then guesses sent as answers come back: two after one check, one after each other.
+    for (let i = 1; i <= NEWEST_FIRST_AFTER_NETWORKS + 4; i++) enter(`10.0.${i}.1`);
+    await nextCheck();
+    enter("10.1.0.1");
+    enter("10.1.1.1");
+    await nextCheck();
+    // The owner, and a guess right behind it.
+    enter("198.18.0.1");
+    enter("10.1.2.1");
+    await nextCheck();
+    enter("10.1.3.1");
+    await nextCheck();
+    enter("10.1.4.1");
+    await nextCheck();
+    expect(order.indexOf("198.18.0.1")).toBeGreaterThan(-1);
+    expect(order.indexOf("198.18.0.1")).toBeLessThanOrEqual(4);
+    while (waits.size > order.length) await nextCheck();
+    if ("release" in current) current.release();
+  });
+
   it("keeps taking turns by network below that many networks", async () => {
     const gate = new HashingGate({ perAccount: 1, perAddress: 5, total: 5, queue: 5, accountQueue: 64 });
     const order: string[] = [];
