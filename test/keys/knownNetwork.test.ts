@@ -6,6 +6,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { Accounts } from "../../src/keys/service/accounts.js";
 import { accountKey, KeysContext } from "../../src/keys/service/context.js";
 import { Sessions } from "../../src/keys/service/sessions.js";
+import { NEWEST_FIRST_AFTER_NETWORKS } from "../../src/keys/throttle/hashingGate.js";
 import { openKeyStore } from "../../src/keys/store/database.js";
 import { waitFor } from "../support/waitFor.js";
 import { PEPPER, SEED_KEY, startPostgres } from "./support.js";
@@ -90,6 +91,35 @@ function ownerOnKnownNetwork(storeName: string, databaseUrl: () => Promise<strin
         const owner = sessions.login(email, PASSWORD, "198.18.0.1").then(() => order.push("owner"));
         await Promise.all([owner, ...guesses]);
         expect(order.indexOf("owner")).toBe(GUESSES);
+      });
+
+      it("checks a network never seen at the next free check when a botnet's guesses fill the line from many networks", async () => {
+        const { ctx, accounts, sessions } = await service();
+        const email = "botnet@example.org";
+        await accounts.addUser(email, PASSWORD);
+        const order: string[] = [];
+        const many = NEWEST_FIRST_AFTER_NETWORKS + 4;
+        const guesses = Array.from({ length: many }, (_, i) =>
+          sessions.login(email, `guess ${i}`, `10.7.${i}.1`).then(
+            () => order.push(`guess ${i} let in`),
+            (error: { code?: string }) => order.push(`guess ${i} ${error.code}`),
+          ),
+        );
+        await waitFor(() => ctx.gate.inLine(accountKey(email)) === many - 1, {
+          what: "the guesses in line",
+        });
+        const owner = sessions.login(email, PASSWORD, "198.18.7.1").then((r) => {
+          order.push("owner");
+          return r;
+        });
+        await Promise.all([owner, ...guesses]);
+        expect((await owner).token).toBeTruthy();
+        expect(order.indexOf("owner")).toBe(1);
+        // Every guess got its answer (none waited past the line's longest wait here), and none got in: the order
+        // changed, not the limits (past ten failures the slow-down answers guesses 429).
+        const answers = order.filter((o) => o.startsWith("guess"));
+        expect(answers).toHaveLength(many);
+        expect(answers.every((a) => / (invalid-credentials|throttled)$/.test(a))).toBe(true);
       });
 
       it("does not take a network from a login that still owes its second factor", async () => {

@@ -24,6 +24,11 @@ export interface HashingGateLimits {
   queue: number;
   /** Attempts on one account waiting past `perAccount`; more are refused. */
   accountQueue: number;
+  /**
+   * How long an attempt may wait in an account's line once it serves the newest first (see `AccountLine`) before it
+   * is answered 429; 20 s when absent.
+   */
+  lineMaxWaitMs?: number;
 }
 
 export type GateRefusal = "account" | "address" | "busy";
@@ -36,7 +41,10 @@ export class HashingGate {
   private readonly trustedWaiting: Array<() => void> = [];
   private readonly accountWaiting = new Map<string, AccountLine>();
 
-  constructor(private readonly limits: HashingGateLimits) {}
+  constructor(
+    private readonly limits: HashingGateLimits,
+    private readonly clock: () => number = Date.now,
+  ) {}
 
   /**
    * A slot for one password check, or why there is none. Past the per-account bound an attempt waits in the
@@ -55,16 +63,27 @@ export class HashingGate {
     if (full()) return { refused: "busy" };
     bump(this.byAddress, address, 1);
     if (!trusted && (this.byAccount.get(account) ?? 0) >= this.limits.perAccount) {
-      const line = this.accountWaiting.get(account) ?? new AccountLine();
+      const line =
+        this.accountWaiting.get(account) ?? new AccountLine(this.clock, this.limits.lineMaxWaitMs ?? 20_000);
       // Each lane is bounded on its own: guesses filling the line leave the owner's networks their place.
       const known = lane === "ahead";
       if ((known ? line.knownSize : line.size - line.knownSize) >= this.limits.accountQueue) {
+        // Serving the newest first, the attempt to turn away is the one that has waited longest.
+        if (known || !line.newestFirst()) {
+          bump(this.byAddress, address, -1);
+          return { refused: "account" };
+        }
+        line.dropOldest();
+      }
+      this.accountWaiting.set(account, line);
+      // Woken by a release that hands its account slot over (the count stays), or turned away after waiting too long.
+      const served = await new Promise<boolean>((resolve) =>
+        line.push(resolve, known ? undefined : networkOf(address)),
+      );
+      if (!served) {
         bump(this.byAddress, address, -1);
         return { refused: "account" };
       }
-      this.accountWaiting.set(account, line);
-      // Woken by a release that hands its account slot over (the count stays).
-      await new Promise<void>((resolve) => line.push(resolve, known ? undefined : networkOf(address)));
       if (full()) {
         this.releaseAccount(account);
         bump(this.byAddress, address, -1);
@@ -116,48 +135,170 @@ function bump(counts: Map<string, number>, key: string, by: number): void {
 }
 
 /**
+ * Past this many networks in an account's line, it serves the newest attempts first. Few networks: a guesser's own,
+ * where taking turns by network serves the owner's after one check per network. Many: a botnet, where no network
+ * repeats and turns are first come, first served again, so the owner would wait for every guess queued ahead. Newest
+ * first ("adaptive LIFO", as large services run their queues under overload) serves the owner's attempt within a few
+ * checks: a guesser waiting on its answers sends each next guess only after an answer, so about one guess comes in
+ * per check that ends. Attempts that came in between the same two check ends form a batch. The line serves a batch
+ * newest first; when only a few of it are left (`FEW`) it serves them, and when only a few came in after it (`LAG`)
+ * it goes on to the next batch in order, so the few guesses that come in around the owner's attempt go ahead of it
+ * once, not again at every check. Beyond (a burst), it takes the newest batch, and the attempts passed over wait at
+ * the bottom: they are answered 429 after the line's longest wait, and a full line turns away its oldest attempt
+ * rather than the newest. It changes only the order and who waits: the checks an account gets per second, hence the
+ * guesses, stay the same.
+ */
+export const NEWEST_FIRST_AFTER_NETWORKS = 8;
+/** The most left of a batch that are served before a newer batch: about the checks that end at once, and the owner. */
+const FEW = 4;
+/**
+ * The most attempts that may have come in after the batch being served for the line to go on to the next batch in
+ * order; beyond (a burst), it goes to the newest.
+ */
+const LAG = 4;
+
+interface Waiting {
+  /** true: its turn; false: turned away (waited past the line's longest wait, or the oldest of a full line). */
+  wake: (served: boolean) => void;
+  seq: number;
+  /** The checks that had ended in this line when it came in: attempts with the same count came in together. */
+  batch: number;
+  since: number;
+}
+
+/**
  * The attempts waiting on one account, served one network at a time (round robin over the networks in line, FIFO
- * within each). Nothing tells the owner's attempt from a guess before the check, but a guesser's attempts mostly come
- * from a few networks: the owner's, from a network with nobody else in line, waits for one check per network waiting
- * rather than for every guess queued ahead of it. Attempts from networks the account logged in from before go first
- * of all (a botnet's addresses are elsewhere). It changes only the order: every attempt still gets its check.
+ * within each), or newest first when many networks wait (see `NEWEST_FIRST_AFTER_NETWORKS`). Nothing tells the owner's
+ * attempt from a guess before the check; a guesser's attempts mostly come from a few networks, or all at once from
+ * many. Attempts from networks the account logged in from before go first of all (a botnet's addresses are elsewhere).
  */
 class AccountLine {
-  private readonly byNetwork = new Map<string, Array<() => void>>();
-  private readonly known: Array<() => void> = [];
+  private readonly byNetwork = new Map<string, Waiting[]>();
+  private readonly known: Waiting[] = [];
+  private seq = 0;
+  /** Checks ended (turns handed on) so far. */
+  private ended = 0;
+  /** The batch being served newest first, until none of it waits. */
+  private serving: number | undefined;
   size = 0;
+
+  constructor(
+    private readonly clock: () => number,
+    private readonly maxWaitMs: number,
+  ) {}
 
   get knownSize(): number {
     return this.known.length;
   }
 
+  newestFirst(): boolean {
+    return this.byNetwork.size > NEWEST_FIRST_AFTER_NETWORKS;
+  }
+
   /** `network` undefined: one the account completed a login from, served before any other. */
-  push(wake: () => void, network: string | undefined): void {
+  push(wake: (served: boolean) => void, network: string | undefined): void {
     this.size++;
+    const waiting = { wake, seq: this.seq++, batch: this.ended, since: this.clock() };
     if (network === undefined) {
-      this.known.push(wake);
+      this.known.push(waiting);
       return;
     }
     const queue = this.byNetwork.get(network);
-    if (queue) queue.push(wake);
-    else this.byNetwork.set(network, [wake]);
+    if (queue) queue.push(waiting);
+    else this.byNetwork.set(network, [waiting]);
   }
 
+  /** The next attempt's wake-up (its turn), or undefined when none waits. */
   shift(): (() => void) | undefined {
+    this.ended++;
     const known = this.known.shift();
     if (known) {
       this.size--;
-      return known;
+      return () => known.wake(true);
     }
+    if (this.newestFirst()) {
+      this.turnAwayLongWaits();
+      if (this.newestFirst()) {
+        const inBatch = (w: Waiting) => (w.batch === this.serving ? w.seq : undefined);
+        const left = this.count(inBatch);
+        let next = left > 0 && left <= FEW ? this.take(inBatch) : undefined;
+        if (!next) {
+          const serving = this.serving ?? -1;
+          const newer = this.count((w) => (w.batch > serving ? 1 : undefined));
+          // Few came in since: go on to the next batch in order. Many (a burst): the newest batch.
+          this.serving = newer > 0 && newer <= LAG ? this.oldestBatchAfter(serving) : this.newestBatch();
+          next = this.take(inBatch);
+        }
+        return next && (() => next.wake(true));
+      }
+    }
+    this.serving = undefined;
     const first = this.byNetwork.entries().next();
     if (first.done) return undefined;
     const [network, queue] = first.value;
-    const wake = queue.shift();
+    const next = queue.shift()!;
     // The network goes to the back of the round (a Map keeps insertion order), or leaves it when it has no one left.
     this.byNetwork.delete(network);
     if (queue.length > 0) this.byNetwork.set(network, queue);
     this.size--;
-    return wake;
+    return () => next.wake(true);
+  }
+
+  /** Turns away the attempt that has waited longest among the networks' (not a known network's). */
+  dropOldest(): void {
+    this.take((w) => -w.seq)?.wake(false);
+  }
+
+  private count(score: (w: Waiting) => number | undefined): number {
+    let n = 0;
+    for (const queue of this.byNetwork.values()) for (const w of queue) if (score(w) !== undefined) n++;
+    return n;
+  }
+
+  private oldestBatchAfter(batch: number): number | undefined {
+    let oldest: number | undefined;
+    for (const queue of this.byNetwork.values())
+      for (const w of queue)
+        if (w.batch > batch && (oldest === undefined || w.batch < oldest)) oldest = w.batch;
+    return oldest;
+  }
+
+  private newestBatch(): number | undefined {
+    let newest: number | undefined;
+    for (const queue of this.byNetwork.values())
+      for (const w of queue) if (newest === undefined || w.batch > newest) newest = w.batch;
+    return newest;
+  }
+
+  private turnAwayLongWaits(): void {
+    const oldest = this.clock() - this.maxWaitMs;
+    for (const [network, queue] of [...this.byNetwork]) {
+      while (queue.length > 0 && queue[0]!.since <= oldest) {
+        queue.shift()!.wake(false);
+        this.size--;
+      }
+      if (queue.length === 0) this.byNetwork.delete(network);
+    }
+  }
+
+  /**
+   * Removes and returns the waiting attempt (a known network's aside) with the highest score, passing over those
+   * without one; the networks' round keeps its order. A scan: a line holds a few hundred at most, each behind a check of
+   * half a second.
+   */
+  private take(score: (w: Waiting) => number | undefined): Waiting | undefined {
+    let best: { network: string; queue: Waiting[]; index: number; score: number } | undefined;
+    for (const [network, queue] of this.byNetwork)
+      queue.forEach((w, index) => {
+        const value = score(w);
+        if (value !== undefined && (!best || value > best.score))
+          best = { network, queue, index, score: value };
+      });
+    if (!best) return undefined;
+    const [waiting] = best.queue.splice(best.index, 1);
+    if (best.queue.length === 0) this.byNetwork.delete(best.network);
+    this.size--;
+    return waiting;
   }
 }
 

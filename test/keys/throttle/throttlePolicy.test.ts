@@ -1,5 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { HashingGate, networkOf } from "../../../src/keys/throttle/hashingGate.js";
+import {
+  HashingGate,
+  NEWEST_FIRST_AFTER_NETWORKS,
+  networkOf,
+} from "../../../src/keys/throttle/hashingGate.js";
 import { RefusalMemo } from "../../../src/keys/throttle/refusalMemo.js";
 import { slowDownDelayMs } from "../../../src/keys/throttle/slowDown.js";
 
@@ -164,6 +168,136 @@ describe("HashingGate account line, one network at a time", () => {
       if ("release" in slot) slot.release();
     }
     expect(order).toEqual(["192.0.2.7", "10.0.1.1", "10.0.2.1", "10.0.3.1"]);
+  });
+
+  it("serves the newest attempt first once a botnet's networks fill the line, so the owner goes at the next free check", async () => {
+    const gate = new HashingGate({ perAccount: 1, perAddress: 5, total: 5, queue: 5, accountQueue: 64 });
+    const order: string[] = [];
+    const waits = new Map<string, ReturnType<HashingGate["enter"]>>();
+    const enter = (address: string) =>
+      waits.set(
+        address,
+        gate.enter("acct", address, "other").then((slot) => {
+          order.push(address);
+          return slot;
+        }),
+      );
+    let current = await gate.enter("acct", "10.0.0.1", "other");
+    const nextCheck = async () => {
+      if ("release" in current) current.release();
+      await new Promise((resolve) => setImmediate(resolve));
+      current = await waits.get(order.at(-1)!)!;
+    };
+    // A guess from each of more networks than the line takes turns over, then the owner's from a network never seen.
+    const guesses = NEWEST_FIRST_AFTER_NETWORKS + 4;
+    for (let i = 1; i <= guesses; i++) enter(`10.0.${i}.1`);
+    enter("198.18.0.1");
+    await nextCheck();
+    expect(order).toEqual(["198.18.0.1"]);
+    // A guess sent after the owner's answer is newer again, and goes next.
+    enter("10.0.99.1");
+    await nextCheck();
+    expect(order).toEqual(["198.18.0.1", "10.0.99.1"]);
+    // The owner again, and a guess just after it: the guess goes first, then the owner, though another guess came in
+    // meanwhile (a guesser waiting on its answers sends one per check that ends).
+    enter("198.18.1.1");
+    enter("10.0.100.1");
+    await nextCheck();
+    enter("10.0.101.1");
+    await nextCheck();
+    expect(order.slice(2)).toEqual(["10.0.100.1", "198.18.1.1"]);
+    // Nothing is refused while the line holds it: every attempt gets its turn.
+    while (order.length < guesses + 5) await nextCheck();
+    expect(new Set(order).size).toBe(guesses + 5);
+    if ("release" in current) current.release();
+  });
+
+  it("does not leave the owner at the bottom when guesses keep coming in one per check, a few at a time", async () => {
+    const gate = new HashingGate({ perAccount: 1, perAddress: 5, total: 5, queue: 5, accountQueue: 64 });
+    const order: string[] = [];
+    const waits = new Map<string, ReturnType<HashingGate["enter"]>>();
+    const enter = (address: string) =>
+      waits.set(
+        address,
+        gate.enter("acct", address, "other").then((slot) => {
+          order.push(address);
+          return slot;
+        }),
+      );
+    let current = await gate.enter("acct", "10.0.0.1", "other");
+    const nextCheck = async () => {
+      if ("release" in current) current.release();
+      await new Promise((resolve) => setImmediate(resolve));
+      current = await waits.get(order.at(-1)!)!;
+    };
+    // The attack's opening burst, then guesses sent as answers come back: two after one check, one after each other.
+    for (let i = 1; i <= NEWEST_FIRST_AFTER_NETWORKS + 4; i++) enter(`10.0.${i}.1`);
+    await nextCheck();
+    enter("10.1.0.1");
+    enter("10.1.1.1");
+    await nextCheck();
+    // The owner, and a guess right behind it.
+    enter("198.18.0.1");
+    enter("10.1.2.1");
+    await nextCheck();
+    enter("10.1.3.1");
+    await nextCheck();
+    enter("10.1.4.1");
+    await nextCheck();
+    expect(order.indexOf("198.18.0.1")).toBeGreaterThan(-1);
+    expect(order.indexOf("198.18.0.1")).toBeLessThanOrEqual(4);
+    while (waits.size > order.length) await nextCheck();
+    if ("release" in current) current.release();
+  });
+
+  it("keeps taking turns by network below that many networks", async () => {
+    const gate = new HashingGate({ perAccount: 1, perAddress: 5, total: 5, queue: 5, accountQueue: 64 });
+    const order: string[] = [];
+    const running = await gate.enter("acct", "10.0.0.1", "other");
+    const waits = Array.from({ length: NEWEST_FIRST_AFTER_NETWORKS }, (_, i) => `10.0.${i + 1}.1`).map(
+      (address) =>
+        gate.enter("acct", address, "other").then((slot) => {
+          order.push(address);
+          return slot;
+        }),
+    );
+    if ("release" in running) running.release();
+    for (const wait of waits) {
+      const slot = await wait;
+      if ("release" in slot) slot.release();
+    }
+    expect(order).toEqual(Array.from({ length: NEWEST_FIRST_AFTER_NETWORKS }, (_, i) => `10.0.${i + 1}.1`));
+  });
+
+  it("answers attempts left at the bottom after the line's longest wait, and turns away the oldest of a full line", async () => {
+    let now = 0;
+    const gate = new HashingGate(
+      { perAccount: 1, perAddress: 5, total: 5, queue: 5, accountQueue: 12, lineMaxWaitMs: 20_000 },
+      () => now,
+    );
+    const answers = new Map<string, string>();
+    const enter = (address: string) =>
+      gate.enter("acct", address, "other").then((slot) => {
+        answers.set(address, "refused" in slot ? slot.refused : "served");
+        return slot;
+      });
+    const running = await gate.enter("acct", "10.0.0.1", "other");
+    const old = Array.from({ length: 12 }, (_, i) => enter(`10.0.${i + 1}.1`));
+    // The line is full and serving the newest first: a newcomer takes the place of the attempt that waited longest.
+    now = 5_000;
+    const newcomer = enter("198.18.0.1");
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(answers.get("10.0.1.1")).toBe("account");
+    expect(gate.inLine("acct")).toBe(12);
+    // Past the longest wait, the next free check turns away whoever has waited that long, and serves the newcomer.
+    now = 21_000;
+    if ("release" in running) running.release();
+    const served = await newcomer;
+    expect(answers.get("198.18.0.1")).toBe("served");
+    await Promise.all(old);
+    expect([...answers.values()].filter((a) => a === "account")).toHaveLength(12);
+    expect(gate.inLine("acct")).toBe(0);
+    if ("release" in served) served.release();
   });
 
   it("groups IPv6 addresses by /64 and IPv4-mapped ones as IPv4", () => {
