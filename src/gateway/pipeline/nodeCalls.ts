@@ -31,6 +31,8 @@ export interface NodeCallsOptions {
   transactionPeers: ReadonlyArray<{ name: string; httpUrl: string }>;
   /** The network's block time: a call naming a block no node has yet waits up to two of them for one. */
   blockTimeMs: number;
+  /** Clock in milliseconds for the nodes' latencies (injected for tests); default performance.now. */
+  now?: () => number;
 }
 
 /**
@@ -55,7 +57,7 @@ export class NodeCalls {
     const { upstreams, hedge, hungNodes, metrics } = options;
     this.inFlight = metrics.inFlightOf(upstreams.network);
     this.budget = new HedgeBudget(hedge.budget, hedge.burst);
-    this.tracker = new CallTracker(hedge, hungNodes, () => performance.now());
+    this.tracker = new CallTracker(hedge, hungNodes, options.now ?? (() => performance.now()));
     this.blockWaitMs = Math.min(options.upstreamTimeoutMs, 2 * options.blockTimeMs);
     upstreams.on("change", () => this.tracker.retain(new Set(upstreams.candidates().map((c) => c.name))));
     const wake = () => {
@@ -111,18 +113,27 @@ export class NodeCalls {
         }, ms);
         timers.add(timer);
       };
+      /** The nodes this call's attempts in flight are on. */
+      const onNodes = new Map<number, string>();
+      let attempts = 0;
       const retry = () =>
         retries > 0 && launch("retry", this.choose(plan, tried, pending === 0)) && retries-- > 0;
-      const launch = (kind: "first" | "retry" | "hedge", choice: Candidate | undefined): boolean => {
+      /**
+       * `first`: the client's call (it earns the budget its share); `retry`: after the only attempt failed with no
+       * answer (it replaces that one, no budget); `hedge` and `move` (off a hung node): extra calls, from the budget.
+       */
+      const launch = (kind: "first" | "retry" | "move" | "hedge", choice: Candidate | undefined): boolean => {
         const answer = choice && upstreams.call(choice.name, request, this.options.upstreamTimeoutMs, raw);
         if (!choice || !answer) return false;
         tried.add(choice.name);
         // The autoscaler's count, as lightfleet_gateway_upstream_requests_total: what the gateway answers itself or
         // refuses never reaches a node and must not grow the pool.
         this.options.count();
-        if (kind === "retry") metrics.retries.inc({ network });
+        if (kind === "retry" || kind === "move") metrics.retries.inc({ network });
         if (kind === "hedge") metrics.hedges.inc({ network, outcome: "sent" });
-        else this.budget.earn();
+        if (kind === "first") this.budget.earn();
+        const attempt = attempts++;
+        onNodes.set(attempt, choice.name);
         const release = upstreams.acquire(choice.name);
         const ticket = this.tracker.start(choice.name, request.method);
         this.inFlight.n++;
@@ -130,6 +141,7 @@ export class NodeCalls {
         let settled = false;
         const settle = () => {
           settled = true;
+          onNodes.delete(attempt);
           pending--;
           this.inFlight.n--;
           release();
@@ -158,10 +170,23 @@ export class NodeCalls {
           },
         );
         if (!idempotent) return true;
-        // Hung: past its own bound the node gets no new calls (the tracker says so) and this read moves on.
+        // Past its node's hung bound this read moves on to another node. The move is an extra call: from the budget
+        // while another attempt may still answer (a node that keeps answering its other calls is slow, not hung);
+        // when every attempt in flight is on a hung node it goes anyway (the read would wait out the upstream
+        // timeout), owed to the budget. Not moved: looked at again when its node would count as hung.
         const hungAfter = this.tracker.hungBound(choice.name);
         const onHung = () => {
-          if (!settled) retry();
+          if (settled || retries <= 0) return;
+          const next = this.choose(plan, tried, false);
+          const stuck = [...onNodes.values()].every((node) => this.tracker.isHung(node));
+          if (next && (stuck || this.budget.take())) {
+            if (!launch("move", next)) return;
+            retries--;
+            if (stuck) this.budget.charge();
+            return;
+          }
+          if (next) metrics.hedges.inc({ network, outcome: "budget_refused" });
+          after(Math.max(this.options.hungNodes.min, this.tracker.hungIn(choice.name)), onHung);
         };
         const hedgeAfter =
           kind === "first" && hedged ? this.tracker.hedgeDelay(choice.name, request.method) : Infinity;

@@ -1,0 +1,128 @@
+import { Registry } from "prom-client";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { hedgeSchema, hungNodesSchema } from "../../../src/config/sections/latency.js";
+import { latencySampler, seededRandom, SLOW_PROFILES } from "../../../src/devnet/latencyProfile.js";
+import { NodeCalls } from "../../../src/gateway/pipeline/nodeCalls.js";
+import type { Candidate } from "../../../src/gateway/upstreams/balancer.js";
+import type { Upstreams } from "../../../src/gateway/upstreams/upstreams.js";
+import { createGatewayMetrics } from "../../../src/metrics/gatewayMetrics.js";
+import type { JsonRpcResponse } from "../../../src/rpc/jsonRpc.js";
+
+beforeEach(() => {
+  vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "Date"] });
+});
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+/**
+ * Three routed nodes that answer every call after a delay drawn from the devnet's `light` profile (log-normal, p50
+ * 50 ms, p99 2 s), from one seeded generator: the same delays, in the same order, every run. Counts the calls sent.
+ */
+function slowFleet(seed: number): { upstreams: Upstreams; calls: () => number } {
+  const delay = latencySampler(SLOW_PROFILES.light, seededRandom(seed));
+  const outstanding = new Map<string, number>();
+  let calls = 0;
+  const names = ["a", "b", "c"];
+  const upstreams: Upstreams = {
+    network: "sim",
+    chainId: 1,
+    servedHead: () => 10,
+    safe: () => undefined,
+    finalized: () => undefined,
+    blockOfHash: () => undefined,
+    servedHeightOfHash: () => undefined,
+    candidates: (): Candidate[] =>
+      names.map((name) => ({
+        name,
+        routed: true,
+        reachable: true,
+        head: 10,
+        outstanding: outstanding.get(name) ?? 0,
+      })),
+    call: (_name, request) => {
+      calls++;
+      const ms = delay();
+      return new Promise<JsonRpcResponse>((resolve) =>
+        setTimeout(() => resolve({ jsonrpc: "2.0", id: request.id ?? null, result: "0x" }), ms),
+      );
+    },
+    acquire: (name) => {
+      outstanding.set(name, (outstanding.get(name) ?? 0) + 1);
+      return () => outstanding.set(name, outstanding.get(name)! - 1);
+    },
+    on: () => undefined,
+  };
+  return { upstreams, calls: () => calls };
+}
+
+/**
+ * `count` eth_calls from 8 clients in a closed loop through NodeCalls over the slow fleet, from a fresh start, on the
+ * fake clock: the calls sent to the nodes beyond the clients' own, and the clients' p99.
+ */
+async function run(hedge: object, count: number, seed = 11) {
+  const { upstreams, calls } = slowFleet(seed);
+  const registry = new Registry();
+  const nodes = new NodeCalls({
+    upstreams,
+    upstreamTimeoutMs: 10_000,
+    metrics: createGatewayMetrics(registry),
+    count: () => undefined,
+    hedge: hedgeSchema.parse(hedge),
+    hungNodes: hungNodesSchema.parse({}),
+    transactionPeers: [],
+    blockTimeMs: 1_000,
+    now: () => Date.now(),
+  });
+  const latencies: number[] = [];
+  let next = 0;
+  const clients = Array.from({ length: 8 }, async () => {
+    while (next < count) {
+      const id = next++;
+      const started = Date.now();
+      await nodes.send(
+        {
+          kind: "forward",
+          request: { jsonrpc: "2.0", id, method: "eth_call", params: [{}, "latest"] },
+          minBlock: undefined,
+        },
+        false,
+      );
+      latencies.push(Date.now() - started);
+    }
+  });
+  let finished = false;
+  const all = Promise.all(clients).then(() => (finished = true));
+  while (!finished) await vi.advanceTimersByTimeAsync(5);
+  await all;
+  // The last calls' dropped attempts still run; they were sent all the same.
+  latencies.sort((x, y) => x - y);
+  if (process.env.DEBUG_SIM) console.log(count, JSON.stringify(hedge), calls() - count, JSON.stringify((await registry.getSingleMetric("lightfleet_gateway_hedges_total")!.get()).values.map((v) => [v.labels.outcome, v.value])), (await registry.getSingleMetric("lightfleet_gateway_retries_total")!.get()).values[0]?.value, latencies[Math.ceil(0.99 * count) - 1]);
+  return { extra: calls() - count, p99: latencies[Math.ceil(0.99 * count) - 1]! };
+}
+
+describe("NodeCalls over slow nodes", () => {
+  it("adds at most budget x calls extra upstream calls from a fresh start, hedges and moves off hung nodes together", async () => {
+    for (const calls of [50, 400, 1_500]) {
+      const { extra } = await run({ budget: 0.1 }, calls);
+      // Plus one: a move a read cannot do without (every attempt of it on a node that answers nothing) goes even
+      // with the budget spent, and is paid back by the calls after it; at the end of a run one may still be owed.
+      expect(extra, `${calls} calls`).toBeLessThanOrEqual(Math.floor(0.1 * calls) + 1);
+    }
+  });
+
+  it("hedges sooner for a bigger budget, so that budget buys a lower p99", async () => {
+    const small = await run({ budget: 0.1 }, 1_500);
+    const large = await run({ budget: 0.32 }, 1_500);
+    // The trigger follows the budget: nearly all of it is spent, not only what the node's p90 allows.
+    expect(large.extra).toBeGreaterThan(0.25 * 1_500);
+    expect(large.extra).toBeLessThanOrEqual(0.32 * 1_500);
+    expect(small.extra).toBeGreaterThan(0.07 * 1_500);
+    expect(large.p99).toBeLessThan(0.85 * small.p99);
+  });
+
+  it("an explicit quantile still sets the trigger whatever the budget", async () => {
+    const fixed = await run({ budget: 0.32, quantile: 0.9 }, 1_500);
+    expect(fixed.extra).toBeLessThan(0.15 * 1_500);
+  });
+});
