@@ -171,7 +171,8 @@ export class NodeCalls {
         );
         if (!idempotent) return true;
         // Past its node's hung bound this read moves on to another node. The move is an extra call: from the budget
-        // while another attempt may still answer (a node that keeps answering its other calls is slow, not hung);
+        // (and only where hedging is on) while another attempt may still answer (a node that keeps answering its
+        // other calls is slow, not hung);
         // when every attempt in flight is on a hung node it goes anyway (the read would wait out the upstream
         // timeout), owed to the budget. Not moved: looked at again when its node would count as hung.
         const hungAfter = this.tracker.hungBound(choice.name);
@@ -179,13 +180,14 @@ export class NodeCalls {
           if (settled || retries <= 0) return;
           const next = this.choose(plan, tried, false);
           const stuck = [...onNodes.values()].every((node) => this.tracker.isHung(node));
-          if (next && (stuck || this.budget.take())) {
+          // With hedging off for this call, no extra call for speed: it moves only when it must.
+          if (next && (stuck || (hedged && this.budget.take()))) {
             if (!launch("move", next)) return;
             retries--;
             if (stuck) this.budget.charge();
             return;
           }
-          if (next) metrics.hedges.inc({ network, outcome: "budget_refused" });
+          if (next && hedged) metrics.hedges.inc({ network, outcome: "budget_refused" });
           after(Math.max(this.options.hungNodes.min, this.tracker.hungIn(choice.name)), onHung);
         };
         const hedgeAfter =

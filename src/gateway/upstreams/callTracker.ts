@@ -127,11 +127,11 @@ export class CallTracker {
   }
 
   isHung(node: string): boolean {
-    return this.hungIn(node) < 0;
+    return this.hungIn(node) <= 0;
   }
 
   /**
-   * In how many ms the node counts as hung if it answers nothing meanwhile (below 0: it is hung now); Infinity
+   * In how many ms the node counts as hung if it answers nothing meanwhile (0 or less: it is hung now); Infinity
    * while it has no call outstanding. Per kind of call: the time since its oldest call of that kind started or since
    * it last answered one of that kind, whichever is later, against the node's bound.
    */

@@ -7,6 +7,7 @@ import type { Candidate } from "../../../src/gateway/upstreams/balancer.js";
 import type { Upstreams } from "../../../src/gateway/upstreams/upstreams.js";
 import { createGatewayMetrics } from "../../../src/metrics/gatewayMetrics.js";
 import type { JsonRpcResponse } from "../../../src/rpc/jsonRpc.js";
+import { RpcTransportError } from "../../../src/rpc/jsonRpc.js";
 
 beforeEach(() => {
   vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "Date"] });
@@ -19,8 +20,13 @@ afterEach(() => {
  * Three routed nodes that answer every call after a delay drawn from the devnet's `light` profile (log-normal, p50
  * 50 ms, p99 2 s), from one seeded generator: the same delays, in the same order, every run. Counts the calls sent.
  */
-function slowFleet(seed: number): { upstreams: Upstreams; calls: () => number } {
-  const delay = latencySampler(SLOW_PROFILES.light, seededRandom(seed));
+function slowFleet(
+  seed: number,
+  /** A node's delay for one call, when not the light profile's; Infinity: it never answers. */
+  delayOf?: (node: string) => number | undefined,
+): { upstreams: Upstreams; calls: () => number } {
+  const light = latencySampler(SLOW_PROFILES.light, seededRandom(seed));
+  const delay = (node: string) => delayOf?.(node) ?? light();
   const outstanding = new Map<string, number>();
   let calls = 0;
   const names = ["a", "b", "c"];
@@ -40,11 +46,13 @@ function slowFleet(seed: number): { upstreams: Upstreams; calls: () => number } 
         head: 10,
         outstanding: outstanding.get(name) ?? 0,
       })),
-    call: (_name, request) => {
+    call: (name, request, timeoutMs) => {
       calls++;
-      const ms = delay();
-      return new Promise<JsonRpcResponse>((resolve) =>
-        setTimeout(() => resolve({ jsonrpc: "2.0", id: request.id ?? null, result: "0x" }), ms),
+      const ms = delay(name);
+      return new Promise<JsonRpcResponse>((resolve, reject) =>
+        ms < timeoutMs
+          ? setTimeout(() => resolve({ jsonrpc: "2.0", id: request.id ?? null, result: "0x" }), ms)
+          : setTimeout(() => reject(new RpcTransportError(`${name}: timeout`, "timeout")), timeoutMs),
       );
     },
     acquire: (name) => {
@@ -60,8 +68,8 @@ function slowFleet(seed: number): { upstreams: Upstreams; calls: () => number } 
  * `count` eth_calls from 8 clients in a closed loop through NodeCalls over the slow fleet, from a fresh start, on the
  * fake clock: the calls sent to the nodes beyond the clients' own, and the clients' p99.
  */
-async function run(hedge: object, count: number, seed = 11) {
-  const { upstreams, calls } = slowFleet(seed);
+async function run(hedge: object, count: number, seed = 11, delayOf?: (node: string) => number | undefined) {
+  const { upstreams, calls } = slowFleet(seed, delayOf);
   const registry = new Registry();
   const nodes = new NodeCalls({
     upstreams,
@@ -76,11 +84,12 @@ async function run(hedge: object, count: number, seed = 11) {
   });
   const latencies: number[] = [];
   let next = 0;
+  const errors: unknown[] = [];
   const clients = Array.from({ length: 8 }, async () => {
     while (next < count) {
       const id = next++;
       const started = Date.now();
-      await nodes.send(
+      const { response } = await nodes.send(
         {
           kind: "forward",
           request: { jsonrpc: "2.0", id, method: "eth_call", params: [{}, "latest"] },
@@ -89,6 +98,7 @@ async function run(hedge: object, count: number, seed = 11) {
         false,
       );
       latencies.push(Date.now() - started);
+      if ("error" in response) errors.push(response.error);
     }
   });
   let finished = false;
@@ -98,7 +108,9 @@ async function run(hedge: object, count: number, seed = 11) {
   // The last calls' dropped attempts still run; they were sent all the same.
   latencies.sort((x, y) => x - y);
   if (process.env.DEBUG_SIM) console.log(count, JSON.stringify(hedge), calls() - count, JSON.stringify((await registry.getSingleMetric("lightfleet_gateway_hedges_total")!.get()).values.map((v) => [v.labels.outcome, v.value])), (await registry.getSingleMetric("lightfleet_gateway_retries_total")!.get()).values[0]?.value, latencies[Math.ceil(0.99 * count) - 1]);
-  return { extra: calls() - count, p99: latencies[Math.ceil(0.99 * count) - 1]! };
+  const hedges = (await registry.getSingleMetric("lightfleet_gateway_hedges_total")!.get()).values;
+  const sent = hedges.filter((v) => v.labels.outcome === "sent").reduce((sum, v) => sum + v.value, 0);
+  return { extra: calls() - count, hedges: sent, p99: latencies[Math.ceil(0.99 * count) - 1]!, max: latencies.at(-1)!, errors };
 }
 
 describe("NodeCalls over slow nodes", () => {
@@ -124,5 +136,19 @@ describe("NodeCalls over slow nodes", () => {
   it("an explicit quantile still sets the trigger whatever the budget", async () => {
     const fixed = await run({ budget: 0.32, quantile: 0.9 }, 1_500);
     expect(fixed.extra).toBeLessThan(0.15 * 1_500);
+  });
+
+  it("moves a read off a node that answers nothing even when the budget is spent, and hedges none with it off", async () => {
+    // Node a is hung (it answers nothing until the upstream timeout); b and c answer in 20 ms.
+    const hung = (node: string) => (node === "a" ? Infinity : 20);
+    for (const hedge of [{ budget: 0 }, { enabled: false }]) {
+      const { errors, max, extra, hedges } = await run(hedge, 200, 11, hung);
+      expect(errors, JSON.stringify(hedge)).toEqual([]);
+      // The hung bound of a node with no history is 1.5 s; then the read's move answers in 20 ms.
+      expect(max, JSON.stringify(hedge)).toBeLessThanOrEqual(1_500 + 20 + 5);
+      // Only the reads sent to a before it counted as hung moved.
+      expect(extra, JSON.stringify(hedge)).toBeLessThanOrEqual(8);
+      expect(hedges).toBe(0);
+    }
   });
 });

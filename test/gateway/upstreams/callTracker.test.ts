@@ -115,9 +115,9 @@ describe("hung and failed nodes", () => {
     for (let i = 0; i < 100; i++) answer("b", "eth_call", 200);
     expect(t.hungBound("b")).toBe(800);
     const ticket = t.start("a", "eth_call");
-    clock.now += 300;
+    clock.now += 299;
     expect(t.isHung("a")).toBe(false);
-    expect(t.hungIn("a")).toBe(0);
+    expect(t.hungIn("a")).toBe(1);
     expect(t.avoided()).toEqual(new Set());
     clock.now += 1;
     expect(t.isHung("a")).toBe(true);
@@ -130,7 +130,7 @@ describe("hung and failed nodes", () => {
     answer("a", "eth_call", 5);
     expect(t.isHung("a")).toBe(false);
     expect(t.hungIn("a")).toBe(300);
-    clock.now += 301;
+    clock.now += 300;
     expect(t.isHung("a")).toBe(true);
     t.answered(ticket);
     expect(t.isHung("a")).toBe(false);
