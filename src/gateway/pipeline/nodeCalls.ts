@@ -48,6 +48,11 @@ export class NodeCalls {
   private readonly inFlight: CountCell;
   /** Calls waiting for a node to have the block they name; tried again at each node head or routing change. */
   private readonly blockWaiters = new Set<() => void>();
+  /**
+   * Reads past their hedge delay when the budget was spent, oldest first (a Set keeps insertion order): each token
+   * a call earns goes to the one waiting longest, which is the read furthest into the slow tail.
+   */
+  private readonly waitingHedges = new Set<() => boolean>();
   /** How long such a call waits: two block times, within the upstream timeout. */
   private readonly blockWaitMs: number;
   /** Answer counts per node and outcome (metrics). */
@@ -92,10 +97,13 @@ export class NodeCalls {
       let retries = idempotent ? 2 : 0;
       let lastError: RpcTransportError | undefined;
       let waiter: (() => void) | undefined;
+      /** This read's hedge, while it waits for the budget. */
+      let waitingHedge: (() => boolean) | undefined;
       const finish = (answered: Answered) => {
         if (done) return;
         done = true;
         for (const timer of timers) clearTimeout(timer);
+        if (waitingHedge) this.waitingHedges.delete(waitingHedge);
         if (waiter) this.blockWaiters.delete(waiter);
         resolve(answered);
       };
@@ -129,9 +137,13 @@ export class NodeCalls {
         // The autoscaler's count, as lightfleet_gateway_upstream_requests_total: what the gateway answers itself or
         // refuses never reaches a node and must not grow the pool.
         this.options.count();
-        if (kind === "retry" || kind === "move") metrics.retries.inc({ network });
+        if (kind === "retry") metrics.retries.inc({ network, reason: "failed" });
         if (kind === "hedge") metrics.hedges.inc({ network, outcome: "sent" });
-        if (kind === "first") this.budget.earn();
+        if (kind === "first") {
+          this.budget.earn();
+          // The token may be a waiting read's, longest waiting first (this call's own hedge is not set up yet).
+          for (const waiting of this.waitingHedges) if (!waiting()) break;
+        }
         const attempt = attempts++;
         onNodes.set(attempt, choice.name);
         const release = upstreams.acquire(choice.name);
@@ -184,6 +196,7 @@ export class NodeCalls {
           if (next && (stuck || (hedged && this.budget.take()))) {
             if (!launch("move", next)) return;
             retries--;
+            metrics.retries.inc({ network, reason: stuck ? "hung" : "slow" });
             if (stuck) this.budget.charge();
             return;
           }
@@ -198,14 +211,24 @@ export class NodeCalls {
         else
           after(hedgeAfter, () => {
             after(hungAfter - hedgeAfter, onHung);
-            if (settled || pending > 1 || retries <= 0) return;
-            const second = this.choose(plan, tried, false);
-            if (!second) return;
-            if (!this.budget.take()) {
-              metrics.hedges.inc({ network, outcome: "budget_refused" });
-              return;
-            }
-            if (launch("hedge", second)) retries--;
+            const hedge = (): boolean => {
+              if (done || settled || pending > 1 || retries <= 0) return true;
+              const second = this.choose(plan, tried, false);
+              if (!second) return true;
+              if (!this.budget.take()) return false;
+              if (launch("hedge", second)) retries--;
+              return true;
+            };
+            if (hedge()) return;
+            // Spent: the hedge waits for the next token (the read is answered, moved or timed out meanwhile, or not).
+            metrics.hedges.inc({ network, outcome: "budget_refused" });
+            waitingHedge = () => {
+              if (!hedge()) return false;
+              this.waitingHedges.delete(waitingHedge!);
+              waitingHedge = undefined;
+              return true;
+            };
+            this.waitingHedges.add(waitingHedge);
           });
         return true;
       };

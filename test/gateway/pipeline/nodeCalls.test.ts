@@ -66,7 +66,8 @@ function slowFleet(
 
 /**
  * `count` eth_calls from 8 clients in a closed loop through NodeCalls over the slow fleet, from a fresh start, on the
- * fake clock: the calls sent to the nodes beyond the clients' own, and the clients' p99.
+ * fake clock: the calls sent to the nodes beyond the clients' own, the hedges and moves off hung nodes among them, and
+ * the clients' p99, worst latency and errors.
  */
 async function run(hedge: object, count: number, seed = 11, delayOf?: (node: string) => number | undefined) {
   const { upstreams, calls } = slowFleet(seed, delayOf);
@@ -105,21 +106,30 @@ async function run(hedge: object, count: number, seed = 11, delayOf?: (node: str
   const all = Promise.all(clients).then(() => (finished = true));
   while (!finished) await vi.advanceTimersByTimeAsync(5);
   await all;
-  // The last calls' dropped attempts still run; they were sent all the same.
   latencies.sort((x, y) => x - y);
-  if (process.env.DEBUG_SIM) console.log(count, JSON.stringify(hedge), calls() - count, JSON.stringify((await registry.getSingleMetric("lightfleet_gateway_hedges_total")!.get()).values.map((v) => [v.labels.outcome, v.value])), (await registry.getSingleMetric("lightfleet_gateway_retries_total")!.get()).values[0]?.value, latencies[Math.ceil(0.99 * count) - 1]);
-  const hedges = (await registry.getSingleMetric("lightfleet_gateway_hedges_total")!.get()).values;
-  const sent = hedges.filter((v) => v.labels.outcome === "sent").reduce((sum, v) => sum + v.value, 0);
-  return { extra: calls() - count, hedges: sent, p99: latencies[Math.ceil(0.99 * count) - 1]!, max: latencies.at(-1)!, errors };
+  const counted = async (name: string, label: string, value: string) =>
+    (await registry.getSingleMetric(name)!.get()).values
+      .filter((v) => v.labels[label] === value)
+      .reduce((sum, v) => sum + v.value, 0);
+  return {
+    extra: calls() - count,
+    hedges: await counted("lightfleet_gateway_hedges_total", "outcome", "sent"),
+    hungMoves: await counted("lightfleet_gateway_retries_total", "reason", "hung"),
+    p99: latencies[Math.ceil(0.99 * count) - 1]!,
+    max: latencies.at(-1)!,
+    errors,
+  };
 }
 
 describe("NodeCalls over slow nodes", () => {
   it("adds at most budget x calls extra upstream calls from a fresh start, hedges and moves off hung nodes together", async () => {
     for (const calls of [50, 400, 1_500]) {
-      const { extra } = await run({ budget: 0.1 }, calls);
-      // Plus one: a move a read cannot do without (every attempt of it on a node that answers nothing) goes even
-      // with the budget spent, and is paid back by the calls after it; at the end of a run one may still be owed.
-      expect(extra, `${calls} calls`).toBeLessThanOrEqual(Math.floor(0.1 * calls) + 1);
+      const { extra, hungMoves } = await run({ budget: 0.1 }, calls);
+      // Plus the moves a read could not do without (every attempt of it on a node that answered nothing for its
+      // bound): they go even with the budget spent, owed to it and paid back by the calls after; at the end of a
+      // run some may still be owed. Few: these nodes never hang, they only leave a read waiting now and then.
+      expect(extra, `${calls} calls`).toBeLessThanOrEqual(Math.floor(0.1 * calls) + hungMoves);
+      expect(hungMoves, `${calls} calls`).toBeLessThanOrEqual(Math.max(2, 0.01 * calls));
     }
   });
 

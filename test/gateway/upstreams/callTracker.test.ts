@@ -175,7 +175,9 @@ describe("HedgeBudget", () => {
         budget.earn();
         // Every call wants as many extra calls as it can get.
         while (budget.take()) extra++;
-        expect(extra, `share ${share} after ${calls} calls`).toBeLessThanOrEqual(Math.floor(share * calls + 1e-9));
+        expect(extra, `share ${share} after ${calls} calls`).toBeLessThanOrEqual(
+          Math.floor(share * calls + 1e-9),
+        );
       }
       expect(extra).toBe(Math.floor(share * 2_000 + 1e-9));
     }
@@ -193,5 +195,62 @@ describe("HedgeBudget", () => {
     }
     budget.earn();
     expect(budget.take()).toBe(true);
+  });
+});
+
+describe("chooseNode", () => {
+  const node = (name: string, outstanding = 0, extra: Partial<Candidate> = {}): Candidate => ({
+    name,
+    routed: true,
+    reachable: true,
+    head: 10,
+    outstanding,
+    ...extra,
+  });
+  /** By default the call has an attempt in flight exactly when it tried a node (a hedge or a move off a hung node). */
+  const choose = (
+    candidates: Candidate[],
+    tried: string[],
+    avoid: string[],
+    holders?: string[],
+    nothingInFlight = tried.length === 0,
+  ) =>
+    chooseNode({
+      candidates,
+      minBlock: 5,
+      tried: new Set(tried),
+      avoid: new Set(avoid),
+      nothingInFlight,
+      holders: holders ? new Set(holders) : undefined,
+      turn: 0,
+    })?.name;
+
+  it("never sends a retry to a node tried or just failed while another routed node is left", () => {
+    const nodes = [node("a"), node("b", 3), node("c", 5)];
+    expect(choose(nodes, [], [])).toBe("a");
+    expect(choose(nodes, ["a"], [])).toBe("b");
+    // b just failed (another call's retry): c, though busier.
+    expect(choose(nodes, ["a"], ["b"])).toBe("c");
+    // A retry never goes to a node passed over (hung, or another call's failure), nor to one tried.
+    expect(choose(nodes, ["a", "c"], ["b"])).toBeUndefined();
+    // A first attempt with only such nodes left: better one of them than no answer.
+    expect(choose(nodes, [], ["a", "b", "c"])).toBe("a");
+    expect(choose(nodes, ["a", "b", "c"], [])).toBeUndefined();
+  });
+
+  it("retries a read whose only attempt failed on a node passed over when no other is left, rather than failing it", () => {
+    const nodes = [node("a"), node("b", 3), node("c", 5)];
+    // a refused the connection; b and c are hung (busy on a loaded machine) or just failed another call.
+    expect(choose(nodes, ["a"], ["b", "c"], undefined, true)).toBe("b");
+    // Still never a node tried, and one not passed over first.
+    expect(choose(nodes, ["a"], ["b"], undefined, true)).toBe("c");
+    expect(choose(nodes, ["a", "b", "c"], [], undefined, true)).toBeUndefined();
+  });
+
+  it("keeps to routed nodes and to the holders of a block asked by hash", () => {
+    const nodes = [node("a"), node("b", 0, { routed: false }), node("c", 9)];
+    expect(choose(nodes, ["a"], [])).toBe("c");
+    expect(choose(nodes, [], [], ["c"])).toBe("c");
+    expect(choose(nodes, [], ["a"], ["a"])).toBe("c");
   });
 });
