@@ -128,7 +128,8 @@ export class NodeCalls {
         retries > 0 && launch("retry", this.choose(plan, tried, pending === 0)) && retries-- > 0;
       /**
        * `first`: the client's call (it earns the budget its share); `retry`: after the only attempt failed with no
-       * answer (it replaces that one, no budget); `hedge` and `move` (off a hung node): extra calls, from the budget.
+       * answer (it replaces that one, no budget); `hedge` and `move` (past the node's hung bound): extra calls, from
+       * the budget.
        */
       const launch = (kind: "first" | "retry" | "move" | "hedge", choice: Candidate | undefined): boolean => {
         const answer = choice && upstreams.call(choice.name, request, this.options.upstreamTimeoutMs, raw);
@@ -184,9 +185,9 @@ export class NodeCalls {
         if (!idempotent) return true;
         // Past its node's hung bound this read moves on to another node. The move is an extra call: from the budget
         // (and only where hedging is on) while another attempt may still answer (a node that keeps answering its
-        // other calls is slow, not hung);
-        // when every attempt in flight is on a hung node it goes anyway (the read would wait out the upstream
-        // timeout), owed to the budget. Not moved: looked at again when its node would count as hung.
+        // other calls is slow, not hung); when every attempt in flight is on a hung node it goes anyway (the read
+        // would wait out the upstream timeout), owed to the budget. Not moved: looked at again when its node would
+        // count as hung.
         const hungAfter = this.tracker.hungBound(choice.name);
         const onHung = () => {
           if (settled || retries <= 0) return;
