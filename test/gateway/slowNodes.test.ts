@@ -112,7 +112,7 @@ describe("slow, hung and dead light nodes", () => {
       expect(p(sorted, 0.99)).toBeLessThan(1_000);
       const sent = await metric(registry, "lightfleet_gateway_hedges_total", { outcome: "sent" });
       const moved = await metric(registry, "lightfleet_gateway_retries_total", {});
-      const owed = await metric(registry, "lightfleet_gateway_retries_total", { reason: "hung" });
+      const owed = await metric(registry, "lightfleet_gateway_retries_total", { reason: "stuck" });
       const upstream = await metric(registry, "lightfleet_gateway_upstream_requests_total", {});
       expect(sent).toBeGreaterThan(0);
       // At most 10% extra calls (hedges and moves) over the clients' calls that reached a node, from the start,

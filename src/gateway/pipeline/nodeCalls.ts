@@ -45,6 +45,7 @@ export class NodeCalls {
   private turn = 0;
   private readonly budget: HedgeBudget;
   private readonly tracker: CallTracker;
+  private readonly now: () => number;
   private readonly inFlight: CountCell;
   /** Calls waiting for a node to have the block they name; tried again at each node head or routing change. */
   private readonly blockWaiters = new Set<() => void>();
@@ -62,7 +63,8 @@ export class NodeCalls {
     const { upstreams, hedge, hungNodes, metrics } = options;
     this.inFlight = metrics.inFlightOf(upstreams.network);
     this.budget = new HedgeBudget(hedge.budget, hedge.burst);
-    this.tracker = new CallTracker(hedge, hungNodes, options.now ?? (() => performance.now()));
+    this.now = options.now ?? (() => performance.now());
+    this.tracker = new CallTracker(hedge, hungNodes, this.now);
     this.blockWaitMs = Math.min(options.upstreamTimeoutMs, 2 * options.blockTimeMs);
     upstreams.on("change", () => this.tracker.retain(new Set(upstreams.candidates().map((c) => c.name))));
     const wake = () => {
@@ -183,26 +185,30 @@ export class NodeCalls {
           },
         );
         if (!idempotent) return true;
-        // Past its node's hung bound this read moves on to another node. The move is an extra call: from the budget
-        // (and only where hedging is on) while another attempt may still answer (a node that keeps answering its
-        // other calls is slow, not hung); when every attempt in flight is on a hung node it goes anyway (the read
-        // would wait out the upstream timeout), owed to the budget. Not moved: looked at again when its node would
-        // count as hung.
+        // Past its node's hung bound this read moves on to another node. Where hedging is on, the move is an extra
+        // call from the budget while another attempt may still answer (a node that keeps answering its other calls
+        // is slow, not hung); it goes anyway, owed to the budget, when every attempt in flight is on a hung node or
+        // this one has waited twice its bound (either way the read could wait out the upstream timeout). Not moved:
+        // looked at again when its node would count as hung, or at twice the bound. Where hedging is off, it moves
+        // at the bound as it must.
         const hungAfter = this.tracker.hungBound(choice.name);
+        const started = this.now();
         const onHung = () => {
           if (settled || retries <= 0) return;
           const next = this.choose(plan, tried, false);
           const stuck = [...onNodes.values()].every((node) => this.tracker.isHung(node));
-          // With hedging off for this call, no extra call for speed: it moves only when it must.
-          if (next && (stuck || (hedged && this.budget.take()))) {
+          const waited = this.now() - started;
+          const owed = stuck || waited >= 2 * hungAfter;
+          if (next && (owed || !hedged || this.budget.take())) {
             if (!launch("move", next)) return;
             retries--;
-            metrics.retries.inc({ network, reason: stuck ? "hung" : "slow" });
-            if (stuck) this.budget.charge();
+            metrics.retries.inc({ network, reason: owed ? "stuck" : "slow" });
+            if (owed && hedged) this.budget.charge();
             return;
           }
-          if (next && hedged) metrics.hedges.inc({ network, outcome: "budget_refused" });
-          after(Math.max(this.options.hungNodes.min, this.tracker.hungIn(choice.name)), onHung);
+          if (next) metrics.hedges.inc({ network, outcome: "budget_refused" });
+          const again = Math.min(this.tracker.hungIn(choice.name), 2 * hungAfter - waited);
+          after(again > 0 ? again : this.options.hungNodes.min, onHung);
         };
         const hedgeAfter =
           kind === "first" && hedged ? this.tracker.hedgeDelay(choice.name, request.method) : Infinity;

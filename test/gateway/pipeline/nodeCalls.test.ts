@@ -23,10 +23,15 @@ afterEach(() => {
 function slowFleet(
   seed: number,
   /** A node's delay for one call, when not the light profile's; Infinity: it never answers. */
-  delayOf?: (node: string) => number | undefined,
+  delayOf?: (node: string, nth: number) => number | undefined,
 ): { upstreams: Upstreams; calls: () => number } {
   const light = latencySampler(SLOW_PROFILES.light, seededRandom(seed));
-  const delay = (node: string) => delayOf?.(node) ?? light();
+  /** Calls each node got so far. */
+  const counts = new Map<string, number>();
+  const delay = (node: string) => {
+    counts.set(node, (counts.get(node) ?? 0) + 1);
+    return delayOf?.(node, counts.get(node)!) ?? light();
+  };
   const outstanding = new Map<string, number>();
   let calls = 0;
   const names = ["a", "b", "c"];
@@ -69,7 +74,12 @@ function slowFleet(
  * fake clock: the calls sent to the nodes beyond the clients' own, the hedges and moves off hung nodes among them, and
  * the clients' p99, worst latency and errors.
  */
-async function run(hedge: object, count: number, seed = 11, delayOf?: (node: string) => number | undefined) {
+async function run(
+  hedge: object,
+  count: number,
+  seed = 11,
+  delayOf?: (node: string, nth: number) => number | undefined,
+) {
   const { upstreams, calls } = slowFleet(seed, delayOf);
   const registry = new Registry();
   const nodes = new NodeCalls({
@@ -114,7 +124,7 @@ async function run(hedge: object, count: number, seed = 11, delayOf?: (node: str
   return {
     extra: calls() - count,
     hedges: await counted("lightfleet_gateway_hedges_total", "outcome", "sent"),
-    hungMoves: await counted("lightfleet_gateway_retries_total", "reason", "hung"),
+    owedMoves: await counted("lightfleet_gateway_retries_total", "reason", "stuck"),
     p99: latencies[Math.ceil(0.99 * count) - 1]!,
     max: latencies.at(-1)!,
     errors,
@@ -124,12 +134,12 @@ async function run(hedge: object, count: number, seed = 11, delayOf?: (node: str
 describe("NodeCalls over slow nodes", () => {
   it("adds at most budget x calls extra upstream calls from a fresh start, hedges and moves off hung nodes together", async () => {
     for (const calls of [50, 400, 1_500]) {
-      const { extra, hungMoves } = await run({ budget: 0.1 }, calls);
+      const { extra, owedMoves } = await run({ budget: 0.1 }, calls);
       // Plus the moves a read could not do without (every attempt of it on a node that answered nothing for its
       // bound): they go even with the budget spent, owed to it and paid back by the calls after; at the end of a
       // run some may still be owed. Few: these nodes never hang, they only leave a read waiting now and then.
-      expect(extra, `${calls} calls`).toBeLessThanOrEqual(Math.floor(0.1 * calls) + hungMoves);
-      expect(hungMoves, `${calls} calls`).toBeLessThanOrEqual(Math.max(2, 0.01 * calls));
+      expect(extra, `${calls} calls`).toBeLessThanOrEqual(Math.floor(0.1 * calls) + owedMoves);
+      expect(owedMoves, `${calls} calls`).toBeLessThanOrEqual(Math.max(2, 0.01 * calls));
     }
   });
 
@@ -159,6 +169,19 @@ describe("NodeCalls over slow nodes", () => {
       // Only the reads sent to a before it counted as hung moved.
       expect(extra, JSON.stringify(hedge)).toBeLessThanOrEqual(8);
       expect(hedges).toBe(0);
+    }
+  });
+
+  it("moves a read its node never answers while that node answers others, hedging on with the budget spent or off", async () => {
+    // Slow nodes as before, but a few reads that a node never answers (until the upstream timeout, 10 s) while it
+    // answers its others: no node is hung, yet those reads would wait out the timeout.
+    const stalls = (_node: string, nth: number) => (nth % 50 === 20 ? Infinity : undefined);
+    for (const hedge of [{ enabled: false }, { budget: 0 }]) {
+      const { errors, max } = await run(hedge, 300, 11, stalls);
+      expect(errors, JSON.stringify(hedge)).toEqual([]);
+      // Hedging off: moved at the node's hung bound (at most 1.5 s); on with nothing to spend: at twice it (owed).
+      // Either way no read waits out the upstream timeout.
+      expect(max, JSON.stringify(hedge)).toBeLessThan(10_000);
     }
   });
 });
