@@ -9,8 +9,9 @@ export const hedgeSchema = z
   .strictObject({
     enabled: z.boolean().default(true),
     /**
-     * The quantile of the node's recent latency after which a read is hedged. Unset: 1 - budget (at least the
-     * median), so that the reads slower than that are about as many as the budget allows extra calls.
+     * The quantile of the node's recent latency after which a read is hedged (one hedge). Unset: from the budget
+     * (see hedgeQuantiles): 1 - budget, so that the reads slower than that are about as many as the budget allows
+     * extra calls; from a budget of 0.15 on, two hedges, after the 1 - 0.75 budget and 1 - 0.6 budget quantiles.
      */
     quantile: z.number().min(0.5).max(0.999).optional(),
     /** Never hedged sooner than this (nor before the node has a history: then maxDelay). */

@@ -214,10 +214,23 @@ export class NodeCalls {
           kind === "first" && hedged ? this.tracker.hedgeDelay(choice.name, request.method) : Infinity;
         // One timer at a time per attempt (the hot path): the hedge, then the hung bound; a read moved on for a hung
         // node needs no hedge.
+        // A larger budget goes to a second hedge as well, to a third node, while the read is still unanswered (see
+        // hedgeQuantiles): from the budget, never waiting for it.
+        const secondAfter =
+          kind === "first" && hedged ? this.tracker.secondHedgeDelay(choice.name, request.method) : undefined;
+        const secondHedge = () => {
+          if (settled || pending !== 2 || retries <= 0) return;
+          const third = this.choose(plan, tried, false);
+          if (!third) return;
+          if (!this.budget.take()) metrics.hedges.inc({ network, outcome: "budget_refused" });
+          else if (launch("hedge", third)) retries--;
+        };
         if (hedgeAfter >= hungAfter) after(hungAfter, onHung);
         else
           after(hedgeAfter, () => {
             after(hungAfter - hedgeAfter, onHung);
+            if (secondAfter !== undefined && secondAfter < hungAfter)
+              after(Math.max(0, secondAfter - hedgeAfter), secondHedge);
             const hedge = (): boolean => {
               if (done || settled || pending > 1 || retries <= 0) return true;
               const second = this.choose(plan, tried, false);

@@ -184,4 +184,20 @@ describe("NodeCalls over slow nodes", () => {
       expect(max, JSON.stringify(hedge)).toBeLessThan(10_000);
     }
   });
+
+  it("spends a larger budget on a second hedge where it buys a lower p99 than one hedge at the same cost", async () => {
+    const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]!;
+    const two: number[] = [];
+    const one: number[] = [];
+    for (const seed of [11, 12, 13]) {
+      const twice = await run({ budget: 0.275 }, 2_000, seed);
+      // The same budget, with the single trigger (1 - budget) a configured quantile gives.
+      const once = await run({ budget: 0.275, quantile: 0.725 }, 2_000, seed);
+      for (const r of [twice, once])
+        expect(r.extra).toBeLessThanOrEqual(Math.floor(0.275 * 2_000) + r.owedMoves);
+      two.push(twice.p99);
+      one.push(once.p99);
+    }
+    expect(median(two)).toBeLessThan(0.9 * median(one));
+  });
 });

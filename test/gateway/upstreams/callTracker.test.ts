@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { hedgeSchema, hungNodesSchema } from "../../../src/config/sections/latency.js";
 import type { Candidate } from "../../../src/gateway/upstreams/balancer.js";
-import { CallTracker, hedgeQuantile, latencyClass } from "../../../src/gateway/upstreams/callTracker.js";
+import { CallTracker, hedgeQuantiles, latencyClass } from "../../../src/gateway/upstreams/callTracker.js";
 import { chooseNode } from "../../../src/gateway/upstreams/chooseNode.js";
 import { HedgeBudget } from "../../../src/gateway/upstreams/hedgeBudget.js";
 import { LatencyWindow } from "../../../src/gateway/upstreams/latencyWindow.js";
@@ -82,19 +82,23 @@ describe("hedge delay", () => {
     const spread = (t: ReturnType<typeof tracker>) => {
       for (let i = 1; i <= 100; i++) t.answer("a", "eth_call", i * 10);
     };
-    const byBudget = tracker({ hedge: { budget: 0.32 } });
-    spread(byBudget);
-    expect(byBudget.t.hedgeDelay("a", "eth_call")).toBe(680);
     const small = tracker({ hedge: { budget: 0.05 } });
     spread(small);
     expect(small.t.hedgeDelay("a", "eth_call")).toBe(950);
+    expect(small.t.secondHedgeDelay("a", "eth_call")).toBeUndefined();
+    // From 15% on, two hedges: after the (1 - 0.75 b) and the (1 - 0.6 b) quantiles.
+    const byBudget = tracker({ hedge: { budget: 0.32 } });
+    spread(byBudget);
+    expect(byBudget.t.hedgeDelay("a", "eth_call")).toBe(760);
+    expect(byBudget.t.secondHedgeDelay("a", "eth_call")).toBe(810);
     const explicit = tracker({ hedge: { budget: 0.32, quantile: 0.9 } });
     spread(explicit);
     expect(explicit.t.hedgeDelay("a", "eth_call")).toBe(900);
-    expect(hedgeQuantile({ budget: 0.1 })).toBe(0.9);
+    expect(explicit.t.secondHedgeDelay("a", "eth_call")).toBeUndefined();
+    expect(hedgeQuantiles({ budget: 0.1 })).toEqual({ first: 0.9 });
     // Kept within the range a configured quantile may take.
-    expect(hedgeQuantile({ budget: 0.8 })).toBe(0.5);
-    expect(hedgeQuantile({ budget: 0 })).toBe(0.999);
+    expect(hedgeQuantiles({ budget: 0.9 })).toEqual({ first: 0.5, second: 0.5 });
+    expect(hedgeQuantiles({ budget: 0 })).toEqual({ first: 0.999 });
   });
 
   it("classes calls as state reads, logs and the rest", () => {
