@@ -26,7 +26,11 @@ export interface GatewayMetrics {
   upstreamRequests: Counter<"network" | "upstream" | "outcome">;
   /** Hot-path counts of `upstreamRequests`, added to it at each scrape. */
   pendingUpstreamRequests: PendingCounts<"network" | "upstream" | "outcome">;
-  retries: Counter<"network">;
+  /**
+   * Reads sent again: `failed` (the only attempt failed), `slow` (past the hung bound, from the budget), `stuck`
+   * (every node it waits on hung, or twice the bound waited: owed to the budget).
+   */
+  retries: Counter<"network" | "reason">;
   /** Calls the response cache could answer: hit or miss. */
   cacheRequests: Counter<"network" | "result">;
   /** Hot-path counts of `cacheRequests`, added to it at each scrape. */
@@ -122,8 +126,8 @@ export function createGatewayMetrics(registry: Registry): GatewayMetrics {
     }),
     retries: new Counter({
       name: "lightfleet_gateway_retries_total",
-      help: "Idempotent reads sent again to another node after a connection failure or while their node hung.",
-      labelNames: ["network"],
+      help: "Idempotent reads sent again to another node: after a connection failure (reason failed), past their node's hung bound while it still answers other calls (slow, from the hedge budget), or while every node they wait on is hung or after twice the bound (stuck, owed to the budget).",
+      labelNames: ["network", "reason"],
       registers,
     }),
     cacheRequests: new Counter({

@@ -8,15 +8,22 @@ import { duration } from "../duration.js";
 export const hedgeSchema = z
   .strictObject({
     enabled: z.boolean().default(true),
-    /** The quantile of the node's recent latency after which a read is hedged. */
-    quantile: z.number().min(0.5).max(0.999).default(0.9),
+    /**
+     * The quantile of the node's recent latency after which a read is hedged (one hedge). Unset: from the budget
+     * (see hedgeQuantiles): 1 - budget, so that the reads slower than that are about as many as the budget allows
+     * extra calls; from a budget of 0.15 on, two hedges, after the 1 - 0.75 budget and 1 - 0.6 budget quantiles.
+     */
+    quantile: z.number().min(0.5).max(0.999).optional(),
     /** Never hedged sooner than this (nor before the node has a history: then maxDelay). */
     minDelay: duration.default(20),
     /** Never later than this. */
     maxDelay: duration.default(1_000),
-    /** Extra upstream calls hedges may add, as a share of the calls sent (a token bucket). */
+    /**
+     * Extra upstream calls (hedges, and reads moved off a hung node while another attempt is in flight) as a share
+     * of the clients' calls sent to nodes: a token bucket, empty at start.
+     */
     budget: z.number().min(0).max(1).default(0.1),
-    /** Hedges that may go at once after a quiet spell (the bucket's size). */
+    /** Extra calls that may go at once after a spell of calls that needed none (the bucket's size). */
     burst: z.number().int().min(1).default(10),
     /** Methods never hedged besides those that are not idempotent (eth_sendRawTransaction). */
     excludeMethods: z.array(z.string().min(1)).default([]),

@@ -31,6 +31,8 @@ export interface NodeCallsOptions {
   transactionPeers: ReadonlyArray<{ name: string; httpUrl: string }>;
   /** The network's block time: a call naming a block no node has yet waits up to two of them for one. */
   blockTimeMs: number;
+  /** Clock in milliseconds for the nodes' latencies (injected for tests); default performance.now. */
+  now?: () => number;
 }
 
 /**
@@ -43,9 +45,15 @@ export class NodeCalls {
   private turn = 0;
   private readonly budget: HedgeBudget;
   private readonly tracker: CallTracker;
+  private readonly now: () => number;
   private readonly inFlight: CountCell;
   /** Calls waiting for a node to have the block they name; tried again at each node head or routing change. */
   private readonly blockWaiters = new Set<() => void>();
+  /**
+   * Reads past their hedge delay when the budget was spent, oldest first (a Set keeps insertion order): each token
+   * a call earns goes to the one waiting longest, which is the read furthest into the slow tail.
+   */
+  private readonly waitingHedges = new Set<() => boolean>();
   /** How long such a call waits: two block times, within the upstream timeout. */
   private readonly blockWaitMs: number;
   /** Answer counts per node and outcome (metrics). */
@@ -55,7 +63,8 @@ export class NodeCalls {
     const { upstreams, hedge, hungNodes, metrics } = options;
     this.inFlight = metrics.inFlightOf(upstreams.network);
     this.budget = new HedgeBudget(hedge.budget, hedge.burst);
-    this.tracker = new CallTracker(hedge, hungNodes, () => performance.now());
+    this.now = options.now ?? (() => performance.now());
+    this.tracker = new CallTracker(hedge, hungNodes, this.now);
     this.blockWaitMs = Math.min(options.upstreamTimeoutMs, 2 * options.blockTimeMs);
     upstreams.on("change", () => this.tracker.retain(new Set(upstreams.candidates().map((c) => c.name))));
     const wake = () => {
@@ -90,10 +99,13 @@ export class NodeCalls {
       let retries = idempotent ? 2 : 0;
       let lastError: RpcTransportError | undefined;
       let waiter: (() => void) | undefined;
+      /** This read's hedge, while it waits for the budget. */
+      let waitingHedge: (() => boolean) | undefined;
       const finish = (answered: Answered) => {
         if (done) return;
         done = true;
         for (const timer of timers) clearTimeout(timer);
+        if (waitingHedge) this.waitingHedges.delete(waitingHedge);
         if (waiter) this.blockWaiters.delete(waiter);
         resolve(answered);
       };
@@ -111,18 +123,32 @@ export class NodeCalls {
         }, ms);
         timers.add(timer);
       };
+      /** The nodes this call's attempts in flight are on. */
+      const onNodes = new Map<number, string>();
+      let attempts = 0;
       const retry = () =>
         retries > 0 && launch("retry", this.choose(plan, tried, pending === 0)) && retries-- > 0;
-      const launch = (kind: "first" | "retry" | "hedge", choice: Candidate | undefined): boolean => {
+      /**
+       * `first`: the client's call (it earns the budget its share); `retry`: after the only attempt failed with no
+       * answer (it replaces that one, no budget); `hedge` and `move` (past the node's hung bound): extra calls, from
+       * the budget.
+       */
+      const launch = (kind: "first" | "retry" | "move" | "hedge", choice: Candidate | undefined): boolean => {
         const answer = choice && upstreams.call(choice.name, request, this.options.upstreamTimeoutMs, raw);
         if (!choice || !answer) return false;
         tried.add(choice.name);
         // The autoscaler's count, as lightfleet_gateway_upstream_requests_total: what the gateway answers itself or
         // refuses never reaches a node and must not grow the pool.
         this.options.count();
-        if (kind === "retry") metrics.retries.inc({ network });
+        if (kind === "retry") metrics.retries.inc({ network, reason: "failed" });
         if (kind === "hedge") metrics.hedges.inc({ network, outcome: "sent" });
-        else this.budget.earn();
+        if (kind === "first") {
+          this.budget.earn();
+          // The token may be a waiting read's, longest waiting first (this call's own hedge is not set up yet).
+          for (const waiting of this.waitingHedges) if (!waiting()) break;
+        }
+        const attempt = attempts++;
+        onNodes.set(attempt, choice.name);
         const release = upstreams.acquire(choice.name);
         const ticket = this.tracker.start(choice.name, request.method);
         this.inFlight.n++;
@@ -130,6 +156,7 @@ export class NodeCalls {
         let settled = false;
         const settle = () => {
           settled = true;
+          onNodes.delete(attempt);
           pending--;
           this.inFlight.n--;
           release();
@@ -158,27 +185,70 @@ export class NodeCalls {
           },
         );
         if (!idempotent) return true;
-        // Hung: past its own bound the node gets no new calls (the tracker says so) and this read moves on.
+        // Past its node's hung bound this read moves on to another node. Where hedging is on, the move is an extra
+        // call from the budget while another attempt may still answer (a node that keeps answering its other calls
+        // is slow, not hung); it goes anyway, owed to the budget, when every attempt in flight is on a hung node or
+        // this one has waited twice its bound (either way the read could wait out the upstream timeout). Not moved:
+        // looked at again when its node would count as hung, or at twice the bound. Where hedging is off, it moves
+        // at the bound as it must.
         const hungAfter = this.tracker.hungBound(choice.name);
+        const started = this.now();
         const onHung = () => {
-          if (!settled) retry();
+          if (settled || retries <= 0) return;
+          const next = this.choose(plan, tried, false);
+          const stuck = [...onNodes.values()].every((node) => this.tracker.isHung(node));
+          const waited = this.now() - started;
+          const owed = stuck || waited >= 2 * hungAfter;
+          if (next && (owed || !hedged || this.budget.take())) {
+            if (!launch("move", next)) return;
+            retries--;
+            metrics.retries.inc({ network, reason: owed ? "stuck" : "slow" });
+            if (owed && hedged) this.budget.charge();
+            return;
+          }
+          if (next) metrics.hedges.inc({ network, outcome: "budget_refused" });
+          const again = Math.min(this.tracker.hungIn(choice.name), 2 * hungAfter - waited);
+          after(again > 0 ? again : this.options.hungNodes.min, onHung);
         };
         const hedgeAfter =
           kind === "first" && hedged ? this.tracker.hedgeDelay(choice.name, request.method) : Infinity;
         // One timer at a time per attempt (the hot path): the hedge, then the hung bound; a read moved on for a hung
         // node needs no hedge.
+        // A larger budget goes to a second hedge as well, to a third node, while the read is still unanswered (see
+        // hedgeQuantiles): from the budget, never waiting for it.
+        const secondAfter =
+          kind === "first" && hedged ? this.tracker.secondHedgeDelay(choice.name, request.method) : undefined;
+        const secondHedge = () => {
+          if (settled || pending !== 2 || retries <= 0) return;
+          const third = this.choose(plan, tried, false);
+          if (!third) return;
+          if (!this.budget.take()) metrics.hedges.inc({ network, outcome: "budget_refused" });
+          else if (launch("hedge", third)) retries--;
+        };
         if (hedgeAfter >= hungAfter) after(hungAfter, onHung);
         else
           after(hedgeAfter, () => {
             after(hungAfter - hedgeAfter, onHung);
-            if (settled || pending > 1 || retries <= 0) return;
-            const second = this.choose(plan, tried, false);
-            if (!second) return;
-            if (!this.budget.take()) {
-              metrics.hedges.inc({ network, outcome: "budget_refused" });
-              return;
-            }
-            if (launch("hedge", second)) retries--;
+            if (secondAfter !== undefined && secondAfter < hungAfter)
+              after(Math.max(0, secondAfter - hedgeAfter), secondHedge);
+            const hedge = (): boolean => {
+              if (done || settled || pending > 1 || retries <= 0) return true;
+              const second = this.choose(plan, tried, false);
+              if (!second) return true;
+              if (!this.budget.take()) return false;
+              if (launch("hedge", second)) retries--;
+              return true;
+            };
+            if (hedge()) return;
+            // Spent: the hedge waits for the next token (the read is answered, moved or timed out meanwhile, or not).
+            metrics.hedges.inc({ network, outcome: "budget_refused" });
+            waitingHedge = () => {
+              if (!hedge()) return false;
+              this.waitingHedges.delete(waitingHedge!);
+              waitingHedge = undefined;
+              return true;
+            };
+            this.waitingHedges.add(waitingHedge);
           });
         return true;
       };

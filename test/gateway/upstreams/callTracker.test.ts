@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { hedgeSchema, hungNodesSchema } from "../../../src/config/sections/latency.js";
 import type { Candidate } from "../../../src/gateway/upstreams/balancer.js";
-import { CallTracker, latencyClass } from "../../../src/gateway/upstreams/callTracker.js";
+import { CallTracker, hedgeQuantiles, latencyClass } from "../../../src/gateway/upstreams/callTracker.js";
 import { chooseNode } from "../../../src/gateway/upstreams/chooseNode.js";
 import { HedgeBudget } from "../../../src/gateway/upstreams/hedgeBudget.js";
 import { LatencyWindow } from "../../../src/gateway/upstreams/latencyWindow.js";
@@ -78,6 +78,29 @@ describe("hedge delay", () => {
     expect(t.hedgeDelay("a", "eth_call")).toBe(180);
   });
 
+  it("follows the budget: hedged after the node's (1 - budget) quantile, unless a quantile is configured", () => {
+    const spread = (t: ReturnType<typeof tracker>) => {
+      for (let i = 1; i <= 100; i++) t.answer("a", "eth_call", i * 10);
+    };
+    const small = tracker({ hedge: { budget: 0.05 } });
+    spread(small);
+    expect(small.t.hedgeDelay("a", "eth_call")).toBe(950);
+    expect(small.t.secondHedgeDelay("a", "eth_call")).toBeUndefined();
+    // From 15% on, two hedges: after the (1 - 0.75 b) and the (1 - 0.6 b) quantiles.
+    const byBudget = tracker({ hedge: { budget: 0.32 } });
+    spread(byBudget);
+    expect(byBudget.t.hedgeDelay("a", "eth_call")).toBe(760);
+    expect(byBudget.t.secondHedgeDelay("a", "eth_call")).toBe(810);
+    const explicit = tracker({ hedge: { budget: 0.32, quantile: 0.9 } });
+    spread(explicit);
+    expect(explicit.t.hedgeDelay("a", "eth_call")).toBe(900);
+    expect(explicit.t.secondHedgeDelay("a", "eth_call")).toBeUndefined();
+    expect(hedgeQuantiles({ budget: 0.1 })).toEqual({ first: 0.9 });
+    // Kept within the range a configured quantile may take.
+    expect(hedgeQuantiles({ budget: 0.9 })).toEqual({ first: 0.5, second: 0.5 });
+    expect(hedgeQuantiles({ budget: 0 })).toEqual({ first: 0.999 });
+  });
+
   it("classes calls as state reads, logs and the rest", () => {
     expect(latencyClass("eth_call")).toBe("state");
     expect(latencyClass("eth_getProof")).toBe("state");
@@ -87,7 +110,7 @@ describe("hedge delay", () => {
 });
 
 describe("hung and failed nodes", () => {
-  it("a node is hung once a call of it is outstanding past multiplier x its own p99 (within min..max)", () => {
+  it("a node is hung once a call of it is outstanding past multiplier x its own p99 (within min..max) with no answer of that kind since", () => {
     const { t, clock, answer } = tracker({ hung: { multiplier: 4, min: "300ms", max: "1500ms" } });
     // No history: the bound is the maximum.
     expect(t.hungBound("a")).toBe(1_500);
@@ -96,17 +119,26 @@ describe("hung and failed nodes", () => {
     for (let i = 0; i < 100; i++) answer("b", "eth_call", 200);
     expect(t.hungBound("b")).toBe(800);
     const ticket = t.start("a", "eth_call");
-    clock.now += 300;
+    clock.now += 299;
     expect(t.isHung("a")).toBe(false);
+    expect(t.hungIn("a")).toBe(1);
     expect(t.avoided()).toEqual(new Set());
     clock.now += 1;
     expect(t.isHung("a")).toBe(true);
     expect(t.avoided()).toEqual(new Set(["a"]));
-    // A later call answered does not clear it: the old one is still outstanding.
+    // An answer of another kind (a block from the node's own store) is no sign that its state reads move.
+    answer("a", "eth_getBlockByNumber", 5);
+    expect(t.isHung("a")).toBe(true);
+    // A later state read answered is: the node is slow on that one read, not hung, until the bound passes again
+    // with no answer.
     answer("a", "eth_call", 5);
+    expect(t.isHung("a")).toBe(false);
+    expect(t.hungIn("a")).toBe(300);
+    clock.now += 300;
     expect(t.isHung("a")).toBe(true);
     t.answered(ticket);
     expect(t.isHung("a")).toBe(false);
+    expect(t.hungIn("a")).toBe(Infinity);
   });
 
   it("a node whose call failed is avoided for failureCooldown, or until it answers", () => {
@@ -124,27 +156,49 @@ describe("hung and failed nodes", () => {
 });
 
 describe("HedgeBudget", () => {
-  it("allows one hedge per 1/share calls sent, up to the burst", () => {
+  it("allows one extra call per 1/share calls sent, up to the burst", () => {
     const budget = new HedgeBudget(0.1, 3);
-    // One token to start with.
-    expect(budget.take()).toBe(true);
+    // Empty to start with: a fresh process has earned nothing.
     expect(budget.take()).toBe(false);
     for (let i = 0; i < 9; i++) budget.earn();
     expect(budget.take()).toBe(false);
     budget.earn();
     expect(budget.take()).toBe(true);
+    expect(budget.take()).toBe(false);
     // A long quiet spell saves at most the burst.
     for (let i = 0; i < 1_000; i++) budget.earn();
     expect([budget.take(), budget.take(), budget.take(), budget.take()]).toEqual([true, true, true, false]);
-    // Over many calls, hedges stay within the share (plus the burst).
-    const many = new HedgeBudget(0.1, 10);
-    let hedges = 0;
-    for (let i = 0; i < 10_000; i++) {
-      many.earn();
-      if (many.take()) hedges++;
-    }
-    expect(hedges).toBeLessThanOrEqual(1_000 + 10);
     expect(new HedgeBudget(0, 10).take()).toBe(false);
+  });
+
+  it("never lets the extra calls from a fresh start exceed share x calls, at any point of the run", () => {
+    for (const share of [0.1, 0.32, 0.05]) {
+      const budget = new HedgeBudget(share, 10);
+      let extra = 0;
+      for (let calls = 1; calls <= 2_000; calls++) {
+        budget.earn();
+        // Every call wants as many extra calls as it can get.
+        while (budget.take()) extra++;
+        expect(extra, `share ${share} after ${calls} calls`).toBeLessThanOrEqual(
+          Math.floor(share * calls + 1e-9),
+        );
+      }
+      expect(extra).toBe(Math.floor(share * 2_000 + 1e-9));
+    }
+  });
+
+  it("counts an extra call that had to go as owed: no hedge until later calls have paid it back", () => {
+    const budget = new HedgeBudget(0.1, 10);
+    for (let i = 0; i < 10; i++) budget.earn();
+    budget.charge();
+    budget.charge();
+    // One token earned, two spent: the next ten calls repay the debt, ten more earn the next token.
+    for (let i = 0; i < 19; i++) {
+      budget.earn();
+      expect(budget.take()).toBe(false);
+    }
+    budget.earn();
+    expect(budget.take()).toBe(true);
   });
 });
 
