@@ -105,26 +105,39 @@ describe("HashingGate account line", () => {
   });
 });
 
+/**
+ * One account's line with one check running (10.0.0.1's): `enter` queues an attempt, `nextCheck` ends the check in
+ * progress so the account's slot passes to the next in line, `order` lists who got a turn.
+ */
+async function accountLine() {
+  const gate = new HashingGate({ perAccount: 1, perAddress: 5, total: 5, queue: 5, accountQueue: 64 });
+  const order: string[] = [];
+  const waits = new Map<string, ReturnType<HashingGate["enter"]>>();
+  const enter = (address: string) =>
+    waits.set(
+      address,
+      gate.enter("acct", address, "other").then((slot) => {
+        order.push(address);
+        return slot;
+      }),
+    );
+  let current = await gate.enter("acct", "10.0.0.1", "other");
+  const nextCheck = async () => {
+    if ("release" in current) current.release();
+    await new Promise((resolve) => setImmediate(resolve));
+    current = await waits.get(order.at(-1)!)!;
+  };
+  /** Every attempt in line gets its turn, then the last check ends. */
+  const finish = async () => {
+    while (waits.size > order.length) await nextCheck();
+    if ("release" in current) current.release();
+  };
+  return { order, enter, nextCheck, finish };
+}
+
 describe("HashingGate account line, one network at a time", () => {
   it("serves an attempt from a network with nobody else in line next, however many wait from another", async () => {
-    const gate = new HashingGate({ perAccount: 1, perAddress: 5, total: 5, queue: 5, accountQueue: 64 });
-    const order: string[] = [];
-    const slots = new Map<string, ReturnType<HashingGate["enter"]>>();
-    const enter = (address: string) =>
-      slots.set(
-        address,
-        gate.enter("acct", address, "other").then((slot) => {
-          order.push(address);
-          return slot;
-        }),
-      );
-    let current = await gate.enter("acct", "10.0.0.1", "other");
-    /** Ends the check in progress; the account's slot passes to the next in line, whose check starts. */
-    const nextCheck = async () => {
-      if ("release" in current) current.release();
-      await new Promise((resolve) => setImmediate(resolve));
-      current = await slots.get(order.at(-1)!)!;
-    };
+    const { order, enter, nextCheck, finish } = await accountLine();
     // Twenty guesses wait from one /24, then the owner's attempt from another network.
     for (let i = 2; i < 22; i++) enter(`10.0.0.${i}`);
     enter("192.0.2.7");
@@ -133,9 +146,8 @@ describe("HashingGate account line, one network at a time", () => {
     // The owner's network had nobody else waiting: its attempt comes within the first two, not after twenty guesses.
     expect(order.slice(0, 2)).toContain("192.0.2.7");
     // Every attempt still gets its turn: nothing is refused.
-    while (order.length < 21) await nextCheck();
+    await finish();
     expect(new Set(order).size).toBe(21);
-    if ("release" in current) current.release();
   });
 
   it("serves an attempt from a network the account logged in from before ahead of every network in line", async () => {
@@ -171,23 +183,7 @@ describe("HashingGate account line, one network at a time", () => {
   });
 
   it("serves the newest attempt first once a botnet's networks fill the line, so the owner goes at the next free check", async () => {
-    const gate = new HashingGate({ perAccount: 1, perAddress: 5, total: 5, queue: 5, accountQueue: 64 });
-    const order: string[] = [];
-    const waits = new Map<string, ReturnType<HashingGate["enter"]>>();
-    const enter = (address: string) =>
-      waits.set(
-        address,
-        gate.enter("acct", address, "other").then((slot) => {
-          order.push(address);
-          return slot;
-        }),
-      );
-    let current = await gate.enter("acct", "10.0.0.1", "other");
-    const nextCheck = async () => {
-      if ("release" in current) current.release();
-      await new Promise((resolve) => setImmediate(resolve));
-      current = await waits.get(order.at(-1)!)!;
-    };
+    const { order, enter, nextCheck, finish } = await accountLine();
     // A guess from each of more networks than the line takes turns over, then the owner's from a network never seen.
     const guesses = NEWEST_FIRST_AFTER_NETWORKS + 4;
     for (let i = 1; i <= guesses; i++) enter(`10.0.${i}.1`);
@@ -207,29 +203,12 @@ describe("HashingGate account line, one network at a time", () => {
     await nextCheck();
     expect(order.slice(2)).toEqual(["10.0.100.1", "198.18.1.1"]);
     // Nothing is refused while the line holds it: every attempt gets its turn.
-    while (order.length < guesses + 5) await nextCheck();
+    await finish();
     expect(new Set(order).size).toBe(guesses + 5);
-    if ("release" in current) current.release();
   });
 
   it("does not leave the owner at the bottom when guesses keep coming in one per check, a few at a time", async () => {
-    const gate = new HashingGate({ perAccount: 1, perAddress: 5, total: 5, queue: 5, accountQueue: 64 });
-    const order: string[] = [];
-    const waits = new Map<string, ReturnType<HashingGate["enter"]>>();
-    const enter = (address: string) =>
-      waits.set(
-        address,
-        gate.enter("acct", address, "other").then((slot) => {
-          order.push(address);
-          return slot;
-        }),
-      );
-    let current = await gate.enter("acct", "10.0.0.1", "other");
-    const nextCheck = async () => {
-      if ("release" in current) current.release();
-      await new Promise((resolve) => setImmediate(resolve));
-      current = await waits.get(order.at(-1)!)!;
-    };
+    const { order, enter, nextCheck, finish } = await accountLine();
     // The attack's opening burst, then guesses sent as answers come back: two after one check, one after each other.
     for (let i = 1; i <= NEWEST_FIRST_AFTER_NETWORKS + 4; i++) enter(`10.0.${i}.1`);
     await nextCheck();
@@ -246,8 +225,7 @@ describe("HashingGate account line, one network at a time", () => {
     await nextCheck();
     expect(order.indexOf("198.18.0.1")).toBeGreaterThan(-1);
     expect(order.indexOf("198.18.0.1")).toBeLessThanOrEqual(4);
-    while (waits.size > order.length) await nextCheck();
-    if ("release" in current) current.release();
+    await finish();
   });
 
   it("keeps taking turns by network below that many networks", async () => {
