@@ -29,7 +29,8 @@ function validId(id: unknown): id is JsonRpcId {
  * A numeric id a double would not give back as written (16 digits or more, a fraction, an exponent). Most bodies have
  * none and take JSON.parse alone.
  */
-const INEXACT_ID = /"id"\s*:\s*-?\d*(?:[.eE]|\d{16})/;
+const INEXACT_NUMBER = String.raw`-?\d*(?:[.eE]|\d{16})`;
+const INEXACT_ID = new RegExp(String.raw`"id"\s*:\s*${INEXACT_NUMBER}`);
 
 /** A number as JSON.parse reads it, unless the double would be written back differently: then its text is kept. */
 const exactNumber = (text: string): number | ExactNumber => {
@@ -38,9 +39,10 @@ const exactNumber = (text: string): number | ExactNumber => {
 };
 
 /** A string id with an escape in it: JSON.stringify may write its value otherwise. Most bodies have none. */
-const ESCAPED_STRING_ID = /"id"\s*:\s*"[^"\\]*\\/;
-/** Either of the two above. */
-const SPECIAL_ID = /"id"\s*:\s*(?:-?\d*(?:[.eE]|\d{16})|"[^"\\]*\\)/;
+const ESCAPED_STRING = String.raw`"[^"\\]*\\`;
+const ESCAPED_STRING_ID = new RegExp(String.raw`"id"\s*:\s*${ESCAPED_STRING}`);
+/** Either of the two above, in one scan. */
+const SPECIAL_ID = new RegExp(String.raw`"id"\s*:\s*(?:${INEXACT_NUMBER}|${ESCAPED_STRING})`);
 const STRING_ID = /"id"\s*:\s*("(?:[^"\\]|\\.)*")/g;
 
 const decodeString = (text: string): unknown => {
