@@ -2,7 +2,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import type { Devnet } from "../../src/devnet/devnet.js";
 import { HttpRpcClient } from "../../src/rpc/httpRpcClient.js";
 import { expectNoAnvilLeft, startGenesisAnvil, startTestDevnet } from "../support/devnet.js";
-import { gethForTests } from "../support/geth/gethBinary.js";
+import { gethOrSkip } from "../support/geth/gethBinary.js";
 import { waitFor } from "../support/waitFor.js";
 
 // Every test stopped what it started: no anvil of this file may outlive it.
@@ -94,14 +94,10 @@ describe("devnet reorg", () => {
 
 describe("devnet reorg on geth", () => {
   it("replaces the newest blocks on every node by a new branch at the same heights, as on anvil", async (context) => {
-    const geth = await gethForTests();
-    if (!geth.path) {
-      console.warn(`skipped: ${geth.missing}`);
-      return context.skip();
-    }
+    const gethPath = await gethOrSkip(() => context.skip());
     const devnet = await startTestDevnet({
       implementation: "geth",
-      gethBinary: geth.path,
+      gethBinary: gethPath,
       networks: [{ name: "devnet", chainId: 31_337, fullNodes: 2, lightNodes: 2 }],
     });
     // geth's devnet starts with block 1 built: 1 + 6 blocks, as on anvil.

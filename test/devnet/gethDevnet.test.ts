@@ -9,7 +9,7 @@ import { DEV_ACCOUNT } from "../../src/devnet/devTransactions.js";
 import { DevnetInputError } from "../../src/devnet/errors.js";
 import { SLOW_PROFILES, latencySampler, seededRandom } from "../../src/devnet/latencyProfile.js";
 import { HttpRpcClient } from "../../src/rpc/httpRpcClient.js";
-import { gethForTests } from "../support/geth/gethBinary.js";
+import { gethOrSkip } from "../support/geth/gethBinary.js";
 import { expectProcessesGone } from "../support/devnet.js";
 import { ROOT, runCli } from "../support/runCli.js";
 import { waitFor, waitForProgress } from "../support/waitFor.js";
@@ -25,16 +25,11 @@ async function gethDevnet(
   fullNodes = 2,
   lightNodes = 1,
   latencyFronts = false,
-): Promise<Devnet | undefined> {
-  const geth = await gethForTests();
-  if (!geth.path) {
-    console.warn(`skipped: ${geth.missing}`);
-    skip();
-    return undefined;
-  }
+): Promise<Devnet> {
+  const gethPath = await gethOrSkip(skip);
   const devnet = await startDevnet({
     implementation: "geth",
-    gethBinary: geth.path,
+    gethBinary: gethPath,
     blockTimeMs: 0,
     latencyFronts,
     networks: [{ name: "devnet", chainId: 31_337, fullNodes, lightNodes }],
@@ -53,7 +48,6 @@ const mineTimes = async (devnet: Devnet, count: number) => {
 describe("the devnet on geth", () => {
   it("keeps every geth node on the builder's chain, mines the devnet's transactions, and lag, stall, fork, kill and heal act on a node", async (context) => {
     const devnet = await gethDevnet(() => context.skip());
-    if (!devnet) return;
     const light = urlOf(devnet, "devnet-light-0");
     await mineTimes(devnet, 2);
     const head = devnet.head("devnet");
@@ -129,7 +123,6 @@ describe("the devnet on geth", () => {
 
   it("slows a light node's state reads in its front, and halts when every full node is stalled, refusing a reorg then", async (context) => {
     const devnet = await gethDevnet(() => context.skip(), 1, 1, true);
-    if (!devnet) return;
     const light = devnet.nodes().find((n) => n.name === "devnet-light-0")!;
     await devnet.fault("devnet-light-0", { kind: "slow", profile: "severe", seed: 7 });
     const delays = latencySampler(SLOW_PROFILES.severe, seededRandom(7));
@@ -160,24 +153,28 @@ describe("the devnet on geth", () => {
   }, 60_000);
 });
 
+/**
+ * One full node and `lightNodes` light nodes on a chain whose timestamps start 1,000 s ago, one a block, so its blocks
+ * up to now are built at once.
+ */
+async function pastDevnet(skip: () => void, lightNodes: number): Promise<Devnet> {
+  const devnet = await startDevnet({
+    implementation: "geth",
+    gethBinary: await gethOrSkip(skip),
+    blockTimeMs: 0,
+    genesisTimestamp: Math.floor(Date.now() / 1000) - 1_000,
+    now: () => 0,
+    networks: [{ name: "devnet", chainId: 31_337, fullNodes: 1, lightNodes }],
+  });
+  running.push(devnet);
+  return devnet;
+}
+
 describe("a geth node brought back from far behind", () => {
   it("syncs more than 128 blocks whose timestamps are past from its peers over devp2p, eth_syncing showing progress", async (context) => {
-    const geth = await gethForTests();
-    if (!geth.path) {
-      console.warn(`skipped: ${geth.missing}`);
-      return context.skip();
-    }
-    // Timestamps from 1,000 s ago, one a block: a chain that ran in real time (a replay once stopped at block 130,
-    // geth answering SYNCING once its head was 129 blocks behind the blocks it was handed).
-    const devnet = await startDevnet({
-      implementation: "geth",
-      gethBinary: geth.path,
-      blockTimeMs: 0,
-      genesisTimestamp: Math.floor(Date.now() / 1000) - 1_000,
-      now: () => 0,
-      networks: [{ name: "devnet", chainId: 31_337, fullNodes: 1, lightNodes: 1 }],
-    });
-    running.push(devnet);
+    // A chain that ran in real time (a replay once stopped at block 130, geth answering SYNCING once its head was 129
+    // blocks behind the blocks it was handed).
+    const devnet = await pastDevnet(() => context.skip(), 1);
     const full = rpc(urlOf(devnet, "devnet-full-0"));
     // Peered over devp2p, on loopback only.
     await waitFor(async () => Number(await full.call<string>("net_peerCount")) === 1, {
@@ -213,21 +210,8 @@ describe("a geth node brought back from far behind", () => {
   }, 120_000);
 
   it("holds a light node where a stall or a lag found it while it caught up from its peers: geth fetches no further", async (context) => {
-    const geth = await gethForTests();
-    if (!geth.path) {
-      console.warn(`skipped: ${geth.missing}`);
-      return context.skip();
-    }
-    // Timestamps in the past, so 300 blocks are built at once.
-    const devnet = await startDevnet({
-      implementation: "geth",
-      gethBinary: geth.path,
-      blockTimeMs: 0,
-      genesisTimestamp: Math.floor(Date.now() / 1000) - 1_000,
-      now: () => 0,
-      networks: [{ name: "devnet", chainId: 31_337, fullNodes: 1, lightNodes: 3 }],
-    });
-    running.push(devnet);
+    // 300 blocks are built at once.
+    const devnet = await pastDevnet(() => context.skip(), 3);
     const lights = ["devnet-light-0", "devnet-light-1", "devnet-light-2"];
     for (const name of lights) await devnet.fault(name, { kind: "kill" });
     await mineTimes(devnet, 300);
@@ -284,11 +268,7 @@ describe("a geth node brought back from far behind", () => {
 
 describe("lightfleet devnet --implementation geth", () => {
   it("runs geth nodes, takes fault commands, reorganises the chain, and stops every node on Ctrl-C", async (context) => {
-    const geth = await gethForTests();
-    if (!geth.path) {
-      console.warn(`skipped: ${geth.missing}`);
-      return context.skip();
-    }
+    const gethPath = await gethOrSkip(() => context.skip());
     const child = spawn(
       process.execPath,
       [
@@ -300,7 +280,7 @@ describe("lightfleet devnet --implementation geth", () => {
           "--implementation",
           "geth",
           "--geth",
-          geth.path,
+          gethPath,
         ],
         ...["--light-nodes", "1", "--block-time", "0", "--admin-port", "0"],
       ],

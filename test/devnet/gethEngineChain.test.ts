@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { HttpRpcClient } from "../../src/rpc/httpRpcClient.js";
-import { gethForTests } from "../support/geth/gethBinary.js";
+import { gethOrSkip } from "../support/geth/gethBinary.js";
 import type { EngineGeth } from "../support/geth/engineDriver.js";
 import { announceHead, gethGenesis, produceBlock, startEngineGeth } from "../support/geth/engineDriver.js";
 import { waitFor, waitForProgress } from "../support/waitFor.js";
@@ -14,15 +14,11 @@ const head = async (node: EngineGeth) =>
 
 describe("several geth nodes on one chain, driven through the engine API", () => {
   it("keeps the nodes on the builder's blocks, and a node that joins late catches up from its peers", async (context) => {
-    const geth = await gethForTests();
-    if (!geth.path) {
-      console.warn(`skipped: ${geth.missing}`);
-      return context.skip();
-    }
-    const genesis = await gethGenesis(geth.path, 31_337);
+    const gethPath = await gethOrSkip(() => context.skip());
+    const genesis = await gethGenesis(gethPath, 31_337);
     const secret = randomBytes(32);
     const start = async () => {
-      const node = await startEngineGeth(geth.path!, genesis, secret);
+      const node = await startEngineGeth(gethPath!, genesis, secret);
       onTestFinished(() => node.stop());
       return node;
     };

@@ -6,7 +6,7 @@ import type { Devnet, StartDevnetOptions } from "../../src/devnet/devnet.js";
 import { startDevnet } from "../../src/devnet/devnet.js";
 import type { LightNodePool } from "../../src/kubernetes/api/crds.js";
 import { freePort } from "../../src/process/freePort.js";
-import { gethForTests } from "./geth/gethBinary.js";
+import { gethOrSkip } from "./geth/gethBinary.js";
 import { waitFor } from "./waitFor.js";
 
 export type TestDevnetOptions = Partial<StartDevnetOptions>;
@@ -50,21 +50,15 @@ export type Implementation = (typeof IMPLEMENTATIONS)[number];
 
 /**
  * startTestDevnet on `implementation`. On geth it needs the cached geth build (gethForTests: built if Go is there, an
- * error in CI without it); locally without Go it warns how to get geth, calls `skip` and answers undefined.
+ * error in CI without it); locally without Go it warns how to get geth and skips the test (gethOrSkip).
  */
 export async function startTestDevnetOn(
   implementation: Implementation,
   skip: () => void,
   options: TestDevnetOptions = {},
-): Promise<Devnet | undefined> {
+): Promise<Devnet> {
   if (implementation === "anvil") return startTestDevnet(options);
-  const geth = await gethForTests();
-  if (!geth.path) {
-    console.warn(`skipped: ${geth.missing}`);
-    skip();
-    return undefined;
-  }
-  return startTestDevnet({ ...options, implementation: "geth", gethBinary: geth.path });
+  return startTestDevnet({ ...options, implementation: "geth", gethBinary: await gethOrSkip(skip) });
 }
 
 /**

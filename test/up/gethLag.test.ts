@@ -2,7 +2,7 @@ import { PassThrough } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
 import { HttpRpcClient } from "../../src/rpc/httpRpcClient.js";
 import { startUp, type RunningUp } from "../../src/up/runUp.js";
-import { gethForTests } from "../support/geth/gethBinary.js";
+import { gethOrSkip } from "../support/geth/gethBinary.js";
 import { writeUpConfig } from "../support/upConfig.js";
 import { waitFor, waitForProgress } from "../support/waitFor.js";
 
@@ -22,13 +22,9 @@ const LAG = 200;
 
 describe("lightfleet up on a geth devnet: a lag on a light node catching up from its peers", () => {
   it("keeps the node its lag behind the chain and out of routing, and routes it again once healed", async (context) => {
-    const geth = await gethForTests();
-    if (!geth.path) {
-      console.warn(`skipped: ${geth.missing}`);
-      return context.skip();
-    }
+    const gethPath = await gethOrSkip(() => context.skip());
     const config = writeUpConfig({
-      geth: geth.path,
+      geth: gethPath,
       blockTime: "500ms",
       replicas: 2,
       // Judged on lag alone: no restart while the test watches.

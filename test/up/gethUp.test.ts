@@ -2,7 +2,7 @@ import { PassThrough } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
 import { HttpRpcClient } from "../../src/rpc/httpRpcClient.js";
 import { startUp, type RunningUp } from "../../src/up/runUp.js";
-import { gethForTests } from "../support/geth/gethBinary.js";
+import { gethOrSkip } from "../support/geth/gethBinary.js";
 import { writeUpConfig } from "../support/upConfig.js";
 import { waitFor } from "../support/waitFor.js";
 
@@ -17,13 +17,9 @@ const UNTOUCHED = "alpha-light-2";
 
 describe("lightfleet up on a geth devnet", () => {
   it("serves from geth nodes, unroutes and restarts a lagged node, brings a killed one back, and restarts nothing else", async (context) => {
-    const geth = await gethForTests();
-    if (!geth.path) {
-      console.warn(`skipped: ${geth.missing}`);
-      return context.skip();
-    }
+    const gethPath = await gethOrSkip(() => context.skip());
     const config = writeUpConfig({
-      geth: geth.path,
+      geth: gethPath,
       blockTime: "1s",
       replicas: 3,
       health: {

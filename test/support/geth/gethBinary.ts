@@ -84,3 +84,16 @@ export async function gethForTests(): Promise<{ path?: string; missing: string }
   }
   return { path: await ensureGeth(), missing };
 }
+
+/**
+ * The geth binary for a test, built first if need be; where it cannot be (no Go), the test is skipped with how to get
+ * it, and in CI fails (see gethForTests).
+ */
+export async function gethOrSkip(skip: () => void): Promise<string> {
+  const geth = await gethForTests();
+  if (geth.path) return geth.path;
+  console.warn(`skipped: ${geth.missing}`);
+  skip();
+  // skip() ends the test by throwing; this is for a skip that returns.
+  throw new Error(geth.missing);
+}
