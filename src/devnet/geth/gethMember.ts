@@ -247,9 +247,7 @@ export class GethMember {
           if (engineUrl) this.engine.url = engineUrl;
           this.verified = false;
         }
-        this.fault = undefined;
-        this.heldAt = undefined;
-        this.cutOff = false;
+        this.clearFault();
         // A forked node goes back to the canonical chain in the next round (a reorg on the node).
         return;
       }
@@ -299,6 +297,13 @@ export class GethMember {
     };
   }
 
+  /** No fault any more (healed, or the fleet restarted the node): nothing holds it or cuts it off from its peers. */
+  private clearFault(): void {
+    this.fault = undefined;
+    this.heldAt = undefined;
+    this.cutOff = false;
+  }
+
   private exclusive(task: () => Promise<void>): Promise<void> {
     const run = this.serial.then(task);
     this.serial = run.catch(() => undefined);
@@ -326,14 +331,10 @@ export class GethMember {
       ) {
         // The fleet restarted it: a fresh process carries none of the old one's fault, as after a real restart.
         this.logger.info({ node: this.name, fault: this.fault }, "devnet node restarted: fault cleared");
-        this.fault = undefined;
+        this.clearFault();
       }
       // Lower than last seen: restarted between two rounds, a new devp2p identity without peers.
       if (this.head !== undefined && latest.number < this.head.number) this.forgetPeers();
-      if (!this.fault) {
-        this.heldAt = undefined;
-        this.cutOff = false;
-      }
       await this.joinPeers();
       const target = this.target();
       const ceiling = this.heldAt === undefined ? undefined : Math.max(this.heldAt, target ?? 0);

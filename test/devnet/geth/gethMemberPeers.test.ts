@@ -168,6 +168,23 @@ describe("a geth node behind the devnet's chain", () => {
     expect(state.handed).toEqual([]);
   });
 
+  it("has its peers back and is held no more once healed: it syncs from them again", async () => {
+    const { member, state } = await memberBehind("light", undefined, 5);
+    await member.sync();
+    state.head = 9;
+    state.syncing = { highestBlock: `0x${HEIGHT.toString(16)}` };
+    await member.applyFault({ kind: "stall" });
+    expect(member.isolated).toBe(true);
+    await member.applyFault({ kind: "heal" });
+    expect(member.isolated).toBe(false);
+    state.head = 12; // blocks the cut download had under way: no longer past a hold
+    await member.sync();
+    expect(state.setHeads).toEqual([8]);
+    expect(state.peers).toEqual(["enode://other@127.0.0.1:2"]);
+    expect(state.announced).toEqual([HEIGHT, HEIGHT]);
+    expect(state.handed).toEqual([]);
+  });
+
   it("is held at the higher of where a lag found it and the lag's target", async () => {
     const { member, state } = await memberBehind("light", undefined, 5);
     await member.sync();
