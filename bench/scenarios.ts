@@ -10,7 +10,8 @@
  * light nodes are geth (the build of `npm run geth`, made now if missing), kept on one chain through the engine API.
  *
  * Each scenario starts from a pool of three routed light nodes and two full nodes, ends with everything healed and
- * routed again, and is bounded in time. Not a test: it prints what it measured.
+ * routed again, and is bounded in time. Not a test: it prints what it measured. BENCH_TIMELINE=1 adds a timeline of
+ * heads and routing on stderr (see TIMELINE), BENCH_LOG_LEVEL the controller's and devnet's logs.
  */
 import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
@@ -121,8 +122,10 @@ const routingChanges: Array<{ node: string; at: number; routed: boolean }> = [];
 const lastRouted = new Map<string, boolean>();
 fleet.onChange(() => {
   for (const m of fleet.members(NETWORK)) {
-    if (lastRouted.get(m.name) !== m.routed)
+    if (lastRouted.get(m.name) !== m.routed) {
       routingChanges.push({ node: m.name, at: Date.now(), routed: m.routed });
+      trace(`${m.name} routed -> ${m.routed}`);
+    }
     lastRouted.set(m.name, m.routed);
   }
 });
@@ -133,6 +136,32 @@ function routedAt(node: string, at: number): boolean {
   for (const c of routingChanges) if (c.node === node && c.at <= at) routed = c.routed;
   return routed;
 }
+
+/**
+ * BENCH_TIMELINE=1: a timeline on stderr (ms since the bench began) of each scenario, fault and routing change, and of
+ * every change in the heads: the chain's, the controller's reference, and for each node the devnet's view and the
+ * controller's (its probed head, state, this round's condition, routed or not). It shows where the time went.
+ */
+const TIMELINE = process.env.BENCH_TIMELINE === "1";
+const benchStart = Date.now();
+function trace(line: string): void {
+  if (TIMELINE) process.stderr.write(`[${Date.now() - benchStart}] ${line}\n`);
+}
+let lastHeads = "";
+const headTracer = setInterval(() => {
+  if (!TIMELINE) return;
+  const output = controller.lastOutput(NETWORK);
+  const nodes = devnet.status().nodes.map((n) => {
+    const seen = output?.nodes.find((o) => o.name === n.name);
+    const judged = seen
+      ? ` [${seen.head ?? "-"} ${seen.state}${seen.reason ? `/${seen.reason}` : ""}${seen.routed ? "" : " out"}]`
+      : "";
+    return `${n.name} ${n.head?.number ?? "-"}${judged}`;
+  });
+  const heads = `chain ${devnet.head(NETWORK).number} reference ${output?.reference?.number ?? "-"}: ${nodes.join(", ")}`;
+  if (heads !== lastHeads) trace(heads);
+  lastHeads = heads;
+}, 20);
 
 /** What clients were served: every newHeads announcement and every `latest` answer. */
 const served: Array<{ number: number; hash: string }> = [];
@@ -180,7 +209,6 @@ function cpuLoad(): () => void {
 let stopLoad: (() => void) | undefined;
 
 const fault = (node: string, f: Fault) => devnet.fault(node, f);
-const headOf = (node: string) => devnet.status().nodes.find((n) => n.name === node)?.head?.number ?? 0;
 const routed = () =>
   fleet
     .members(NETWORK)
@@ -247,15 +275,33 @@ interface Scenario {
   heal(): Promise<void>;
 }
 
-/** A node held back: bad once the chain is more than MAX_LAG past where it stopped. */
-async function holdBack(node: string, f: Fault): Promise<[string, number]> {
-  const frozen = headOf(node);
-  await fault(node, f);
-  const crossed = await until(
-    () => devnet.head(NETWORK).number > frozen + MAX_LAG && Date.now(),
-    `${node} crossing`,
+/**
+ * Nodes held back: each is bad once the chain is more than MAX_LAG past the height it is held at. That height is the
+ * node's own head once the fault has landed, not its head before: a block on its way to the node when the fault is
+ * asked for still reaches it first (the driver hands the block, then applies the fault), and a crossing counted from
+ * the head before would be stamped a block early.
+ */
+async function holdBack(nodes: string[], f: Fault): Promise<Array<[string, number]>> {
+  for (const node of nodes) await fault(node, f);
+  const held = await Promise.all(nodes.map((node) => ownHead(node)));
+  trace(
+    `held at ${nodes.map((node, i) => `${node} ${held[i]}`).join(", ")}; chain ${devnet.head(NETWORK).number}`,
   );
-  return [node, crossed];
+  return Promise.all(
+    nodes.map(async (node, i): Promise<[string, number]> => {
+      const crossed = await until(
+        () => devnet.head(NETWORK).number > held[i]! + MAX_LAG && Date.now(),
+        `${node} crossing`,
+      );
+      trace(`${node} crossed the threshold (chain ${devnet.head(NETWORK).number})`);
+      return [node, crossed];
+    }),
+  );
+}
+/** A light node's head as it answers it. */
+async function ownHead(node: string): Promise<number> {
+  const url = fleet.members(NETWORK).find((m) => m.name === node)!.httpUrl;
+  return Number(await new HttpRpcClient(url, 5_000).call<string>("eth_blockNumber"));
 }
 async function now(node: string, f: Fault): Promise<[string, number]> {
   await fault(node, f);
@@ -270,7 +316,7 @@ const SCENARIOS: Scenario[] = [
     name: "lag",
     bad: [LIGHT[0]!],
     warranted: 0,
-    inject: async () => new Map([await holdBack(LIGHT[0]!, { kind: "lag", blocks: MAX_LAG + 2 })]),
+    inject: async () => new Map(await holdBack([LIGHT[0]!], { kind: "lag", blocks: MAX_LAG + 2 })),
     watchMs: 6_000,
     heal: () => healAll([LIGHT[0]!]),
   },
@@ -278,7 +324,7 @@ const SCENARIOS: Scenario[] = [
     name: "stall",
     bad: [LIGHT[1]!],
     warranted: 1,
-    inject: async () => new Map([await holdBack(LIGHT[1]!, { kind: "stall" })]),
+    inject: async () => new Map(await holdBack([LIGHT[1]!], { kind: "stall" })),
     watchMs: 14_000,
     heal: () => healAll([LIGHT[1]!]),
   },
@@ -408,19 +454,7 @@ const SCENARIOS: Scenario[] = [
     name: "two-stalled",
     bad: [LIGHT[1]!, LIGHT[2]!],
     warranted: 2,
-    inject: async () => {
-      const frozen = Math.min(headOf(LIGHT[1]!), headOf(LIGHT[2]!));
-      await fault(LIGHT[1]!, { kind: "stall" });
-      await fault(LIGHT[2]!, { kind: "stall" });
-      const crossed = await until(
-        () => devnet.head(NETWORK).number > frozen + MAX_LAG && Date.now(),
-        "crossing",
-      );
-      return new Map([
-        [LIGHT[1]!, crossed],
-        [LIGHT[2]!, crossed],
-      ]);
-    },
+    inject: async () => new Map(await holdBack([LIGHT[1]!, LIGHT[2]!], { kind: "stall" })),
     watchMs: 26_000,
     heal: () => healAll([LIGHT[1]!, LIGHT[2]!]),
   },
@@ -538,6 +572,7 @@ try {
   await settle();
   for (const scenario of SCENARIOS.filter((s) => selected.length === 0 || selected.includes(s.name))) {
     process.stderr.write(`scenario ${scenario.name}\n`);
+    trace(`scenario ${scenario.name}`);
     const restartsBefore = restartCount();
     const servedFrom = served.length;
     const changesFrom = routingChanges.length;
@@ -576,6 +611,9 @@ try {
     ).size;
     let unagreed = 0;
     for (const b of served.slice(servedFrom)) if ((await canonicalHash(b.number)) !== b.hash) unagreed++;
+    trace(
+      `${scenario.name}: turned bad ${[...badAt].map(([n, at]) => `${n} at ${at - benchStart}`).join(", ")}; stayed routed ${routedMs} ms`,
+    );
     rows.push({
       name: scenario.name,
       made,
@@ -591,6 +629,7 @@ try {
 } finally {
   stopLoad?.();
   clearInterval(referenceSampler);
+  clearInterval(headTracer);
   polling = false;
   await poller;
   ws.close();
