@@ -282,10 +282,11 @@ interface Scenario {
  * the head before would be stamped a block early.
  */
 async function holdBack(nodes: string[], f: Fault): Promise<Array<[string, number]>> {
+  const before = nodes.map((node) => devnet.status().nodes.find((n) => n.name === node)?.head?.number);
   for (const node of nodes) await fault(node, f);
   const held = await Promise.all(nodes.map((node) => ownHead(node)));
   trace(
-    `held at ${nodes.map((node, i) => `${node} ${held[i]}`).join(", ")}; chain ${devnet.head(NETWORK).number}`,
+    `held at ${nodes.map((node, i) => `${node} ${held[i]} (devnet's view before the fault ${before[i]})`).join(", ")}; chain ${devnet.head(NETWORK).number}`,
   );
   return Promise.all(
     nodes.map(async (node, i): Promise<[string, number]> => {
