@@ -9,7 +9,7 @@
  * (default: every scenario, see SCENARIOS for the names; on anvil). With `--implementation geth` the devnet and the
  * light nodes are geth (the build of `npm run geth`, made now if missing), kept on one chain through the engine API.
  *
- * Each scenario starts from a pool of three routed light nodes and two full nodes, ends with everything healed and
+ * Each scenario starts from a pool of three routed, caught-up light nodes and two full nodes, ends with everything healed and
  * routed again, and is bounded in time. Not a test: it prints what it measured. BENCH_TIMELINE=1 adds a timeline of
  * heads and routing on stderr (see TIMELINE), BENCH_LOG_LEVEL the controller's and devnet's logs.
  */
@@ -28,6 +28,7 @@ import { withDevnetPeers } from "../src/up/devnetPeers.js";
 import { startUp } from "../src/up/runUp.js";
 import { GETH_MEMBER_COMMAND } from "../src/devnet/geth/gethProcess.js";
 import { ensureGeth } from "../test/support/geth/gethBinary.js";
+import { type RoutingChange, goodNodesUnrouted, stayedRoutedMs } from "./scenarioScore.js";
 
 const args = process.argv.slice(2);
 const flagAt = args.indexOf("--implementation");
@@ -118,7 +119,7 @@ async function until<T>(
 const pause = (ms: number) => until(() => false, "", ms).catch(() => undefined);
 
 /** Every routing change as the fleet makes it (ms since the epoch). */
-const routingChanges: Array<{ node: string; at: number; routed: boolean }> = [];
+const routingChanges: RoutingChange[] = [];
 const lastRouted = new Map<string, boolean>();
 fleet.onChange(() => {
   for (const m of fleet.members(NETWORK)) {
@@ -129,13 +130,6 @@ fleet.onChange(() => {
     lastRouted.set(m.name, m.routed);
   }
 });
-
-/** Whether a node was routed at a time, by the last routing change before it (routed until one says otherwise). */
-function routedAt(node: string, at: number): boolean {
-  let routed = true;
-  for (const c of routingChanges) if (c.node === node && c.at <= at) routed = c.routed;
-  return routed;
-}
 
 /**
  * BENCH_TIMELINE=1: a timeline on stderr (ms since the bench began) of each scenario, fault and routing change, and of
@@ -273,6 +267,8 @@ interface Scenario {
   /** How long to watch after the injection before healing. */
   watchMs: number;
   heal(): Promise<void>;
+  /** Light nodes `heal` brings back (held, not killed): they may catch up after it (see goodNodesUnrouted). */
+  healed?: string[];
 }
 
 /**
@@ -320,6 +316,7 @@ const SCENARIOS: Scenario[] = [
     inject: async () => new Map(await holdBack([LIGHT[0]!], { kind: "lag", blocks: MAX_LAG + 2 })),
     watchMs: 6_000,
     heal: () => healAll([LIGHT[0]!]),
+    healed: [LIGHT[0]!],
   },
   {
     name: "stall",
@@ -328,6 +325,7 @@ const SCENARIOS: Scenario[] = [
     inject: async () => new Map(await holdBack([LIGHT[1]!], { kind: "stall" })),
     watchMs: 14_000,
     heal: () => healAll([LIGHT[1]!]),
+    healed: [LIGHT[1]!],
   },
   {
     name: "fork",
@@ -336,6 +334,7 @@ const SCENARIOS: Scenario[] = [
     inject: async () => new Map([await now(LIGHT[2]!, { kind: "fork" })]),
     watchMs: 12_000,
     heal: () => healAll([LIGHT[2]!]),
+    healed: [LIGHT[2]!],
   },
   {
     name: "kill",
@@ -458,6 +457,7 @@ const SCENARIOS: Scenario[] = [
     inject: async () => new Map(await holdBack([LIGHT[1]!, LIGHT[2]!], { kind: "stall" })),
     watchMs: 26_000,
     heal: () => healAll([LIGHT[1]!, LIGHT[2]!]),
+    healed: [LIGHT[1]!, LIGHT[2]!],
   },
   {
     name: "flap-at-threshold",
@@ -469,6 +469,7 @@ const SCENARIOS: Scenario[] = [
     },
     watchMs: 12_000,
     heal: () => healAll([LIGHT[0]!]),
+    healed: [LIGHT[0]!],
   },
   {
     // Held exactly at maxLagBlocks for long: over the threshold only between a block and its delivery, never routed out.
@@ -481,6 +482,7 @@ const SCENARIOS: Scenario[] = [
     },
     watchMs: 40_000,
     heal: () => healAll([LIGHT[0]!]),
+    healed: [LIGHT[0]!],
   },
   {
     // A killed node is restarted once and replays its chain on a loaded machine: no second restart while it climbs.
@@ -543,10 +545,19 @@ async function canonicalHash(n: number): Promise<string | undefined> {
   return block?.hash;
 }
 
+/**
+ * Everything back before the next scenario: every node reachable, and every light node routed and caught up (Healthy
+ * with nothing against it this round, not syncing). Routed alone is not enough: a node healed behind may still be
+ * catching up (on geth, syncing from its peers) when it is still routed, and would carry that into the next scenario.
+ */
 async function settle(): Promise<void> {
+  const caughtUp = () =>
+    controller
+      .lastOutput(NETWORK)
+      ?.nodes.every((n) => n.routed && n.state === "Healthy" && n.reason === "ok") === true;
   await until(
-    () => routed().length === 3 && devnet.status().nodes.every((n) => n.reachable !== false),
-    "all routed",
+    () => routed().length === 3 && devnet.status().nodes.every((n) => n.reachable !== false) && caughtUp(),
+    "all routed and caught up",
     90_000,
   ).catch((error: Error) => {
     // Says what was left: the nodes out of routing and the devnet's view of each node.
@@ -557,7 +568,7 @@ async function settle(): Promise<void> {
       );
     const states = controller
       .lastOutput(NETWORK)
-      ?.nodes.map((n) => `${n.name} ${n.state} routed ${n.routed}`);
+      ?.nodes.map((n) => `${n.name} ${n.state} (${n.reason ?? "-"}) routed ${n.routed}`);
     throw new Error(`${error.message}: devnet ${nodes.join("; ")}; controller ${states?.join("; ")}`);
   });
 }
@@ -580,6 +591,7 @@ try {
     referenceFall = 0;
     const badAt = await scenario.inject();
     await pause(scenario.watchMs);
+    const healAt = Date.now();
     await scenario.heal();
     await settle();
     const restartsAfter = restartCount();
@@ -592,24 +604,12 @@ try {
     }
     const unwarranted = made - Math.min(onBad, scenario.warranted);
     const missed = Math.max(0, scenario.warranted - onBad);
-    // How long each bad node stayed routed after it turned bad (it left at its first unroute after that). One out of
-    // routing by then (unrouted for another reason, a sync say) and never routed again stayed 0 s, not "never left".
-    const changes = routingChanges.slice(changesFrom);
-    let routedMs: number | undefined;
-    for (const [node, at] of badAt) {
-      const after = changes.filter((c) => c.node === node && c.at >= at - PROBE_MS);
-      const left = after.find((c) => !c.routed);
-      const outAllAlong = !routedAt(node, at - PROBE_MS) && !after.some((c) => c.routed);
-      const stayed = outAllAlong
-        ? 0
-        : left === undefined
-          ? Number.POSITIVE_INFINITY
-          : Math.max(0, left.at - at);
-      routedMs = Math.max(routedMs ?? 0, stayed);
-    }
-    const goodUnrouted = new Set(
-      changes.filter((c) => !c.routed && !scenario.bad.includes(c.node)).map((c) => c.node),
-    ).size;
+    const routedMs = stayedRoutedMs(routingChanges, changesFrom, badAt, PROBE_MS);
+    const goodUnrouted = goodNodesUnrouted(
+      routingChanges.slice(changesFrom),
+      scenario.bad,
+      new Map((scenario.healed ?? []).map((node) => [node, healAt])),
+    );
     let unagreed = 0;
     for (const b of served.slice(servedFrom)) if ((await canonicalHash(b.number)) !== b.hash) unagreed++;
     trace(
