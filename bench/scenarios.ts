@@ -9,9 +9,9 @@
  * (default: every scenario, see SCENARIOS for the names; on anvil). With `--implementation geth` the devnet and the
  * light nodes are geth (the build of `npm run geth`, made now if missing), kept on one chain through the engine API.
  *
- * Each scenario starts from a pool of three routed, caught-up light nodes and two full nodes, ends with everything healed and
- * routed again, and is bounded in time. Not a test: it prints what it measured. BENCH_TIMELINE=1 adds a timeline of
- * heads and routing on stderr (see TIMELINE), BENCH_LOG_LEVEL the controller's and devnet's logs.
+ * Each scenario starts from a pool of three routed, caught-up light nodes and two full nodes, ends with everything
+ * healed and routed again, and is bounded in time. Not a test: it prints what it measured. BENCH_TIMELINE=1 adds a
+ * timeline of heads and routing on stderr (see TIMELINE), BENCH_LOG_LEVEL the controller's and devnet's logs.
  */
 import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
