@@ -546,17 +546,29 @@ async function canonicalHash(n: number): Promise<string | undefined> {
 }
 
 /**
- * Everything back before the next scenario: every node reachable, and every light node routed and caught up (Healthy
- * with nothing against it this round, not syncing). Routed alone is not enough: a node healed behind may still be
- * catching up (on geth, syncing from its peers) when it is still routed, and would carry that into the next scenario.
+ * Everything back before the next scenario: every node reachable and at the chain's head (or a block from it, on its
+ * way), and every light node routed and Healthy with nothing against it in a controller round since the heal. Routed
+ * alone is not enough: a node healed behind may be catching up (on geth, syncing from its peers, eth_syncing) while
+ * still routed, until the controller's next probe, and would carry that into the next scenario.
  */
 async function settle(): Promise<void> {
+  for (let i = 0; i < 2; i++) {
+    // Two rounds: one under way at the heal may have probed before it.
+    const before = controller.lastOutput(NETWORK);
+    await until(() => controller.lastOutput(NETWORK) !== before, "a controller round", 90_000);
+  }
+  const atHead = () =>
+    devnet.status().nodes.every((n) => (n.head?.number ?? 0) >= devnet.head(NETWORK).number - 1);
   const caughtUp = () =>
     controller
       .lastOutput(NETWORK)
       ?.nodes.every((n) => n.routed && n.state === "Healthy" && n.reason === "ok") === true;
   await until(
-    () => routed().length === 3 && devnet.status().nodes.every((n) => n.reachable !== false) && caughtUp(),
+    () =>
+      routed().length === 3 &&
+      devnet.status().nodes.every((n) => n.reachable !== false) &&
+      atHead() &&
+      caughtUp(),
     "all routed and caught up",
     90_000,
   ).catch((error: Error) => {
