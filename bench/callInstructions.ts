@@ -28,7 +28,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Agent, request } from "undici";
 import { startDevnet } from "../src/devnet/devnet.js";
-import { callgrindTotals } from "./callgrindTotals.js";
+import { callgrindTotals, callsInto } from "./callgrindTotals.js";
 import type { CallgrindTotals } from "./callgrindTotals.js";
 import { compileForBench, spawnGatewayProcess, spawnListening } from "./gatewayProcess.js";
 import type { ChildServer } from "./gatewayProcess.js";
@@ -127,7 +127,11 @@ try {
   ];
 
   /** Instructions a server executed since its counters were last zeroed, from a fresh dump's totals. */
-  const dumpedInstructions = (server: ChildServer, dumps: string, keepAs?: string): CallgrindTotals => {
+  const dumpedInstructions = (
+    server: ChildServer,
+    dumps: string,
+    keepAs?: string,
+  ): CallgrindTotals & { tickFieldsThroughRuntime: number } => {
     const at = join(dir, dumps);
     for (const f of readdirSync(at)) rmSync(join(at, f));
     execFileSync("callgrind_control", ["--dump", String(server.pid)], { stdio: "ignore" });
@@ -136,7 +140,10 @@ try {
       mkdirSync(KEEP, { recursive: true });
       copyFileSync(join(at, file!), join(KEEP, keepAs));
     }
-    return callgrindTotals(join(at, file!));
+    return {
+      ...callgrindTotals(join(at, file!)),
+      tickFieldsThroughRuntime: callsInto(join(at, file!), "Runtime_DefineKeyedOwnPropertyInLiteral"),
+    };
   };
   const zero = (server: ChildServer) =>
     execFileSync("callgrind_control", ["--zero", String(server.pid)], { stdio: "ignore" });
@@ -180,7 +187,9 @@ try {
       `  ${row.name.padEnd(21)} main thread ${perCall(main)} instructions/call ` +
         `(${perCall(busy.main / CALLS)} with idle work); all threads ${perCall((busy.all - idle.all) / CALLS)} ` +
         `(${perCall(busy.all / CALLS)}); ${(elapsed / 1000).toFixed(1)} s` +
-        (base === undefined ? "" : `; bare/gateway ${(base / main).toFixed(2)}`),
+        (base === undefined ? "" : `; bare/gateway ${(base / main).toFixed(2)}`) +
+        // node's nextTick on its slow path (docs/gateway.md): about 18 per request when on, none when off.
+        `; nextTick fields through the runtime ${(busy.tickFieldsThroughRuntime / CALLS).toFixed(1)}/call`,
     );
   }
 } finally {
