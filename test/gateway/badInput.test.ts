@@ -125,6 +125,23 @@ describe("bad input of every kind: the right error, and the gateway stays up", (
     await stillServing();
   });
 
+  it("stays up when clients reset their connections in the middle of a body", async () => {
+    const url = new URL(gateway.url);
+    for (let i = 0; i < 20; i++) {
+      const socket = connect(Number(url.port), url.hostname);
+      socket.on("error", () => {});
+      await new Promise((resolve) => socket.once("connect", resolve));
+      socket.write(
+        'POST / HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{"jsonrpc":',
+      );
+      // Let the gateway start reading the body, then reset (RST, not FIN).
+      await new Promise((resolve) => setImmediate(resolve));
+      socket.resetAndDestroy();
+      await new Promise((resolve) => socket.once("close", resolve));
+    }
+    await stillServing();
+  });
+
   it("answers binary WebSocket frames with -32600 and keeps the connection", async () => {
     const ws = await rawWs(wsUrl);
     cleanup.push(() => ws.close());

@@ -164,6 +164,29 @@ describe("the response cache at finalized heights", () => {
       expect(await cacheCount(registry, "hit")).toBe(hits + 10);
       expect(await cacheCount(registry, "miss")).toBe(misses);
 
+      // A hit's bytes, for every kind of id: the id as the client wrote it, and a length that counts the bytes (a
+      // numeric id's answer is written as Latin-1 from the kept ASCII text, any other as UTF-8).
+      const blockText = JSON.stringify(block1);
+      for (const id of ["7", "12345678901234567890", "1.0", '"é✓ id"', '"a\\u0041"', "null"]) {
+        const response = await fetch(gateway.url, {
+          method: "POST",
+          headers: { "content-type": "application/json", "accept-encoding": "identity" },
+          body: `{"jsonrpc":"2.0","id":${id},"method":"eth_getBlockByHash","params":["${block1.hash}",false]}`,
+        });
+        const bytes = Buffer.from(await response.arrayBuffer());
+        expect(Number(response.headers.get("content-length"))).toBe(bytes.length);
+        expect(JSON.parse(bytes.toString())).toEqual({ jsonrpc: "2.0", id: JSON.parse(id), result: block1 });
+        expect(bytes.toString()).toContain(`"id":${id},`);
+        expect(JSON.stringify(JSON.parse(bytes.toString()).result)).toBe(blockText);
+        // Gzipped for a client that takes it (fetch inflates it): the same answer.
+        const zipped = await post(
+          gateway.url,
+          `{"jsonrpc":"2.0","id":${id},"method":"eth_getBlockByHash","params":["${block1.hash}",false]}`,
+        );
+        expect(zipped.body).toEqual({ jsonrpc: "2.0", id: JSON.parse(id), result: block1 });
+      }
+      expect(await cacheCount(registry, "hit")).toBe(hits + 22);
+
       // A receipt by hash names its block: final there too once that block's hash is the canonical one.
       const receipt = await full.call<Json>("eth_getTransactionReceipt", [sent.hash]);
       expect(Number(receipt.blockNumber)).toBe(2);

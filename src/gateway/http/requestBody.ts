@@ -6,9 +6,6 @@ import { replyError, replyTooLarge } from "./replies.js";
 /** The content types geth takes for JSON-RPC (with any parameters, such as a charset). */
 const JSON_TYPE = /^application\/(?:json|jsonrequest|json-rpc)\s*(?:;|$)/i;
 
-/** Errors of a request body being read are answered (or the socket closed) where they arise; nothing else to do. */
-const ignore = () => {};
-
 /**
  * Reads a JSON-RPC POST body as text, at most `maxBodyBytes` (also once inflated), and hands it to `onText`. A
  * request that is not a POST, has a content type other than JSON's, an encoding other than gzip, or a body over
@@ -47,13 +44,19 @@ export function readRequestBody(
     req.resume();
     return;
   }
+  // llhttp takes only digits here: a length with fewer digits than the limit's is under it, with no number read.
   const declared = headers["content-length"];
-  if (declared !== undefined && Number(declared) > maxBodyBytes) {
+  if (
+    declared !== undefined &&
+    declared.length >= String(maxBodyBytes).length &&
+    Number(declared) > maxBodyBytes
+  ) {
     replyTooLarge(res, maxBodyBytes);
     req.destroy();
     return;
   }
-  // Most bodies come in one chunk: kept as it is, with no array and no copy.
+  // Most bodies come in one chunk: kept as it is, with no array and no copy. No 'error' listener: node:http emits a
+  // request's error (a client gone mid-body) only to listeners, and there is nothing to answer then.
   let first: Buffer | undefined;
   let more: Buffer[] | undefined;
   let size = 0;
@@ -67,11 +70,11 @@ export function readRequestBody(
     if (first === undefined) first = chunk;
     else (more ??= [first]).push(chunk);
   });
-  req.on("error", ignore);
   req.on("end", () => {
     if (size > maxBodyBytes) return;
     const body = more ? Buffer.concat(more) : (first ?? Buffer.alloc(0));
-    if (!gzipped) return onText(body.toString("utf8"));
+    // toString() with no argument goes straight to the UTF-8 decoder.
+    if (!gzipped) return onText(body.toString());
     // Inflated to at most maxBodyBytes, so a small compressed body cannot become a huge one.
     gunzip(body, { maxOutputLength: maxBodyBytes }, (error, inflated) => {
       if (!error) return onText(inflated.toString("utf8"));

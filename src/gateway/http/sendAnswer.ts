@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { gzip } from "node:zlib";
 import type { Answer } from "../pipeline/answer.js";
-import { serializeBody } from "../rpc/serialize.js";
+import { asciiAnswer, serializeBody } from "../rpc/serialize.js";
 import { reply } from "./replies.js";
 
 /** Answers smaller than this go out uncompressed even to clients that take gzip: compressing them gains nothing. */
@@ -17,7 +17,10 @@ export function sendAnswer(req: IncomingMessage, res: ServerResponse, answered: 
     res.writeHead(200, { "content-type": "application/json", "content-length": 0 }).end();
     return;
   }
-  const text = serializeBody(answered.body);
+  const body = answered.body;
+  // A cached ASCII answer is as many bytes as characters: written as Latin-1, nothing counted or encoded per call.
+  const ascii = Array.isArray(body) ? undefined : asciiAnswer(body);
+  const text = ascii ?? serializeBody(body);
   const status = answered.retryAfterMs === undefined ? 200 : 429;
   const extra =
     answered.retryAfterMs === undefined
@@ -26,7 +29,7 @@ export function sendAnswer(req: IncomingMessage, res: ServerResponse, answered: 
   // The header is read only for answers large enough to compress.
   const accepts = text.length < GZIP_MIN_BYTES ? undefined : req.headers["accept-encoding"];
   if (accepts === undefined || !TAKES_GZIP.test(accepts)) {
-    reply(res, status, text, extra);
+    reply(res, status, text, extra, ascii !== undefined);
     return;
   }
   gzip(text, (error, zipped) => {

@@ -81,6 +81,8 @@ interface MethodSeries {
 export class CallExecutor {
   /** Metric series per method label, looked up once. */
   private readonly series = new Map<string, MethodSeries>();
+  /** The response cache's counts per result, looked up once. */
+  private readonly cacheCells = new Map<string, CountCell>();
   /** Served heads of the last block time, for the eth_getLogs window. */
   private readonly recentHeads: RecentServedHeads;
   private readonly now: () => number;
@@ -237,10 +239,10 @@ export class CallExecutor {
       }
     }
     if (cached) {
-      const json = this.cache!.get(cached.key);
-      if (json !== undefined) {
+      const result = this.cache!.getResult(cached.key);
+      if (result !== undefined) {
         this.cacheCount("hit").n++;
-        return this.cachedAnswer(request, json, started);
+        return this.cachedAnswer(request, result, started);
       }
       if (this.options.sharedAnswers && this.mayBeFinal(cached))
         return this.fromShared(request, plan, cached, started);
@@ -249,10 +251,10 @@ export class CallExecutor {
     return this.fromNode(request, plan, cached, started);
   }
 
-  private cachedAnswer(request: JsonRpcRequest, json: string, started: number): JsonRpcResponse {
+  private cachedAnswer(request: JsonRpcRequest, result: RawResult, started: number): JsonRpcResponse {
     return this.record(
       request,
-      { response: { jsonrpc: "2.0", id: request.id ?? null, result: new RawResult(json) }, outcome: "ok" },
+      { response: { jsonrpc: "2.0", id: request.id ?? null, result }, outcome: "ok" },
       started,
     );
   }
@@ -275,7 +277,7 @@ export class CallExecutor {
     if (found && this.standing(found.block) === "final") {
       this.cache!.set(cached.key, found.json, found.block);
       this.cacheCount("shared_hit").n++;
-      return this.cachedAnswer(request, found.json, started);
+      return this.cachedAnswer(request, new RawResult(found.json), started);
     }
     this.cacheCount("miss").n++;
     return this.fromNode(request, plan, cached, started);
@@ -447,8 +449,13 @@ export class CallExecutor {
   }
 
   private cacheCount(result: "hit" | "shared_hit" | "miss"): CountCell {
-    const network = this.network;
-    return this.options.metrics.pendingCacheRequests.cell(`${network}\n${result}`, { network, result });
+    let cell = this.cacheCells.get(result);
+    if (!cell) {
+      const network = this.network;
+      cell = this.options.metrics.pendingCacheRequests.cell(`${network}\n${result}`, { network, result });
+      this.cacheCells.set(result, cell);
+    }
+    return cell;
   }
 }
 

@@ -50,11 +50,35 @@ export type BlockTarget =
   | { kind: "invalid" };
 
 const QUANTITY = /^0x(0|[1-9a-f][0-9a-f]*)$/i;
-const HASH = /^0x[0-9a-f]{64}$/i;
+
+/** The last value read as a block hash and what it read as: a call's hash is read by its plan, then its cache key. */
+let lastValue: unknown;
+let lastHash: string | undefined;
 
 /** A 32-byte block hash, lower-cased as the gateway keeps them; undefined for anything else. */
 export function readBlockHash(value: unknown): string | undefined {
-  return typeof value === "string" && HASH.test(value) ? value.toLowerCase() : undefined;
+  if (value === lastValue) return lastHash;
+  lastValue = value;
+  lastHash = typeof value === "string" ? lowerCaseHash(value) : undefined;
+  return lastHash;
+}
+
+/**
+ * `0x` and 64 hex digits, lower-cased (a new string only when it has capitals); undefined for anything else. Read
+ * character by character: a regular expression cost more than the rest of planning the call.
+ */
+function lowerCaseHash(text: string): string | undefined {
+  if (text.length !== 66 || text.charCodeAt(0) !== 0x30 || (text.charCodeAt(1) | 0x20) !== 0x78)
+    return undefined;
+  let capitals = false;
+  for (let i = 2; i < 66; i++) {
+    const c = text.charCodeAt(i);
+    if (c >= 0x30 && c <= 0x39) continue;
+    const lower = c | 0x20;
+    if (lower < 0x61 || lower > 0x66) return undefined;
+    if (c !== lower) capitals = true;
+  }
+  return capitals || text.charCodeAt(1) !== 0x78 ? text.toLowerCase() : text;
 }
 
 /**

@@ -1,6 +1,8 @@
 import { LRUCache } from "lru-cache";
 import type { JsonRpcRequest } from "../../rpc/jsonRpc.js";
 import { blockHashParamIndex, blockParamIndex, readBlockHash, readBlockParam } from "./blockParams.js";
+import { keptResult, paramsJson } from "./serialize.js";
+import type { RawResult } from "./serialize.js";
 
 /** The block an answer belongs to: it may be served again while that block is final or on the nodes' chain. */
 export interface AnswerBlock {
@@ -36,11 +38,13 @@ export function cachePlan(
   if (!Array.isArray(params)) return undefined;
   // The key is written only for a call that may be cached: most calls naming a block name one not final yet.
   if (BY_TRANSACTION_HASH.has(original.method))
-    return readBlockHash(params[0]) && params.length === 1 ? keyed(forwarded, "inResult") : undefined;
+    return readBlockHash(params[0]) && params.length === 1
+      ? keyed(forwarded, "inResult", hashAt(original, forwarded, 0))
+      : undefined;
   const hashIndex = blockHashParamIndex(original.method);
   if (hashIndex !== undefined) {
     const hash = readBlockHash(params[hashIndex]);
-    return hash ? keyed(forwarded, { hash }) : undefined;
+    return hash ? keyed(forwarded, { hash }, hashAt(original, forwarded, hashIndex)) : undefined;
   }
   const index = blockParamIndex(original.method);
   // An absent block parameter means latest.
@@ -54,10 +58,17 @@ export function cachePlan(
     : undefined;
 }
 
-/** A cacheable call's plan: its key is the call as it goes to the node. */
-function keyed(forwarded: JsonRpcRequest, block: CachePlan["block"]): CachePlan {
-  return { key: `${forwarded.method}\n${JSON.stringify(forwarded.params ?? [])}`, block };
+/**
+ * A cacheable call's plan: its key is the call as it goes to the node. `hashAt`: the index of a parameter read as a
+ * block hash (hex digits, which JSON writes as they are), not scanned again.
+ */
+function keyed(forwarded: JsonRpcRequest, block: CachePlan["block"], hashAt = -1): CachePlan {
+  return { key: `${forwarded.method}\n${paramsJson(forwarded.params, hashAt)}`, block };
 }
+
+/** The index of the hash read from the client's params, when they go to the node as they are. */
+const hashAt = (original: JsonRpcRequest, forwarded: JsonRpcRequest, index: number) =>
+  forwarded.params === original.params ? index : -1;
 
 function isLatest(value: unknown): boolean {
   return (
@@ -129,6 +140,8 @@ export function blockStanding(
 interface Entry {
   /** The answer's `result` as JSON text. */
   json: string;
+  /** The same, as every hit answers it (known to be ASCII or not). */
+  result: RawResult;
   block: AnswerBlock;
   /** Its block was final when last checked: it stays so, nothing to check again. */
   final: boolean;
@@ -167,9 +180,18 @@ export class ResponseCache {
    * yet is kept but not served.
    */
   get(key: string): string | undefined {
+    return this.served(key)?.json;
+  }
+
+  /** The cached result as an answer's result (see get), the same object on every hit. */
+  getResult(key: string): RawResult | undefined {
+    return this.served(key)?.result;
+  }
+
+  private served(key: string): Entry | undefined {
     const entry = this.entries.get(key);
     if (!entry) return undefined;
-    if (entry.final) return entry.json;
+    if (entry.final) return entry;
     const standing = this.standing(entry.block);
     if (standing === "unverified") return undefined;
     if (standing === "unknown") {
@@ -180,7 +202,7 @@ export class ResponseCache {
       entry.final = true;
       this.becameFinal?.(key, entry.json, entry.block);
     }
-    return entry.json;
+    return entry;
   }
 
   /**
@@ -189,7 +211,8 @@ export class ResponseCache {
    */
   set(key: string, json: string, block: AnswerBlock): BlockStanding {
     const standing = this.standing(block);
-    if (standing !== "unknown") this.entries.set(key, { json, block, final: standing === "final" });
+    if (standing !== "unknown")
+      this.entries.set(key, { json, result: keptResult(json), block, final: standing === "final" });
     return standing;
   }
 
