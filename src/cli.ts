@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { Command } from "commander";
 import { failAndExit } from "./cli/fail.js";
+import { holdTickObjectShape } from "./process/holdTickObjectShape.js";
 import { registerConfigCommand } from "./cli/commands/configCommand.js";
 import { registerDevnetCommand } from "./cli/commands/devnetCommand.js";
 import { registerControllerCommand } from "./cli/commands/controllerCommand.js";
@@ -21,6 +22,10 @@ const program = new Command("lightfleet")
   .exitOverride((error) => {
     process.exit(error.exitCode === 0 ? 0 : 2);
   });
+
+// Every command's process (gateway, its workers, controller, key API, up) idles at times: this keeps node's
+// process.nextTick on its fast path after an idle full collection (see the function).
+holdTickObjectShape();
 
 registerConfigCommand(program);
 registerDevnetCommand(program);

@@ -2,7 +2,6 @@ import cluster from "node:cluster";
 import { loadConfig } from "../config/loadConfig.js";
 import { createLogger } from "../log/logger.js";
 import { createRegistry } from "../metrics/registry.js";
-import { holdTickObjectShape } from "../process/holdTickObjectShape.js";
 import { serveUntilStopping } from "./adminAndShutdown.js";
 import { workerCount } from "./cluster/availableCores.js";
 import type { GatewayFlags } from "./gatewayProcess.js";
@@ -13,8 +12,6 @@ import { networksWithoutHead, openGateway } from "./gatewayProcess.js";
  * primary (admin port only) and each forked worker, which runs this same command, serves the public port.
  */
 export async function runGateway(flags: GatewayFlags): Promise<void> {
-  // Keeps every nextTick (several per request) on its fast path once the process has idled: see the function.
-  holdTickObjectShape();
   const config = await loadConfig(flags.config);
   const logger = createLogger(config.log);
   if (config.gateway.replicas > 1 && cluster.isPrimary) {
