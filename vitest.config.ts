@@ -53,6 +53,7 @@ const UNIT = [
   "test/lint/layers.test.ts",
   "test/log/logger.test.ts",
   "test/metrics/pendingHistogram.test.ts",
+  "test/metrics/registry.test.ts",
   "test/scaling/sources/counterRates.test.ts",
   "test/scaling/decideScale.test.ts",
   "test/scaling/sources/parseExposition.test.ts",
