@@ -29,7 +29,8 @@ const MAX_BACKFILL = 32;
 
 /**
  * Follows one reserved full-node peer: `newHeads` over WebSocket when the peer has a ws URL (a new block counts the
- * moment the peer has it), HTTP polling otherwise or while the subscription is down. Keeps the recent canonical
+ * moment the peer has it), polling otherwise or while the subscription is silent (over the WebSocket while it is
+ * open, else over HTTP). Keeps the recent canonical
  * hashes the engine needs for quorum and divergence checks, and checks `eth_chainId` on every (re)connect.
  *
  * Emits `head` (BlockRef, the header or block as the node sent it) for every new head.
@@ -139,12 +140,20 @@ export class PeerFollower extends EventEmitter {
     this.polling = true;
     const started = performance.now();
     try {
-      const [chainId, latest] = await this.http.batch([
-        { method: "eth_chainId" },
-        { method: "eth_getBlockByNumber", params: ["latest", false] },
-      ]);
-      if (latest instanceof Error) throw latest;
-      if (!(chainId instanceof Error)) this.setChainId(parseQuantity(chainId));
+      let latest: unknown;
+      if (this.ws?.connected && this.chainId !== undefined) {
+        // Over the open WebSocket, whose chain id was checked when it (re)connected: a frame each way, where an HTTP
+        // request cost several times the CPU (a poll every period while newHeads is silent, per node, per worker).
+        latest = await this.ws.call("eth_getBlockByNumber", ["latest", false]);
+      } else {
+        const [chainId, polled] = await this.http.batch([
+          { method: "eth_chainId" },
+          { method: "eth_getBlockByNumber", params: ["latest", false] },
+        ]);
+        if (polled instanceof Error) throw polled;
+        if (!(chainId instanceof Error)) this.setChainId(parseQuantity(chainId));
+        latest = polled;
+      }
       this.lastOkAt = this.clock();
       this.onHeader(latest, "poll");
     } catch (error) {
