@@ -22,6 +22,12 @@ export interface PeerFollowerOptions {
   metrics?: ProbeMetrics;
   /** How many recent heights keep their hash. */
   historyDepth?: number;
+  /**
+   * False: no timer of its own; its owner calls `pollIfSilent()` every `pollIntervalMs`, so the owner's followers
+   * and its own periodic work share one timer (each timer firing apart wakes the process, which costs more CPU than
+   * a poll over WebSocket). True by default.
+   */
+  ownTimer?: boolean;
 }
 
 /** Missing heights fetched at most per new head (larger gaps are left to the next heads). */
@@ -79,7 +85,13 @@ export class PeerFollower extends EventEmitter {
       this.ws.connect();
     }
     void this.poll();
-    this.pollTimer = setInterval(() => void this.poll(), this.options.pollIntervalMs);
+    if (this.options.ownTimer ?? true)
+      this.pollTimer = setInterval(() => void this.poll(), this.options.pollIntervalMs);
+  }
+
+  /** Polls unless the subscription is live (or a poll is under way): its owner's timer, with `ownTimer: false`. */
+  pollIfSilent(): void {
+    void this.poll();
   }
 
   stop(): void {

@@ -151,6 +151,38 @@ describe("PeerFollower", () => {
     expect(follower.observation()).toMatchObject({ reachable: true, chainId: 31_337, head: { number: 5 } });
   });
 
+  it("polls only when its owner says so with no timer of its own", async () => {
+    const { node, rpc } = await peerNode();
+    let polls = 0;
+    const follower = new PeerFollower({
+      network: "devnet",
+      peer: { name: "full-0", http: node.httpUrl },
+      expectedChainId: 31_337,
+      pollIntervalMs: 5,
+      timeoutMs: 5_000,
+      logger: silentLogger(),
+      ownTimer: false,
+    });
+    cleanup.push(() => follower.stop());
+    // Each HTTP poll is one batch (a call on the test's own client is not).
+    const original = HttpRpcClient.prototype.batch;
+    cleanup.push(() => (HttpRpcClient.prototype.batch = original));
+    HttpRpcClient.prototype.batch = function (this: HttpRpcClient, ...args) {
+      polls++;
+      return original.apply(this, args);
+    };
+    follower.start();
+    await waitFor(() => follower.observation().head !== undefined, { what: "the first poll" });
+    for (let tick = 1; tick <= 3; tick++) {
+      const before = follower.observation().headSeenAt;
+      await rpc.call("evm_mine");
+      follower.pollIfSilent();
+      await waitFor(() => follower.observation().headSeenAt !== before, { what: `poll ${tick}` });
+    }
+    // With a 5 ms timer of its own it would have polled many more times during those waits.
+    expect(polls).toBe(4);
+  });
+
   it("is still pending, not unusable, while its chain id is known and its head not yet", async () => {
     // A peer that answers eth_chainId over WebSocket at once but holds every HTTP read: a loaded machine's first
     // contact, between the WebSocket check and the first head. A round then must not call the peers unusable.
