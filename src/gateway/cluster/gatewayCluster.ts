@@ -222,7 +222,12 @@ export async function runWorker(config: Config, parentLogger: Logger, flags: Gat
     config.gateway.sharedState.backend === "memory"
       ? configuredRateLimiter(config.gateway.rateLimit)
       : undefined;
-  const limiter = local && new SharedRateLimiter(local);
+  const limiter =
+    local &&
+    new SharedRateLimiter(local, {
+      everyMs: SHARE_SPENDING_MS,
+      send: (spent) => process.connected && process.send?.({ kind: "lightfleet-gateway-spent", spent }),
+    });
   // With a cap, every WebSocket connection is counted by the primary, for all workers.
   const connectionCap =
     config.gateway.maxWsConnectionsPerAddress === undefined
@@ -274,12 +279,6 @@ export async function runWorker(config: Config, parentLogger: Logger, flags: Gat
         );
     if (limiter && isRateSpending(message)) limiter.debit(message.spent);
   });
-  const shareTimer =
-    limiter &&
-    setInterval(() => {
-      const spent = limiter.spent();
-      if (spent.length > 0 && process.connected) process.send?.({ kind: "lightfleet-gateway-spent", spent });
-    }, SHARE_SPENDING_MS);
   const report = () => {
     if (!process.connected) return;
     const status: WorkerStatus = {
@@ -300,7 +299,7 @@ export async function runWorker(config: Config, parentLogger: Logger, flags: Gat
     process.once("disconnect", resolve);
   });
   clearInterval(timer);
-  clearInterval(shareTimer);
+  limiter?.close();
   await gateway.stop();
   await source.close?.();
   if (process.connected) process.disconnect();
