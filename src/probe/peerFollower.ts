@@ -36,8 +36,8 @@ const MAX_BACKFILL = 32;
 /**
  * Follows one reserved full-node peer: `newHeads` over WebSocket when the peer has a ws URL (a new block counts the
  * moment the peer has it), polling otherwise or while the subscription is silent (over the WebSocket while it is
- * open, else over HTTP). Keeps the recent canonical
- * hashes the engine needs for quorum and divergence checks, and checks `eth_chainId` on every (re)connect.
+ * open, else over HTTP). Keeps the recent canonical hashes the engine needs for quorum and divergence checks, and
+ * checks `eth_chainId` on every (re)connect.
  *
  * Emits `head` (BlockRef, the header or block as the node sent it) for every new head.
  */
