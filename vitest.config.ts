@@ -37,6 +37,7 @@ const UNIT = [
   "test/gateway/rpc/rules.test.ts",
   "test/gateway/cluster/sharedConnectionCap.test.ts",
   "test/gateway/cluster/sharedRateLimit.test.ts",
+  "test/gateway/cluster/workerStatus.test.ts",
   "test/gateway/sharedState/subscriberWatch.test.ts",
   "test/health/**/*.test.ts",
   "test/image/imageBuildInputs.test.ts",

@@ -17,6 +17,7 @@ import {
   isRateSpending,
   isStopWorker,
   isWorkerStatus,
+  whenChanged,
 } from "./messages.js";
 import type {
   ConnectionGrant,
@@ -279,6 +280,7 @@ export async function runWorker(config: Config, parentLogger: Logger, flags: Gat
         );
     if (limiter && isRateSpending(message)) limiter.debit(message.spent);
   });
+  const sendStatus = whenChanged((status: WorkerStatus) => process.send?.(status));
   const report = () => {
     if (!process.connected) return;
     const status: WorkerStatus = {
@@ -287,7 +289,7 @@ export async function runWorker(config: Config, parentLogger: Logger, flags: Gat
       heads: Object.fromEntries(config.networks.map((n) => [n.name, gateway.servedHead(n.name) ?? null])),
       ...(slices ? { slicesSynced: slices.oldestSync() ?? null } : {}),
     };
-    process.send?.(status);
+    sendStatus(status);
   };
   report();
   const timer = setInterval(report, REPORT_MS);
