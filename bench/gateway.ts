@@ -463,8 +463,18 @@ const ratios = (r: Run, others: Map<string, Run>) => {
             `(less idle ${(r.callCpuPerCall / inProcess.callCpuPerCall).toFixed(2)}x)`,
         ]
       : []),
+    // How workers scale where the machine's cores cannot show it in rates (the load generator and the node share
+    // them): N workers on N free cores serve N times one process's rate when each call costs them what it costs one.
+    ...(r !== inProcess && inProcess && [...others].some(([name, o]) => o === r && WORKERS_ROW.test(name))
+      ? [
+          `CPU/call /x1 ${(r.cpuPerCall / inProcess.cpuPerCall).toFixed(2)}x ` +
+            `(less idle ${(r.callCpuPerCall / inProcess.callCpuPerCall).toFixed(2)}x)`,
+        ]
+      : []),
   ].join(", ");
 };
+/** The rows of the gateway with several workers. */
+const WORKERS_ROW = /^gateway x[2-9]\d* /;
 
 const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error));
 const http = new Map<string, Map<string, Run>>();

@@ -22,6 +22,12 @@ export interface PeerFollowerOptions {
   metrics?: ProbeMetrics;
   /** How many recent heights keep their hash. */
   historyDepth?: number;
+  /**
+   * False: no timer of its own; its owner calls `pollIfSilent()` every `pollIntervalMs`, so the owner's followers
+   * and its own periodic work share one timer (each timer firing apart wakes the process, which costs more CPU than
+   * a poll over WebSocket). True by default.
+   */
+  ownTimer?: boolean;
 }
 
 /** Missing heights fetched at most per new head (larger gaps are left to the next heads). */
@@ -29,8 +35,9 @@ const MAX_BACKFILL = 32;
 
 /**
  * Follows one reserved full-node peer: `newHeads` over WebSocket when the peer has a ws URL (a new block counts the
- * moment the peer has it), HTTP polling otherwise or while the subscription is down. Keeps the recent canonical
- * hashes the engine needs for quorum and divergence checks, and checks `eth_chainId` on every (re)connect.
+ * moment the peer has it), polling otherwise or while the subscription is silent (over the WebSocket while it is
+ * open, else over HTTP). Keeps the recent canonical hashes the engine needs for quorum and divergence checks, and
+ * checks `eth_chainId` on every (re)connect.
  *
  * Emits `head` (BlockRef, the header or block as the node sent it) for every new head.
  */
@@ -78,7 +85,13 @@ export class PeerFollower extends EventEmitter {
       this.ws.connect();
     }
     void this.poll();
-    this.pollTimer = setInterval(() => void this.poll(), this.options.pollIntervalMs);
+    if (this.options.ownTimer ?? true)
+      this.pollTimer = setInterval(() => void this.poll(), this.options.pollIntervalMs);
+  }
+
+  /** Polls unless the subscription is live (or a poll is under way): its owner's timer, with `ownTimer: false`. */
+  pollIfSilent(): void {
+    void this.poll();
   }
 
   stop(): void {
@@ -139,12 +152,20 @@ export class PeerFollower extends EventEmitter {
     this.polling = true;
     const started = performance.now();
     try {
-      const [chainId, latest] = await this.http.batch([
-        { method: "eth_chainId" },
-        { method: "eth_getBlockByNumber", params: ["latest", false] },
-      ]);
-      if (latest instanceof Error) throw latest;
-      if (!(chainId instanceof Error)) this.setChainId(parseQuantity(chainId));
+      let latest: unknown;
+      if (this.ws?.connected && this.chainId !== undefined) {
+        // Over the open WebSocket, whose chain id was checked when it (re)connected: a frame each way, where an HTTP
+        // request cost several times the CPU (a poll every period while newHeads is silent, per node, per worker).
+        latest = await this.ws.call("eth_getBlockByNumber", ["latest", false]);
+      } else {
+        const [chainId, polled] = await this.http.batch([
+          { method: "eth_chainId" },
+          { method: "eth_getBlockByNumber", params: ["latest", false] },
+        ]);
+        if (polled instanceof Error) throw polled;
+        if (!(chainId instanceof Error)) this.setChainId(parseQuantity(chainId));
+        latest = polled;
+      }
       this.lastOkAt = this.clock();
       this.onHeader(latest, "poll");
     } catch (error) {

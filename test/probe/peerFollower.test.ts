@@ -90,6 +90,99 @@ describe("PeerFollower", () => {
     await waitFor(() => follower.observation().reachable, { what: "reachable again" });
   });
 
+  it("polls over its open WebSocket while newHeads is silent, not over HTTP", async () => {
+    // A node whose newHeads never fires (no block comes): the follower must still read its head every poll period,
+    // and with its WebSocket open, over it (a frame each way) rather than an HTTP request each time.
+    const block = {
+      number: "0x5",
+      timestamp: "0x64",
+      hash: `0x${"ab".repeat(32)}`,
+      parentHash: `0x${"cd".repeat(32)}`,
+    };
+    let httpPolls = 0;
+    let wsPolls = 0;
+    const server = createServer((request, response) => {
+      let body = "";
+      request.on("data", (chunk: Buffer) => (body += String(chunk)));
+      request.on("end", () => {
+        httpPolls++;
+        const calls = JSON.parse(body) as Array<{ id: number; method: string }>;
+        const answers = calls.map(({ id, method }) => ({
+          jsonrpc: "2.0",
+          id,
+          result: method === "eth_chainId" ? "0x7a69" : block,
+        }));
+        response.setHeader("content-type", "application/json");
+        response.end(JSON.stringify(answers));
+      });
+    });
+    const sockets = new WebSocketServer({ server });
+    sockets.on("connection", (socket) =>
+      socket.on("message", (data) => {
+        const { id, method } = JSON.parse(String(data)) as { id: number; method: string };
+        if (method === "eth_getBlockByNumber") wsPolls++;
+        const result = method === "eth_chainId" ? "0x7a69" : method === "eth_subscribe" ? "0x1" : block;
+        socket.send(JSON.stringify({ jsonrpc: "2.0", id, result }));
+      }),
+    );
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    cleanup.push(async () => {
+      for (const client of sockets.clients) client.terminate();
+      sockets.close();
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    });
+    const url = `127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const follower = new PeerFollower({
+      network: "devnet",
+      peer: { name: "full-0", http: `http://${url}`, ws: `ws://${url}` },
+      expectedChainId: 31_337,
+      pollIntervalMs: 20,
+      timeoutMs: 5_000,
+      logger: silentLogger(),
+    });
+    cleanup.push(() => follower.stop());
+    follower.start();
+    await waitFor(() => wsPolls >= 3, { what: "head polls over the WebSocket" });
+    const httpBefore = httpPolls;
+    const wsBefore = wsPolls;
+    await waitFor(() => wsPolls >= wsBefore + 5, { what: "more head polls over the WebSocket" });
+    expect(httpPolls).toBe(httpBefore);
+    expect(follower.observation()).toMatchObject({ reachable: true, chainId: 31_337, head: { number: 5 } });
+  });
+
+  it("polls only when its owner says so with no timer of its own", async () => {
+    const { node, rpc } = await peerNode();
+    let polls = 0;
+    const follower = new PeerFollower({
+      network: "devnet",
+      peer: { name: "full-0", http: node.httpUrl },
+      expectedChainId: 31_337,
+      pollIntervalMs: 5,
+      timeoutMs: 5_000,
+      logger: silentLogger(),
+      ownTimer: false,
+    });
+    cleanup.push(() => follower.stop());
+    // Each HTTP poll is one batch (a call on the test's own client is not).
+    const original = HttpRpcClient.prototype.batch;
+    cleanup.push(() => (HttpRpcClient.prototype.batch = original));
+    HttpRpcClient.prototype.batch = function (this: HttpRpcClient, ...args) {
+      polls++;
+      return original.apply(this, args);
+    };
+    follower.start();
+    await waitFor(() => follower.observation().head !== undefined, { what: "the first poll" });
+    for (let tick = 1; tick <= 3; tick++) {
+      const before = follower.observation().headSeenAt;
+      await rpc.call("evm_mine");
+      follower.pollIfSilent();
+      await waitFor(() => follower.observation().headSeenAt !== before, { what: `poll ${tick}` });
+    }
+    // With a 5 ms timer of its own it would have polled many more times during those waits.
+    expect(polls).toBe(4);
+  });
+
   it("is still pending, not unusable, while its chain id is known and its head not yet", async () => {
     // A peer that answers eth_chainId over WebSocket at once but holds every HTTP read: a loaded machine's first
     // contact, between the WebSocket check and the first head. A round then must not call the peers unusable.

@@ -17,6 +17,7 @@ import {
   isRateSpending,
   isStopWorker,
   isWorkerStatus,
+  whenChanged,
 } from "./messages.js";
 import type {
   ConnectionGrant,
@@ -222,7 +223,12 @@ export async function runWorker(config: Config, parentLogger: Logger, flags: Gat
     config.gateway.sharedState.backend === "memory"
       ? configuredRateLimiter(config.gateway.rateLimit)
       : undefined;
-  const limiter = local && new SharedRateLimiter(local);
+  const limiter =
+    local &&
+    new SharedRateLimiter(local, {
+      everyMs: SHARE_SPENDING_MS,
+      send: (spent) => process.connected && process.send?.({ kind: "lightfleet-gateway-spent", spent }),
+    });
   // With a cap, every WebSocket connection is counted by the primary, for all workers.
   const connectionCap =
     config.gateway.maxWsConnectionsPerAddress === undefined
@@ -274,12 +280,7 @@ export async function runWorker(config: Config, parentLogger: Logger, flags: Gat
         );
     if (limiter && isRateSpending(message)) limiter.debit(message.spent);
   });
-  const shareTimer =
-    limiter &&
-    setInterval(() => {
-      const spent = limiter.spent();
-      if (spent.length > 0 && process.connected) process.send?.({ kind: "lightfleet-gateway-spent", spent });
-    }, SHARE_SPENDING_MS);
+  const sendStatus = whenChanged((status: WorkerStatus) => process.send?.(status));
   const report = () => {
     if (!process.connected) return;
     const status: WorkerStatus = {
@@ -288,7 +289,7 @@ export async function runWorker(config: Config, parentLogger: Logger, flags: Gat
       heads: Object.fromEntries(config.networks.map((n) => [n.name, gateway.servedHead(n.name) ?? null])),
       ...(slices ? { slicesSynced: slices.oldestSync() ?? null } : {}),
     };
-    process.send?.(status);
+    sendStatus(status);
   };
   report();
   const timer = setInterval(report, REPORT_MS);
@@ -300,7 +301,7 @@ export async function runWorker(config: Config, parentLogger: Logger, flags: Gat
     process.once("disconnect", resolve);
   });
   clearInterval(timer);
-  clearInterval(shareTimer);
+  limiter?.close();
   await gateway.stop();
   await source.close?.();
   if (process.connected) process.disconnect();

@@ -1,6 +1,6 @@
 import type { JsonRpcRequest, JsonRpcResponse } from "../../rpc/jsonRpc.js";
 
-/** What a gateway worker tells the primary, at start and then periodically. */
+/** What a gateway worker tells the primary, at start and then whenever it changes (`whenChanged`). */
 export interface WorkerStatus {
   kind: "lightfleet-gateway-status";
   url: string;
@@ -8,6 +8,20 @@ export interface WorkerStatus {
   heads: Record<string, number | null>;
   /** Oldest EndpointSlice cache sync (epoch ms), when the worker follows Services. */
   slicesSynced?: number | null;
+}
+
+/**
+ * `send`, called only for a message that differs from the last one sent: a worker checks its status every half
+ * second, and sending it unchanged woke the primary that often per worker for nothing (the primary keeps the last).
+ */
+export function whenChanged<T>(send: (message: T) => void): (message: T) => void {
+  let last: string | undefined;
+  return (message) => {
+    const text = JSON.stringify(message);
+    if (text === last) return;
+    last = text;
+    send(message);
+  };
 }
 
 /** The primary, told to stop, asks a worker to start its drain (keep serving, ask clients to reconnect). */

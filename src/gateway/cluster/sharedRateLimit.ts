@@ -14,13 +14,42 @@ const MAX_ADDRESSES_PER_REPORT = 10_000;
  */
 export class SharedRateLimiter implements RateLimiter {
   private spending = new Map<string, number>();
+  private timer: NodeJS.Timeout | undefined;
 
-  constructor(private readonly local: IpRateLimiter) {}
+  /**
+   * With `report`, what was spent is sent every `everyMs` while there is some: the timer is set by the first call
+   * spent after a report, so an idle worker is not woken every period for nothing.
+   */
+  constructor(
+    private readonly local: IpRateLimiter,
+    private readonly report?: { everyMs: number; send: (spent: Spending) => void },
+  ) {}
 
   take(address: string, calls: number): RateVerdict {
     const verdict = this.local.take(address, calls);
-    if (verdict.ok) this.spending.set(address, (this.spending.get(address) ?? 0) + calls);
+    if (verdict.ok) {
+      this.spending.set(address, (this.spending.get(address) ?? 0) + calls);
+      this.scheduleReport();
+    }
     return verdict;
+  }
+
+  /** Stops the reports. */
+  close(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  private scheduleReport(): void {
+    const report = this.report;
+    if (!report || this.timer) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      const spent = this.spent();
+      if (spent.length > 0) report.send(spent);
+      // More addresses than one report holds: the rest go in the next.
+      if (this.spending.size > 0) this.scheduleReport();
+    }, report.everyMs);
   }
 
   /** What this worker's clients spent since the last report. */

@@ -94,7 +94,10 @@ export class NetworkUpstreams extends EventEmitter implements Upstreams {
   private served: number | undefined;
   private agreement: HeadAgreement = agreeOnHead([], []);
   private readonly unsubscribe: () => void;
-  /** Recounts the agreement when nothing else does: a node that stops answering changes who votes. */
+  /**
+   * Every poll period: polls each follower whose newHeads is silent, then recounts the agreement (a node that stops
+   * answering changes who votes). One timer for all of them, as each timer firing apart wakes the process.
+   */
   private readonly recount: NodeJS.Timeout;
   private readonly peers: PeerFollower[];
   /** The safe and finalized blocks, followed like the head (asked again after agreed heads, at most every 2 s). */
@@ -122,6 +125,8 @@ export class NetworkUpstreams extends EventEmitter implements Upstreams {
       return follower;
     });
     this.recount = setInterval(() => {
+      for (const peer of this.peers) peer.pollIfSilent();
+      for (const member of this.members.values()) member.follower.pollIfSilent();
       this.updateAgreement(undefined, undefined);
       // Asked again until known, not only at the next head (a chain that stands still would never have them), but
       // seldom: a chain without finality (pre-merge, some devnets) never answers.
@@ -348,6 +353,7 @@ export class NetworkUpstreams extends EventEmitter implements Upstreams {
       timeoutMs: this.options.timeoutMs,
       logger: this.options.logger,
       historyDepth: 128,
+      ownTimer: false,
     });
   }
 

@@ -1,5 +1,6 @@
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { SharedRateLimiter } from "../../../src/gateway/cluster/sharedRateLimit.js";
+import type { Spending } from "../../../src/gateway/cluster/sharedRateLimit.js";
 import { IpRateLimiter } from "../../../src/gateway/limits/ipRateLimiter.js";
 
 /** `count` workers' limiters on one clock, and the relay the primary makes between them. */
@@ -71,5 +72,45 @@ describe("the per-address limit shared by gateway workers", () => {
     expect(w!.spent()).toHaveLength(10_000);
     expect(w!.spent()).toHaveLength(5);
     expect(w!.spent()).toHaveLength(0);
+  });
+});
+
+describe("a worker's reports of what its clients spent", () => {
+  afterEach(() => vi.useRealTimers());
+
+  it("sets no timer while nothing is spent, and reports within one period of a spending", () => {
+    vi.useFakeTimers();
+    const reports: Spending[] = [];
+    const limiter = new SharedRateLimiter(new IpRateLimiter({ ratePerSecond: 10, burst: 20, now: () => 0 }), {
+      everyMs: 100,
+      send: (spent) => reports.push(spent),
+    });
+    // An idle worker is not woken every period for nothing.
+    expect(vi.getTimerCount()).toBe(0);
+    expect(limiter.take("a", 2).ok).toBe(true);
+    expect(limiter.take("a", 1).ok).toBe(true);
+    expect(vi.getTimerCount()).toBe(1);
+    vi.advanceTimersByTime(99);
+    expect(reports).toEqual([]);
+    vi.advanceTimersByTime(1);
+    expect(reports).toEqual([[["a", 3]]]);
+    expect(vi.getTimerCount()).toBe(0);
+    expect(limiter.take("b", 1).ok).toBe(true);
+    vi.advanceTimersByTime(100);
+    expect(reports).toEqual([[["a", 3]], [["b", 1]]]);
+    limiter.close();
+  });
+
+  it("reports what one report could not hold in the next period", () => {
+    vi.useFakeTimers();
+    const reports: Spending[] = [];
+    const limiter = new SharedRateLimiter(new IpRateLimiter({ ratePerSecond: 1, burst: 1, now: () => 0 }), {
+      everyMs: 100,
+      send: (spent) => reports.push(spent),
+    });
+    for (let i = 0; i < 10_005; i++) limiter.take(`10.0.${Math.floor(i / 256)}.${i % 256}`, 1);
+    vi.advanceTimersByTime(200);
+    expect(reports.map((r) => r.length)).toEqual([10_000, 5]);
+    expect(vi.getTimerCount()).toBe(0);
   });
 });
