@@ -24,17 +24,17 @@ export class LatencyWindow {
   add(ms: number): void {
     const { ring, sorted } = this;
     if (this.length === this.size) {
-      // Full: the oldest sample leaves where the new one comes in, so only the samples between the two places move,
-      // by one, in one pass (two copyWithin calls through the runtime cost more than the shift).
+      // Full: the oldest sample leaves where the new one comes in, so only the samples between the two places move
+      // by one: one copyWithin (a call into the runtime each) where there were two.
       const out = this.firstAtLeast(ring[this.next]!);
       ring[this.next] = ms;
       this.next = (this.next + 1) % this.size;
       const at = this.firstAtLeast(ms);
       if (at > out) {
-        for (let i = out; i < at - 1; i++) sorted[i] = sorted[i + 1]!;
+        if (at - 1 > out) sorted.copyWithin(out, out + 1, at);
         sorted[at - 1] = ms;
       } else {
-        for (let i = out; i > at; i--) sorted[i] = sorted[i - 1]!;
+        if (out > at) sorted.copyWithin(at + 1, at, out);
         sorted[at] = ms;
       }
       return;
