@@ -1,3 +1,4 @@
+import { isAscii, isUtf8 } from "node:buffer";
 import { EventEmitter } from "node:events";
 import type { Duplex } from "node:stream";
 import WebSocket from "ws";
@@ -36,6 +37,16 @@ interface Pending {
  * `ws` send the text as it is, where a random one made it copy and XOR every call.
  */
 const zeroMask = (mask: Uint8Array) => mask.fill(0);
+
+/**
+ * A text frame's text; undefined when it is not UTF-8. A node's answers are ASCII (JSON with escapes), read as
+ * Latin-1, a plain copy: ws's UTF-8 check and the UTF-8 decoding each went over every byte of the answer (a block is
+ * kilobytes). Anything else is checked and decoded as UTF-8.
+ */
+function frameText(data: Buffer): string | undefined {
+  if (isAscii(data)) return data.toString("latin1");
+  return isUtf8(data) ? data.toString("utf8") : undefined;
+}
 
 interface SubscriptionEntry {
   params: unknown[];
@@ -97,6 +108,7 @@ export class WsRpcClient extends EventEmitter {
     const socket = new WebSocket(this.options.url, {
       handshakeTimeout: this.options.timeoutMs,
       generateMask: zeroMask,
+      skipUTF8Validation: true,
     });
     this.socket = socket;
     socket.on("open", () => {
@@ -106,7 +118,13 @@ export class WsRpcClient extends EventEmitter {
       void this.resubscribeAll();
     });
     socket.on("upgrade", (response) => (this.wire = response.socket));
-    socket.on("message", (data) => this.onMessage(data.toString()));
+    socket.on("message", (data: Buffer) => {
+      const text = frameText(data);
+      if (text !== undefined) return this.onMessage(text);
+      // What ws does with a text frame that is not UTF-8 (its own check is off, see frameText).
+      this.report(new RpcTransportError(`${this.options.url} sent a frame that is not UTF-8`, "malformed"));
+      socket.terminate();
+    });
     socket.on("pong", () => (this.awaitingPong = false));
     socket.on("error", (error) => this.report(error));
     socket.on("close", (code) => this.onClose(socket, `closed (${code})`));

@@ -152,6 +152,38 @@ describe("WsRpcClient against anvil", () => {
     expect(JSON.parse(await client.callText("eth_chainId", []))).toMatchObject({ result: "0x1" });
   });
 
+  it("reads answers in UTF-8 beyond ASCII, and drops a connection whose frame is not UTF-8", async () => {
+    const server = new WebSocketServer({ host: "127.0.0.1", port: 0 });
+    cleanup.push(() => new Promise((resolve) => server.close(resolve)));
+    await new Promise((resolve) => server.once("listening", resolve));
+    const port = (server.address() as AddressInfo).port;
+    server.on("connection", (ws) =>
+      ws.on("message", (data: Buffer) => {
+        const { id, method } = JSON.parse(String(data)) as { id: number; method: string };
+        if (method === "eth_text") ws.send(`{"jsonrpc":"2.0","id":${id},"result":"é ✓ \u{1F600}"}`);
+        // A text frame whose bytes are not UTF-8 (0xff never is).
+        else
+          ws.send(Buffer.from([...Buffer.from(`{"jsonrpc":"2.0","id":${id},"result":"`), 0xff, 0x22, 0x7d]), {
+            binary: false,
+          });
+      }),
+    );
+    const client = new WsRpcClient({
+      url: `ws://127.0.0.1:${port}`,
+      timeoutMs: 5_000,
+      reconnectBaseMs: 10_000,
+    });
+    const errors: Error[] = [];
+    client.on("error", (error: Error) => errors.push(error));
+    cleanup.push(() => client.close());
+    client.connect();
+    await waitFor(() => client.connected, { what: "connection" });
+    expect(JSON.parse(await client.callText("eth_text", []))).toMatchObject({ result: "é ✓ \u{1F600}" });
+    await expect(client.callText("eth_garbled", [])).rejects.toMatchObject({ reason: "connection" });
+    expect(errors.map((e) => e.message).join()).toContain("not UTF-8");
+    expect(client.connected).toBe(false);
+  });
+
   it("closes when idle only after the calls in flight are answered, and takes no new ones", async () => {
     const node = await anvilNode();
     const client = new WsRpcClient({ url: node.wsUrl, timeoutMs: 5_000, reconnectBaseMs: 10 });

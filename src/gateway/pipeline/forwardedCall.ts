@@ -339,7 +339,7 @@ export class ForwardedCall {
     // to a second hedge as well, to a third node, while the read is still unanswered (see hedgeQuantiles).
     const { tracker } = shared;
     attempt.hungAfter = tracker.hungBound(node);
-    attempt.started = shared.now();
+    attempt.started = attempt.ticket.started;
     const hedgeAfter = kind === "first" && this.hedged ? tracker.hedgeDelay(node, request.method) : Infinity;
     if (hedgeAfter >= attempt.hungAfter) {
       this.after(attempt.hungAfter, () => attempt.onHung());
