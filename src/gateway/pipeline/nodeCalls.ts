@@ -94,8 +94,33 @@ export class NodeCalls {
    * (connection lost), hangs (outstanding past the node's own bound) or is slower than its usual (a hedge, within the
    * budget); the first answer wins and the others are dropped. At most three nodes are asked (see ForwardedCall).
    */
-  send(plan: ForwardPlan, raw: boolean): Promise<Answered> {
-    return new Promise<Answered>((resolve) => new ForwardedCall(this.shared, plan, raw, resolve).start());
+  send(plan: ForwardPlan, raw: boolean): Promise<Answered>;
+  /**
+   * With `then`: the promise gives what `then` makes of the answer, done as the call finishes (one promise per call
+   * where a `.then` would add a second); `failed` makes it of an exception thrown setting the call out. Neither may
+   * throw.
+   */
+  send<T>(
+    plan: ForwardPlan,
+    raw: boolean,
+    then: (answered: Answered) => T,
+    failed: (error: unknown) => T,
+  ): Promise<T>;
+  send<T>(
+    plan: ForwardPlan,
+    raw: boolean,
+    then?: (answered: Answered) => T,
+    failed?: (error: unknown) => T,
+  ): Promise<T | Answered> {
+    if (!then || !failed)
+      return new Promise<Answered>((resolve) => new ForwardedCall(this.shared, plan, raw, resolve).start());
+    return new Promise<T>((resolve) => {
+      try {
+        new ForwardedCall(this.shared, plan, raw, (answered) => resolve(then(answered))).start();
+      } catch (error) {
+        resolve(failed(error));
+      }
+    });
   }
 
   /** Whether a call that found no node should wait for one: it requires a block that reachable nodes lack. */
