@@ -1,3 +1,4 @@
+import { isAscii, isUtf8 } from "node:buffer";
 import { EventEmitter } from "node:events";
 import type { Duplex } from "node:stream";
 import WebSocket from "ws";
@@ -5,6 +6,7 @@ import { leadingId } from "./answerLayout.js";
 import { backoffDelay } from "./backoff.js";
 import type { JsonRpcErrorObject } from "./jsonRpc.js";
 import { RpcError, RpcTransportError } from "./jsonRpc.js";
+import { requestText } from "./requestText.js";
 
 export interface WsRpcClientOptions {
   url: string;
@@ -19,9 +21,31 @@ export interface WsRpcClientOptions {
 interface Pending {
   /** The answer's JSON text is wanted as it came, errors included (callText). */
   text: boolean;
+  /** What callText's caller makes of that text, done as it settles (no further promise). */
+  read: ((text: string) => unknown) | undefined;
   resolve: (value: unknown) => void;
   reject: (error: Error) => void;
-  timer: NodeJS.Timeout;
+  method: string;
+  timeoutMs: number;
+  /** When the call times out (performance.now()). */
+  deadline: number;
+}
+
+/**
+ * A client's frames are masked with this key: none. Masking keeps a browser's script from choosing the bytes an
+ * intermediary sees; these connections go from the gateway or the controller to its own nodes, and a zero key lets
+ * `ws` send the text as it is, where a random one made it copy and XOR every call.
+ */
+const zeroMask = (mask: Uint8Array) => mask.fill(0);
+
+/**
+ * A text frame's text; undefined when it is not UTF-8. A node's answers are ASCII (JSON with escapes), read as
+ * Latin-1, a plain copy: ws's UTF-8 check and the UTF-8 decoding each went over every byte of the answer (a block is
+ * kilobytes). Anything else is checked and decoded as UTF-8.
+ */
+function frameText(data: Buffer): string | undefined {
+  if (isAscii(data)) return data.toString("latin1");
+  return isUtf8(data) ? data.toString("utf8") : undefined;
 }
 
 interface SubscriptionEntry {
@@ -59,6 +83,12 @@ export class WsRpcClient extends EventEmitter {
   private flushScheduled = false;
   /** closeWhenIdle was called: close once the last pending call is settled. */
   private closing = false;
+  /**
+   * One timer for every pending call's timeout, due at the earliest deadline (a timer set and cleared per call cost
+   * more than the rest of sending it); undefined when no call is pending or it has not been set yet.
+   */
+  private sweepTimer: NodeJS.Timeout | undefined;
+  private sweepAt = Infinity;
 
   constructor(private readonly options: WsRpcClientOptions) {
     super();
@@ -75,7 +105,11 @@ export class WsRpcClient extends EventEmitter {
 
   connect(): void {
     if (this.closed || this.socket) return;
-    const socket = new WebSocket(this.options.url, { handshakeTimeout: this.options.timeoutMs });
+    const socket = new WebSocket(this.options.url, {
+      handshakeTimeout: this.options.timeoutMs,
+      generateMask: zeroMask,
+      skipUTF8Validation: true,
+    });
     this.socket = socket;
     socket.on("open", () => {
       this.attempt = 0;
@@ -84,7 +118,13 @@ export class WsRpcClient extends EventEmitter {
       void this.resubscribeAll();
     });
     socket.on("upgrade", (response) => (this.wire = response.socket));
-    socket.on("message", (data) => this.onMessage(data.toString()));
+    socket.on("message", (data: Buffer) => {
+      const text = frameText(data);
+      if (text !== undefined) return this.onMessage(text);
+      // What ws does with a text frame that is not UTF-8 (its own check is off, see frameText).
+      this.report(new RpcTransportError(`${this.options.url} sent a frame that is not UTF-8`, "malformed"));
+      socket.terminate();
+    });
     socket.on("pong", () => (this.awaitingPong = false));
     socket.on("error", (error) => this.report(error));
     socket.on("close", (code) => this.onClose(socket, `closed (${code})`));
@@ -93,6 +133,8 @@ export class WsRpcClient extends EventEmitter {
   close(): void {
     this.closed = true;
     clearTimeout(this.reconnectTimer);
+    clearTimeout(this.sweepTimer);
+    this.sweepTimer = undefined;
     clearInterval(this.pingTimer);
     this.socket?.terminate();
     this.socket = undefined;
@@ -106,38 +148,82 @@ export class WsRpcClient extends EventEmitter {
   }
 
   call<T = unknown>(method: string, params: unknown[] = [], timeoutMs = this.options.timeoutMs): Promise<T> {
-    return this.send(method, params, timeoutMs, false) as Promise<T>;
+    return this.send(method, params, timeoutMs, true, undefined) as Promise<T>;
   }
 
   /**
    * One call whose answer comes back as the node's JSON text, whatever it says (errors included), for a caller that
    * passes it on: an answer that begins with its id (as geth, reth and anvil write them) is matched without being
-   * parsed. Rejects only when there is no answer.
+   * parsed. Rejects only when there is no answer. With `read`, the promise gives what `read` makes of the text (a
+   * throw rejects it): one promise per call where a `.then` would add a second.
    */
-  callText(method: string, params: unknown, timeoutMs = this.options.timeoutMs): Promise<string> {
-    return this.send(method, params, timeoutMs, true) as Promise<string>;
+  callText(method: string, params: unknown, timeoutMs?: number): Promise<string>;
+  callText<T>(
+    method: string,
+    params: unknown,
+    timeoutMs: number | undefined,
+    read: (text: string) => T | Promise<T>,
+  ): Promise<T>;
+  callText(
+    method: string,
+    params: unknown,
+    timeoutMs = this.options.timeoutMs,
+    read?: (text: string) => unknown,
+  ): Promise<unknown> {
+    return this.send(method, params, timeoutMs, false, read);
   }
 
-  private send(method: string, params: unknown, timeoutMs: number, text: boolean): Promise<unknown> {
+  /** `read` undefined: the answer is parsed, its result given or its error thrown (call). */
+  private send(
+    method: string,
+    params: unknown,
+    timeoutMs: number,
+    parse: boolean,
+    read: ((text: string) => unknown) | undefined,
+  ): Promise<unknown> {
     const socket = this.socket;
     if (!socket || socket.readyState !== WebSocket.OPEN || this.closing) {
       return Promise.reject(new RpcTransportError(`${this.options.url} is not connected`, "connection"));
     }
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.pending.delete(id);
-        reject(
-          new RpcTransportError(
-            `${method}: no answer from ${this.options.url} within ${timeoutMs} ms`,
-            "timeout",
-          ),
-        );
-        this.closeIfDone();
-      }, timeoutMs);
-      this.pending.set(id, { text, resolve, reject, timer });
-      this.write(socket, JSON.stringify({ jsonrpc: "2.0", id, method, params }));
+      const deadline = performance.now() + timeoutMs;
+      this.pending.set(id, { text: !parse, read, resolve, reject, method, timeoutMs, deadline });
+      if (deadline < this.sweepAt) this.sweepAfter(timeoutMs, deadline);
+      this.write(socket, requestText(id, method, params));
     });
+  }
+
+  /** Sets the one timeout timer to go off at `at`, `ms` from now. */
+  private sweepAfter(ms: number, at: number): void {
+    clearTimeout(this.sweepTimer);
+    this.sweepAt = at;
+    // Unref'd: the open socket keeps the process up while calls are pending, and a timer left for calls answered
+    // since must not.
+    this.sweepTimer = setTimeout(() => this.sweep(), Math.max(0, ms)).unref();
+  }
+
+  /** Times out every pending call past its deadline, then sets the timer for the earliest one left. */
+  private sweep(): void {
+    this.sweepTimer = undefined;
+    this.sweepAt = Infinity;
+    const now = performance.now();
+    let next = Infinity;
+    for (const [id, pending] of this.pending) {
+      if (pending.deadline > now) {
+        next = Math.min(next, pending.deadline);
+        continue;
+      }
+      this.pending.delete(id);
+      pending.reject(
+        new RpcTransportError(
+          `${pending.method}: no answer from ${this.options.url} within ${pending.timeoutMs} ms`,
+          "timeout",
+        ),
+      );
+    }
+    if (next !== Infinity) this.sweepAfter(next - now, next);
+    this.closeIfDone();
   }
 
   /**
@@ -199,7 +285,7 @@ export class WsRpcClient extends EventEmitter {
   private onMessage(text: string): void {
     const lead = leadingId(text);
     const answered = lead && this.pending.get(lead.id);
-    if (answered && answered.text) return this.settle(lead.id, answered, () => answered.resolve(text));
+    if (answered && answered.text) return this.settle(lead.id, answered, text);
     let message: {
       id?: number;
       result?: unknown;
@@ -223,18 +309,22 @@ export class WsRpcClient extends EventEmitter {
     if (typeof message.id !== "number") return;
     const pending = this.pending.get(message.id);
     if (!pending) return;
-    this.settle(message.id, pending, () => {
-      if (pending.text) pending.resolve(text);
-      else if (message.error)
-        pending.reject(new RpcError(message.error.code, message.error.message, message.error.data));
-      else pending.resolve(message.result);
-    });
+    if (pending.text) return this.settle(message.id, pending, text);
+    this.pending.delete(message.id);
+    if (message.error)
+      pending.reject(new RpcError(message.error.code, message.error.message, message.error.data));
+    else pending.resolve(message.result);
+    this.closeIfDone();
   }
 
-  private settle(id: number, pending: Pending, answer: () => void): void {
+  /** A call answered with its text: given as it came, or as its caller reads it. */
+  private settle(id: number, pending: Pending, text: string): void {
     this.pending.delete(id);
-    clearTimeout(pending.timer);
-    answer();
+    try {
+      pending.resolve(pending.read ? pending.read(text) : text);
+    } catch (error) {
+      pending.reject(error instanceof Error ? error : new Error(String(error)));
+    }
     this.closeIfDone();
   }
 
@@ -279,8 +369,10 @@ export class WsRpcClient extends EventEmitter {
   }
 
   private failPending(reason: string): void {
+    clearTimeout(this.sweepTimer);
+    this.sweepTimer = undefined;
+    this.sweepAt = Infinity;
     for (const [id, p] of this.pending) {
-      clearTimeout(p.timer);
       p.reject(new RpcTransportError(`${this.options.url}: ${reason}`, "connection"));
       this.pending.delete(id);
     }

@@ -110,6 +110,80 @@ describe("WsRpcClient against anvil", () => {
     expect(new Set(answers).size).toBe(50);
   });
 
+  it("times out each unanswered call at its own timeout, never sooner, while the others are answered", async () => {
+    const server = new WebSocketServer({ host: "127.0.0.1", port: 0 });
+    cleanup.push(() => new Promise((resolve) => server.close(resolve)));
+    await new Promise((resolve) => server.once("listening", resolve));
+    const port = (server.address() as AddressInfo).port;
+    server.on("connection", (ws) =>
+      ws.on("message", (data: Buffer) => {
+        const { id, method } = JSON.parse(String(data)) as { id: number; method: string };
+        if (method === "eth_chainId") ws.send(`{"jsonrpc":"2.0","id":${id},"result":"0x1"}`);
+      }),
+    );
+    const client = new WsRpcClient({ url: `ws://127.0.0.1:${port}`, timeoutMs: 5_000 });
+    cleanup.push(() => client.close());
+    client.connect();
+    await waitFor(() => client.connected, { what: "connection" });
+    const started = performance.now();
+    const settledAt = (call: Promise<unknown>) =>
+      call.then(
+        () => ({ ok: true, at: performance.now() - started, error: undefined }),
+        (error: unknown) => ({ ok: false, at: performance.now() - started, error }),
+      );
+    const late = settledAt(client.callText("eth_hang", [], 600));
+    const soon = settledAt(client.callText("eth_hang", [], 200));
+    const answered = await client.callText("eth_chainId", [], 100, (text) => JSON.parse(text) as unknown);
+    expect(answered).toMatchObject({ result: "0x1" });
+    // A reading that throws rejects its call.
+    await expect(
+      client.callText("eth_chainId", [], 100, () => {
+        throw new Error("unreadable");
+      }),
+    ).rejects.toThrow("unreadable");
+    const first = await soon;
+    expect(first).toMatchObject({ ok: false, error: { reason: "timeout" } });
+    expect(String((first.error as Error).message)).toContain("200 ms");
+    expect(first.at).toBeGreaterThanOrEqual(200);
+    const second = await late;
+    expect(second).toMatchObject({ ok: false, error: { reason: "timeout" } });
+    expect(second.at).toBeGreaterThanOrEqual(600);
+    // Still usable after its calls timed out.
+    expect(JSON.parse(await client.callText("eth_chainId", []))).toMatchObject({ result: "0x1" });
+  });
+
+  it("reads answers in UTF-8 beyond ASCII, and drops a connection whose frame is not UTF-8", async () => {
+    const server = new WebSocketServer({ host: "127.0.0.1", port: 0 });
+    cleanup.push(() => new Promise((resolve) => server.close(resolve)));
+    await new Promise((resolve) => server.once("listening", resolve));
+    const port = (server.address() as AddressInfo).port;
+    server.on("connection", (ws) =>
+      ws.on("message", (data: Buffer) => {
+        const { id, method } = JSON.parse(String(data)) as { id: number; method: string };
+        if (method === "eth_text") ws.send(`{"jsonrpc":"2.0","id":${id},"result":"é ✓ \u{1F600}"}`);
+        // A text frame whose bytes are not UTF-8 (0xff never is).
+        else
+          ws.send(Buffer.from([...Buffer.from(`{"jsonrpc":"2.0","id":${id},"result":"`), 0xff, 0x22, 0x7d]), {
+            binary: false,
+          });
+      }),
+    );
+    const client = new WsRpcClient({
+      url: `ws://127.0.0.1:${port}`,
+      timeoutMs: 5_000,
+      reconnectBaseMs: 10_000,
+    });
+    const errors: Error[] = [];
+    client.on("error", (error: Error) => errors.push(error));
+    cleanup.push(() => client.close());
+    client.connect();
+    await waitFor(() => client.connected, { what: "connection" });
+    expect(JSON.parse(await client.callText("eth_text", []))).toMatchObject({ result: "é ✓ \u{1F600}" });
+    await expect(client.callText("eth_garbled", [])).rejects.toMatchObject({ reason: "connection" });
+    expect(errors.map((e) => e.message).join()).toContain("not UTF-8");
+    expect(client.connected).toBe(false);
+  });
+
   it("closes when idle only after the calls in flight are answered, and takes no new ones", async () => {
     const node = await anvilNode();
     const client = new WsRpcClient({ url: node.wsUrl, timeoutMs: 5_000, reconnectBaseMs: 10 });

@@ -294,10 +294,17 @@ export class CallExecutor {
     cached: CachePlan | undefined,
     started: number,
   ): Promise<JsonRpcResponse> {
-    return this.nodes.send(plan, true).then(
+    // The answer is kept and recorded as the call finishes: no promise of its own.
+    return this.nodes.send(
+      plan,
+      true,
       (answered) => {
-        if (cached) this.keep(cached, answered.response);
-        return this.record(request, answered, started);
+        try {
+          if (cached) this.keep(cached, answered.response);
+          return this.record(request, answered, started);
+        } catch (error) {
+          return this.record(request, this.unexpected(request, error), started);
+        }
       },
       (error: unknown) => this.record(request, this.unexpected(request, error), started),
     );

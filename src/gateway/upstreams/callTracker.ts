@@ -120,7 +120,11 @@ export class CallTracker {
 
   /** How long a call of this node may be outstanding before the node counts as hung. */
   hungBound(node: string): number {
-    const p99 = this.nodes.get(node)?.all.quantile(0.99);
+    return this.boundOf(this.nodes.get(node));
+  }
+
+  private boundOf(record: NodeRecord | undefined): number {
+    const p99 = record?.all.quantile(0.99);
     const bound = p99 === undefined ? this.hung.max : p99 * this.hung.multiplier;
     return Math.min(this.hung.max, Math.max(this.hung.min, bound));
   }
@@ -160,14 +164,16 @@ export class CallTracker {
    */
   hungIn(node: string): number {
     const record = this.nodes.get(node);
-    if (!record) return Infinity;
+    return record ? this.hungInAt(record, this.now()) : Infinity;
+  }
+
+  private hungInAt(record: NodeRecord, now: number): number {
     let soonest = Infinity;
     let bound: number | undefined;
-    const now = this.now();
     for (const kind of record.byClass.values()) {
       const oldest = kind.outstanding.values().next();
       if (oldest.done) continue;
-      bound ??= this.hungBound(node);
+      bound ??= this.boundOf(record);
       soonest = Math.min(soonest, Math.max(oldest.value, kind.answeredAt) + bound - now);
     }
     return soonest;
@@ -180,10 +186,13 @@ export class CallTracker {
 
   /** Nodes new calls should avoid now (hung or recently failed). */
   avoided(): ReadonlySet<string> {
-    // Asked on every forwarded call, and almost always empty: no set made for that.
+    // Asked on every forwarded call, and almost always empty: no set made for that, one clock reading for every node.
     let avoid: Set<string> | undefined;
-    for (const name of this.nodes.keys())
-      if (this.isHung(name) || this.recentlyFailed(name)) (avoid ??= new Set()).add(name);
+    const now = this.now();
+    for (const [name, record] of this.nodes) {
+      const failed = record.failedAt !== undefined && now - record.failedAt < this.hung.failureCooldown;
+      if (failed || this.hungInAt(record, now) <= 0) (avoid ??= new Set()).add(name);
+    }
     return avoid ?? NONE;
   }
 

@@ -24,6 +24,11 @@ export class HedgeBudget {
     this.tokens = Math.min(this.cap, this.tokens + this.earned);
   }
 
+  /** Whether a token is there to take. */
+  left(): boolean {
+    return this.tokens >= UNIT;
+  }
+
   /** Takes a token for one extra call; false when the budget is spent. */
   take(): boolean {
     if (this.tokens < UNIT) return false;

@@ -24,10 +24,20 @@ export class LatencyWindow {
   add(ms: number): void {
     const { ring, sorted } = this;
     if (this.length === this.size) {
-      // The oldest sample leaves the sorted order too.
-      const at = this.firstAtLeast(ring[this.next]!);
-      sorted.copyWithin(at, at + 1, this.length);
-      this.length--;
+      // Full: the oldest sample leaves where the new one comes in, so only the samples between the two places move
+      // by one: one copyWithin (a call into the runtime each) where there were two.
+      const out = this.firstAtLeast(ring[this.next]!);
+      ring[this.next] = ms;
+      this.next = (this.next + 1) % this.size;
+      const at = this.firstAtLeast(ms);
+      if (at > out) {
+        if (at - 1 > out) sorted.copyWithin(out, out + 1, at);
+        sorted[at - 1] = ms;
+      } else {
+        if (out > at) sorted.copyWithin(at + 1, at, out);
+        sorted[at] = ms;
+      }
+      return;
     }
     ring[this.next] = ms;
     this.next = (this.next + 1) % this.size;

@@ -8,6 +8,7 @@ import { PeerFollower } from "../../probe/peerFollower.js";
 import type { JsonRpcRequest, JsonRpcResponse } from "../../rpc/jsonRpc.js";
 import { RpcTransportError } from "../../rpc/jsonRpc.js";
 import { isKnownMethod } from "../rpc/methodPolicy.js";
+import { leadingId } from "../../rpc/answerLayout.js";
 import { WsRpcClient } from "../../rpc/wsRpcClient.js";
 import type { Candidate } from "./balancer.js";
 import { agreeOnHead, type HeadAgreement } from "./agreedHead.js";
@@ -29,6 +30,16 @@ const TAGS_MIN_INTERVAL_MS = 2_000;
 
 /** A -32602 (invalid params) answer, as node software writes it. */
 const INVALID_PARAMS_ANSWER = /"error":\s*\{\s*"code":\s*-32602\b/;
+
+/**
+ * Whether a node's answer is a -32602 refusal. A result in the usual layout is not, known from its first bytes: the
+ * pattern scanned every forwarded answer (a block is kilobytes), which cost more than the rest of reading it.
+ */
+function refusesParams(text: string): boolean {
+  const lead = leadingId(text);
+  if (lead && text.startsWith(',"result":', lead.end)) return false;
+  return INVALID_PARAMS_ANSWER.test(text);
+}
 
 const wsMalformed = (cause: unknown) =>
   new RpcTransportError("the node's answer over WebSocket is not JSON-RPC", "malformed", { cause });
@@ -309,12 +320,12 @@ export class NetworkUpstreams extends EventEmitter implements Upstreams {
     const ws = member.calls;
     if (!ws?.connected || ws.backlog > MAX_CALL_BACKLOG_BYTES || !overWebSocket(request.method))
       return forward(member.upstream.httpUrl, request, timeoutMs, raw);
-    return ws.callText(request.method, request.params, timeoutMs).then((text) =>
+    return ws.callText(request.method, request.params, timeoutMs, (text) =>
       // Node software differs in how its WebSocket refuses a call it cannot read (anvil says -32602 "data did not
       // match any variant of untagged enum EthRpcCall" where its HTTP names the problem or says -32601): such an
       // answer is asked again over HTTP, so a client gets the same error on either transport.
       // HTTP out of reach: the WebSocket's answer is still the node's.
-      INVALID_PARAMS_ANSWER.test(text)
+      refusesParams(text)
         ? forward(member.upstream.httpUrl, request, timeoutMs, raw).catch(() =>
             readNodeAnswer(text, request.id ?? null, raw, wsMalformed),
           )
