@@ -239,7 +239,7 @@ export class CallExecutor {
       }
     }
     if (cached) {
-      const result = this.cache!.getResult(cached.key);
+      const result = this.cache!.find(cached);
       if (result !== undefined) {
         this.cacheCount("hit").n++;
         return this.cachedAnswer(request, result, started);
@@ -275,7 +275,7 @@ export class CallExecutor {
     if (found && this.standing(found.block) === "unverified")
       await this.canonicalHashes.learn(found.block.number!);
     if (found && this.standing(found.block) === "final") {
-      this.cache!.set(cached.key, found.json, found.block);
+      this.cache!.set(cached.key, found.json, found.block, cached.lookup);
       this.cacheCount("shared_hit").n++;
       return this.cachedAnswer(request, new RawResult(found.json), started);
     }
@@ -373,7 +373,7 @@ export class CallExecutor {
     const json = result instanceof RawResult ? result.json : JSON.stringify(result);
     // Only answers about final blocks are shared (they are the same on every replica's chain), and only those small
     // enough to be kept here.
-    if (this.cache!.set(plan.key, json, block) === "final" && this.cache!.holds(plan.key))
+    if (this.cache!.set(plan.key, json, block, plan.lookup) === "final" && this.cache!.holds(plan.key))
       this.options.sharedAnswers?.put(plan.key, { json, block });
   }
 

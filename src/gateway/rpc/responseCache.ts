@@ -11,12 +11,35 @@ export interface AnswerBlock {
 }
 
 /**
- * How a call may be cached: its key, and the block its answer belongs to, or "inResult" when the answer names it
- * (a transaction or receipt by hash: its blockHash and blockNumber).
+ * A call named by a hash parameter, as a hit looks it up: that parameter as the client wrote it, the method, and the
+ * other parameters' JSON with the hash left out. Equal look-ups mean equal keys (the hash's place is the method's).
  */
-export interface CachePlan {
-  key: string;
-  block: AnswerBlock | "inResult";
+export interface HashLookup {
+  hash: string;
+  method: string;
+  rest: string;
+}
+
+/**
+ * How a call may be cached: its key, and the block its answer belongs to, or "inResult" when the answer names it
+ * (a transaction or receipt by hash: its blockHash and blockNumber). The key is written only when asked for (a miss):
+ * a call named by a hash is looked up by `lookup`, whose hash was read while planning, not by a new ~95-character key
+ * that the cache's map would have to hash and compare on every hit.
+ */
+export class CachePlan {
+  private text: string | undefined;
+
+  constructor(
+    private readonly forwarded: JsonRpcRequest,
+    readonly block: AnswerBlock | "inResult",
+    /** The index of a parameter read as a block hash (hex digits, written as they are), not scanned again. */
+    private readonly hashAt = -1,
+    readonly lookup?: HashLookup,
+  ) {}
+
+  get key(): string {
+    return (this.text ??= `${this.forwarded.method}\n${paramsJson(this.forwarded.params, this.hashAt)}`);
+  }
 }
 
 /** Transactions and receipts by their own hash: the answer says which block holds them. */
@@ -51,7 +74,13 @@ export function cachePlan(
   if (index === undefined || params[index] === undefined) return undefined;
   // The served head stands in for latest: any number will do, since tags are refused below.
   const target = readBlockParam(params[index], Number.MAX_SAFE_INTEGER);
-  if (target.kind === "hash") return keyed(forwarded, { hash: target.hash });
+  if (target.kind === "hash")
+    return keyed(
+      forwarded,
+      { hash: target.hash },
+      // As a string (not EIP-1898's object), it is looked up by it.
+      typeof params[index] === "string" ? hashAt(original, forwarded, index) : -1,
+    );
   if (target.kind !== "number" || isLatest(params[index])) return undefined;
   return finalized !== undefined && target.number <= finalized
     ? keyed(forwarded, { number: target.number })
@@ -60,10 +89,17 @@ export function cachePlan(
 
 /**
  * A cacheable call's plan: its key is the call as it goes to the node. `hashAt`: the index of a parameter read as a
- * block hash (hex digits, which JSON writes as they are), not scanned again.
+ * block hash (hex digits, which JSON writes as they are), not scanned again; such a call is looked up by it.
  */
 function keyed(forwarded: JsonRpcRequest, block: CachePlan["block"], hashAt = -1): CachePlan {
-  return { key: `${forwarded.method}\n${paramsJson(forwarded.params, hashAt)}`, block };
+  if (hashAt < 0) return new CachePlan(forwarded, block);
+  const params = forwarded.params as unknown[];
+  const lookup = {
+    hash: params[hashAt] as string,
+    method: forwarded.method,
+    rest: paramsJson(params, hashAt, true),
+  };
+  return new CachePlan(forwarded, block, hashAt, lookup);
 }
 
 /** The index of the hash read from the client's params, when they go to the node as they are. */
@@ -145,6 +181,9 @@ interface Entry {
   block: AnswerBlock;
   /** Its block was final when last checked: it stays so, nothing to check again. */
   final: boolean;
+  /** Its key in the map (the same string: looked up again by it, its hash is already computed). */
+  key: string;
+  lookup: HashLookup | undefined;
 }
 
 /** Bytes an entry is charged beyond its key and answer (the map's own bookkeeping). */
@@ -157,6 +196,8 @@ const ENTRY_OVERHEAD_BYTES = 128;
  */
 export class ResponseCache {
   private readonly entries: LRUCache<string, Entry>;
+  /** Entries kept with a HashLookup, by its hash: each leaves this index as it leaves the map. */
+  private readonly byHash = new Map<string, Entry[]>();
 
   /**
    * `becameFinal` is told of an entry kept before its block was known final, once it is (an entry final when kept is
@@ -172,6 +213,8 @@ export class ResponseCache {
       maxEntrySize: Math.min(options.maxEntryBytes, options.maxBytes),
       // Strings are UTF-16 in memory: two bytes a character.
       sizeCalculation: (entry, key) => 2 * (entry.json.length + key.length) + ENTRY_OVERHEAD_BYTES,
+      // Evicted, deleted or replaced: out of the hash index too.
+      dispose: (entry) => this.unindex(entry),
     });
   }
 
@@ -186,6 +229,23 @@ export class ResponseCache {
   /** The cached result as an answer's result (see get), the same object on every hit. */
   getResult(key: string): RawResult | undefined {
     return this.served(key)?.result;
+  }
+
+  /**
+   * The cached result for a plan (see get): a call named by a hash is found by its lookup, then its entry is read from
+   * the map by the entry's own key (its recency kept as a look-up by key keeps it).
+   */
+  find(plan: CachePlan): RawResult | undefined {
+    const lookup = plan.lookup;
+    if (lookup === undefined) return this.served(plan.key)?.result;
+    const kept = this.byHash.get(lookup.hash);
+    if (kept === undefined) return undefined;
+    for (let i = 0; i < kept.length; i++) {
+      const entry = kept[i]!;
+      if (entry.lookup!.method === lookup.method && entry.lookup!.rest === lookup.rest)
+        return this.served(entry.key)?.result;
+    }
+    return undefined;
   }
 
   private served(key: string): Entry | undefined {
@@ -209,11 +269,27 @@ export class ResponseCache {
    * Keeps a result (JSON text) of the block given, if that block stands now or may once verified; returns where the
    * block stands (only an answer about a final block may be shared with other replicas, or served from them).
    */
-  set(key: string, json: string, block: AnswerBlock): BlockStanding {
+  set(key: string, json: string, block: AnswerBlock, lookup?: HashLookup): BlockStanding {
     const standing = this.standing(block);
-    if (standing !== "unknown")
-      this.entries.set(key, { json, result: keptResult(json), block, final: standing === "final" });
+    if (standing === "unknown") return standing;
+    const entry: Entry = { json, result: keptResult(json), block, final: standing === "final", key, lookup };
+    this.entries.set(key, entry);
+    // Not kept when larger than an entry may be.
+    if (lookup !== undefined && this.entries.peek(key) === entry) {
+      const kept = this.byHash.get(lookup.hash);
+      if (kept === undefined) this.byHash.set(lookup.hash, [entry]);
+      else kept.push(entry);
+    }
     return standing;
+  }
+
+  private unindex(entry: Entry): void {
+    if (entry.lookup === undefined) return;
+    const kept = this.byHash.get(entry.lookup.hash);
+    const at = kept?.indexOf(entry) ?? -1;
+    if (at < 0) return;
+    if (kept!.length === 1) this.byHash.delete(entry.lookup.hash);
+    else kept!.splice(at, 1);
   }
 
   /** Whether an entry is kept under `key` (one larger than `maxEntryBytes` never is); its recency is left as it was. */
@@ -227,5 +303,12 @@ export class ResponseCache {
 
   get size(): number {
     return this.entries.size;
+  }
+
+  /** How many entries the hash index holds (each kept entry with a look-up, no more). */
+  get looksUp(): number {
+    let n = 0;
+    for (const kept of this.byHash.values()) n += kept.length;
+    return n;
   }
 }

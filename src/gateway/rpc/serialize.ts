@@ -69,14 +69,16 @@ export function stringifyJson(value: unknown): string | undefined {
 /**
  * JSON.stringify of a call's params, written directly when they are strings needing no escapes and booleans (a
  * block hash and a flag, say); the same text either way. `plainAt`: the index of a string known to need no escapes
- * (a block hash already read), not scanned again.
+ * (a block hash already read), not scanned again; with `omitPlain`, written as nothing (`[,false]`: a look-up's params
+ * beside their hash, which JSON.stringify never writes).
  */
-export function paramsJson(params: unknown, plainAt = -1): string {
+export function paramsJson(params: unknown, plainAt = -1, omitPlain = false): string {
   if (!Array.isArray(params)) return JSON.stringify(params ?? []);
   let text = "[";
   for (let i = 0; i < params.length; i++) {
     const param: unknown = params[i];
     if (i > 0) text += ",";
+    if (i === plainAt && omitPlain) continue;
     if (typeof param === "string" && (i === plainAt || plainString(param))) text += `"${param}"`;
     else if (typeof param === "boolean") text += param ? "true" : "false";
     else return JSON.stringify(params);

@@ -203,4 +203,71 @@ describe("ResponseCache", () => {
     expect(c.holds("big")).toBe(false);
     expect(c.holds("key-19")).toBe(true);
   });
+
+  describe("a call named by a hash, looked up by it", () => {
+    /** Keeps the call's answer as the gateway does (by its plan), standing final. */
+    function kept(c: ResponseCache, method: string, params: unknown[], json: string) {
+      const p = plan(method, params, undefined)!;
+      c.set(p.key, json, { hash: HASH }, p.lookup);
+    }
+    const found = (c: ResponseCache, method: string, params: unknown[]) =>
+      c.find(plan(method, params, undefined)!)?.json;
+
+    it("finds the same call, and only it: other flags, methods, hashes and letter cases are other entries", () => {
+      const { c, standings } = cache();
+      standings.set(HASH, "final");
+      standings.set(OTHER, "final");
+      kept(c, "eth_getBlockByHash", [HASH, false], "1");
+      kept(c, "eth_getBlockByHash", [HASH, true], "2");
+      kept(c, "eth_getBlockReceipts", [HASH], "3");
+      kept(c, "eth_getBalance", [ACCOUNT, HASH], "4");
+      expect(plan("eth_getBlockByHash", [HASH, false], undefined)?.lookup).toBeDefined();
+      expect(found(c, "eth_getBlockByHash", [HASH, false])).toBe("1");
+      expect(found(c, "eth_getBlockByHash", [HASH, true])).toBe("2");
+      expect(found(c, "eth_getBlockReceipts", [HASH])).toBe("3");
+      expect(found(c, "eth_getBalance", [ACCOUNT, HASH])).toBe("4");
+      expect(found(c, "eth_getBalance", [ACCOUNT.replace("f39", "f38"), HASH])).toBeUndefined();
+      expect(found(c, "eth_getTransactionCount", [ACCOUNT, HASH])).toBeUndefined();
+      expect(found(c, "eth_getBlockByHash", [OTHER, false])).toBeUndefined();
+      expect(found(c, "eth_getBlockByHash", [HASH.toUpperCase().replace("0X", "0x"), false])).toBeUndefined();
+      // EIP-1898's object form is found by its key.
+      const byObject = plan("eth_call", [{ to: ACCOUNT }, { blockHash: HASH }], undefined)!;
+      expect(byObject.lookup).toBeUndefined();
+      c.set(byObject.key, "5", { hash: HASH }, byObject.lookup);
+      expect(found(c, "eth_call", [{ to: ACCOUNT }, { blockHash: HASH }])).toBe("5");
+      expect(found(c, "eth_call", [{ to: OTHER.slice(0, 42) }, { blockHash: HASH }])).toBeUndefined();
+      // The same entries by their keys.
+      expect(c.get(plan("eth_getBlockByHash", [HASH, true], undefined)!.key)).toBe("2");
+    });
+
+    it("leaves the look-up with the entry: evicted, replaced, dropped after a reorg, never kept", () => {
+      const { c, standings } = cache(2_000, 1_000);
+      standings.set(HASH, "current");
+      kept(c, "eth_getBlockByHash", [HASH, false], "1");
+      kept(c, "eth_getBlockByHash", [HASH, false], "9");
+      expect(found(c, "eth_getBlockByHash", [HASH, false])).toBe("9");
+      expect(c.size).toBe(1);
+      expect(c.looksUp).toBe(1);
+      // A reorg: the entry is dropped, and not found again once its block stands again.
+      standings.set(HASH, "unknown");
+      expect(found(c, "eth_getBlockByHash", [HASH, false])).toBeUndefined();
+      standings.set(HASH, "current");
+      expect(found(c, "eth_getBlockByHash", [HASH, false])).toBeUndefined();
+      expect(c.looksUp).toBe(0);
+      // Too large to keep: not found.
+      kept(c, "eth_getBlockByHash", [HASH, true], "x".repeat(600));
+      expect(found(c, "eth_getBlockByHash", [HASH, true])).toBeUndefined();
+      expect(c.looksUp).toBe(0);
+      // Evicted by others: not found; the most recently found stays.
+      kept(c, "eth_getBlockByHash", [HASH, false], "1");
+      kept(c, "eth_getBlockReceipts", [HASH], "2".repeat(300));
+      expect(found(c, "eth_getBlockByHash", [HASH, false])).toBe("1");
+      kept(c, "eth_getBalance", [ACCOUNT, HASH], "3".repeat(300));
+      kept(c, "eth_getTransactionCount", [ACCOUNT, HASH], "4".repeat(300));
+      expect(found(c, "eth_getBlockReceipts", [HASH])).toBeUndefined();
+      expect(found(c, "eth_getBlockByHash", [HASH, false])).toBe("1");
+      expect(c.holds(plan("eth_getBlockReceipts", [HASH], undefined)!.key)).toBe(false);
+      expect(c.looksUp).toBe(c.size);
+    });
+  });
 });
