@@ -21,8 +21,8 @@ export interface WsRpcClientOptions {
 interface Pending {
   /** The answer's JSON text is wanted as it came, errors included (callText). */
   text: boolean;
-  /** What callText's caller makes of that text, done as it settles (no further promise). */
-  read: ((text: string) => unknown) | undefined;
+  /** What callText's caller makes of that text, done as it settles (no further promise); `ascii`: see frameText. */
+  read: ((text: string, ascii: boolean) => unknown) | undefined;
   resolve: (value: unknown) => void;
   reject: (error: Error) => void;
   method: string;
@@ -43,8 +43,8 @@ const zeroMask = (mask: Uint8Array) => mask.fill(0);
  * Latin-1, a plain copy: ws's UTF-8 check and the UTF-8 decoding each went over every byte of the answer (a block is
  * kilobytes). Anything else is checked and decoded as UTF-8.
  */
-function frameText(data: Buffer): string | undefined {
-  if (isAscii(data)) return data.toString("latin1");
+function frameText(data: Buffer, ascii: boolean): string | undefined {
+  if (ascii) return data.toString("latin1");
   return isUtf8(data) ? data.toString("utf8") : undefined;
 }
 
@@ -119,8 +119,10 @@ export class WsRpcClient extends EventEmitter {
     });
     socket.on("upgrade", (response) => (this.wire = response.socket));
     socket.on("message", (data: Buffer) => {
-      const text = frameText(data);
-      if (text !== undefined) return this.onMessage(text);
+      // Told to callText's reader too: an ASCII answer goes on to a client as Latin-1, its length its bytes'.
+      const ascii = isAscii(data);
+      const text = frameText(data, ascii);
+      if (text !== undefined) return this.onMessage(text, ascii);
       // What ws does with a text frame that is not UTF-8 (its own check is off, see frameText).
       this.report(new RpcTransportError(`${this.options.url} sent a frame that is not UTF-8`, "malformed"));
       socket.terminate();
@@ -155,20 +157,21 @@ export class WsRpcClient extends EventEmitter {
    * One call whose answer comes back as the node's JSON text, whatever it says (errors included), for a caller that
    * passes it on: an answer that begins with its id (as geth, reth and anvil write them) is matched without being
    * parsed. Rejects only when there is no answer. With `read`, the promise gives what `read` makes of the text (a
-   * throw rejects it): one promise per call where a `.then` would add a second.
+   * throw rejects it): one promise per call where a `.then` would add a second; `read` is told whether the frame was
+   * ASCII (then its text is as many bytes as characters).
    */
   callText(method: string, params: unknown, timeoutMs?: number): Promise<string>;
   callText<T>(
     method: string,
     params: unknown,
     timeoutMs: number | undefined,
-    read: (text: string) => T | Promise<T>,
+    read: (text: string, ascii: boolean) => T | Promise<T>,
   ): Promise<T>;
   callText(
     method: string,
     params: unknown,
     timeoutMs = this.options.timeoutMs,
-    read?: (text: string) => unknown,
+    read?: (text: string, ascii: boolean) => unknown,
   ): Promise<unknown> {
     return this.send(method, params, timeoutMs, false, read);
   }
@@ -179,7 +182,7 @@ export class WsRpcClient extends EventEmitter {
     params: unknown,
     timeoutMs: number,
     parse: boolean,
-    read: ((text: string) => unknown) | undefined,
+    read: ((text: string, ascii: boolean) => unknown) | undefined,
   ): Promise<unknown> {
     const socket = this.socket;
     if (!socket || socket.readyState !== WebSocket.OPEN || this.closing) {
@@ -282,10 +285,10 @@ export class WsRpcClient extends EventEmitter {
     }
   }
 
-  private onMessage(text: string): void {
+  private onMessage(text: string, ascii: boolean): void {
     const lead = leadingId(text);
     const answered = lead && this.pending.get(lead.id);
-    if (answered && answered.text) return this.settle(lead.id, answered, text);
+    if (answered && answered.text) return this.settle(lead.id, answered, text, ascii);
     let message: {
       id?: number;
       result?: unknown;
@@ -309,7 +312,7 @@ export class WsRpcClient extends EventEmitter {
     if (typeof message.id !== "number") return;
     const pending = this.pending.get(message.id);
     if (!pending) return;
-    if (pending.text) return this.settle(message.id, pending, text);
+    if (pending.text) return this.settle(message.id, pending, text, ascii);
     this.pending.delete(message.id);
     if (message.error)
       pending.reject(new RpcError(message.error.code, message.error.message, message.error.data));
@@ -318,10 +321,10 @@ export class WsRpcClient extends EventEmitter {
   }
 
   /** A call answered with its text: given as it came, or as its caller reads it. */
-  private settle(id: number, pending: Pending, text: string): void {
+  private settle(id: number, pending: Pending, text: string, ascii: boolean): void {
     this.pending.delete(id);
     try {
-      pending.resolve(pending.read ? pending.read(text) : text);
+      pending.resolve(pending.read ? pending.read(text, ascii) : text);
     } catch (error) {
       pending.reject(error instanceof Error ? error : new Error(String(error)));
     }

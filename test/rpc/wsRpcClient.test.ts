@@ -161,6 +161,7 @@ describe("WsRpcClient against anvil", () => {
       ws.on("message", (data: Buffer) => {
         const { id, method } = JSON.parse(String(data)) as { id: number; method: string };
         if (method === "eth_text") ws.send(`{"jsonrpc":"2.0","id":${id},"result":"é ✓ \u{1F600}"}`);
+        else if (method === "eth_ascii") ws.send(`{"jsonrpc":"2.0","id":${id},"result":"0x1"}`);
         // A text frame whose bytes are not UTF-8 (0xff never is).
         else
           ws.send(Buffer.from([...Buffer.from(`{"jsonrpc":"2.0","id":${id},"result":"`), 0xff, 0x22, 0x7d]), {
@@ -179,6 +180,15 @@ describe("WsRpcClient against anvil", () => {
     client.connect();
     await waitFor(() => client.connected, { what: "connection" });
     expect(JSON.parse(await client.callText("eth_text", []))).toMatchObject({ result: "é ✓ \u{1F600}" });
+    // Its reader is told the answer was not ASCII (an ASCII one is: it goes on to a client as Latin-1).
+    expect(await client.callText("eth_text", [], undefined, (text, ascii) => ({ text, ascii }))).toEqual({
+      text: expect.stringContaining("é ✓ \u{1F600}") as string,
+      ascii: false,
+    });
+    expect(await client.callText("eth_ascii", [], undefined, (text, ascii) => ({ text, ascii }))).toEqual({
+      text: expect.stringContaining('"result":"0x1"') as string,
+      ascii: true,
+    });
     await expect(client.callText("eth_garbled", [])).rejects.toMatchObject({ reason: "connection" });
     expect(errors.map((e) => e.message).join()).toContain("not UTF-8");
     expect(client.connected).toBe(false);

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { gzip } from "node:zlib";
 import type { Answer } from "../pipeline/answer.js";
-import { asciiAnswer, serializeBody } from "../rpc/serialize.js";
+import { asciiBody, serializeBody } from "../rpc/serialize.js";
 import { reply } from "./replies.js";
 
 /** Answers smaller than this go out uncompressed even to clients that take gzip: compressing them gains nothing. */
@@ -18,8 +18,9 @@ export function sendAnswer(req: IncomingMessage, res: ServerResponse, answered: 
     return;
   }
   const body = answered.body;
-  // A cached ASCII answer is as many bytes as characters: written as Latin-1, nothing counted or encoded per call.
-  const ascii = Array.isArray(body) ? undefined : asciiAnswer(body);
+  // An ASCII answer (cached, or as a node sent it) is as many bytes as characters: written as Latin-1, nothing counted
+  // or encoded again (a block is kilobytes).
+  const ascii = asciiBody(body);
   const text = ascii ?? serializeBody(body);
   const status = answered.retryAfterMs === undefined ? 200 : 429;
   const extra =

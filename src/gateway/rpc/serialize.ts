@@ -103,14 +103,35 @@ export function keptResult(json: string): RawResult {
   return new RawResult(json, Buffer.byteLength(json) === json.length);
 }
 
+/** Whether a short text (an id as JSON) is ASCII. */
+function asciiText(text: string): boolean {
+  for (let i = 0; i < text.length; i++) if (text.charCodeAt(i) > 0x7f) return false;
+  return true;
+}
+
 /**
- * The text of an answer known to be ASCII (a kept ASCII result and a numeric or null id), whose length is its bytes';
- * undefined for any other answer.
+ * The text of an answer known to be ASCII (an ASCII result the gateway kept or a node sent, and an id written in
+ * ASCII), whose length is its bytes'; undefined for any other answer.
  */
 export function asciiAnswer(response: JsonRpcResponse): string | undefined {
   if (!("result" in response) || !(response.result instanceof RawResult) || !response.result.ascii)
     return undefined;
-  return typeof response.id === "number" || response.id === null ? serializeResponse(response) : undefined;
+  const id = response.id;
+  if (typeof id === "number" || id === null) return serializeResponse(response);
+  const idText = idJson(id);
+  return asciiText(idText) ? `{"jsonrpc":"2.0","id":${idText},"result":${response.result.json}}` : undefined;
+}
+
+/** A single or batch answer's text when all of it is known to be ASCII (see asciiAnswer), else undefined. */
+export function asciiBody(body: JsonRpcResponse | JsonRpcResponse[]): string | undefined {
+  if (!Array.isArray(body)) return asciiAnswer(body);
+  let text = "[";
+  for (let i = 0; i < body.length; i++) {
+    const answer = asciiAnswer(body[i]!);
+    if (answer === undefined) return undefined;
+    text += i === 0 ? answer : `,${answer}`;
+  }
+  return `${text}]`;
 }
 
 /** A single answer or a batch answer as JSON text. */

@@ -1,3 +1,4 @@
+import { isAscii } from "node:buffer";
 import { Pool, errors } from "undici";
 import type { Dispatcher } from "undici";
 import type { JsonRpcRequest, JsonRpcResponse } from "../../rpc/jsonRpc.js";
@@ -81,9 +82,13 @@ export function forward(
       },
       onComplete() {
         try {
-          const text =
-            chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks).toString("utf8");
-          resolve(readNodeAnswer(text, request.id ?? null, raw, (cause) => malformed(statusCode, cause)));
+          const bytes = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+          // A node's answer is ASCII (JSON with escapes): read as Latin-1, a plain copy, and written on as such.
+          const ascii = isAscii(bytes);
+          const text = bytes.toString(ascii ? "latin1" : "utf8");
+          resolve(
+            readNodeAnswer(text, request.id ?? null, raw, (cause) => malformed(statusCode, cause), ascii),
+          );
         } catch (error) {
           reject(error);
         }

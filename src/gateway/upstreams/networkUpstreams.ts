@@ -320,16 +320,16 @@ export class NetworkUpstreams extends EventEmitter implements Upstreams {
     const ws = member.calls;
     if (!ws?.connected || ws.backlog > MAX_CALL_BACKLOG_BYTES || !overWebSocket(request.method))
       return forward(member.upstream.httpUrl, request, timeoutMs, raw);
-    return ws.callText(request.method, request.params, timeoutMs, (text) =>
+    return ws.callText(request.method, request.params, timeoutMs, (text, ascii) =>
       // Node software differs in how its WebSocket refuses a call it cannot read (anvil says -32602 "data did not
       // match any variant of untagged enum EthRpcCall" where its HTTP names the problem or says -32601): such an
       // answer is asked again over HTTP, so a client gets the same error on either transport.
       // HTTP out of reach: the WebSocket's answer is still the node's.
       refusesParams(text)
         ? forward(member.upstream.httpUrl, request, timeoutMs, raw).catch(() =>
-            readNodeAnswer(text, request.id ?? null, raw, wsMalformed),
+            readNodeAnswer(text, request.id ?? null, raw, wsMalformed, ascii),
           )
-        : readNodeAnswer(text, request.id ?? null, raw, wsMalformed),
+        : readNodeAnswer(text, request.id ?? null, raw, wsMalformed, ascii),
     );
   }
 

@@ -10,20 +10,22 @@ const ERROR = ',"error":';
  * A node's answer with the caller's id. With `raw`, a successful answer in the usual layout keeps its result as the
  * node's JSON text (a RawResult), to go back to the client without being parsed and serialized again; anything else
  * is parsed and checked; an error in the usual layout also keeps its JSON text, so the client gets the node's bytes
- * (geth writes `>` as `\u003e`). `malformed` makes the error for an answer that is not JSON-RPC.
+ * (geth writes `>` as `\u003e`). `malformed` makes the error for an answer that is not JSON-RPC. `ascii`: the answer's
+ * bytes were ASCII (so is its result, written to the client as Latin-1 without counting or encoding it).
  */
 export function readNodeAnswer(
   text: string,
   id: JsonRpcId,
   raw: boolean,
   malformed: (cause: unknown) => Error,
+  ascii = false,
 ): JsonRpcResponse {
   if (raw) {
     const lead = leadingId(text);
     if (lead && text.startsWith(RESULT, lead.end)) {
       const start = lead.end + RESULT.length;
       const end = text.lastIndexOf("}");
-      if (end > start) return { jsonrpc: "2.0", id, result: new RawResult(text.slice(start, end)) };
+      if (end > start) return { jsonrpc: "2.0", id, result: new RawResult(text.slice(start, end), ascii) };
     }
     if (lead && text.startsWith(ERROR, lead.end)) {
       const errorText = text.slice(lead.end + ERROR.length, text.lastIndexOf("}"));
