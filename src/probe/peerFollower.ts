@@ -101,9 +101,10 @@ export class PeerFollower extends EventEmitter {
     this.ws?.removeAllListeners();
   }
 
-  observation(): PeerObservation {
+  /** What is known of the node, under `name` (by default its own: a follower shared by roles reports each's). */
+  observation(name = this.options.peer.name): PeerObservation {
     const observation: PeerObservation = {
-      name: this.options.peer.name,
+      name,
       reachable: this.isReachable(),
       recentHashes: this.hashes.view(),
     };

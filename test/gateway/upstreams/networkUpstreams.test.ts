@@ -1,6 +1,7 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { describe, expect, it, onTestFinished } from "vitest";
+import { WebSocketServer } from "ws";
 import { NetworkUpstreams } from "../../../src/gateway/upstreams/networkUpstreams.js";
 import { StaticUpstreamSource } from "../../../src/gateway/upstreams/staticSource.js";
 import { silentLogger } from "../../../src/log/logger.js";
@@ -101,5 +102,86 @@ describe("what following safe and finalized costs the nodes", () => {
       () => upstreams.safe()?.number === shared.head - 2 && upstreams.finalized()?.number === shared.head - 4,
       { what: `safe ${shared.head - 2} and finalized ${shared.head - 4}` },
     );
+  });
+});
+
+/**
+ * A node over HTTP and WebSocket whose newHeads never fires (no block comes), standing at block 5; counts the head
+ * reads (`eth_getBlockByNumber` "latest") it gets over each.
+ */
+async function silentNode() {
+  const block = blockAt(5);
+  const counts = { httpHeadReads: 0, wsHeadReads: 0 };
+  const answer = (call: { id: number; method: string; params?: unknown[] }, via: "http" | "ws") => {
+    if (call.method === "eth_getBlockByNumber" && call.params?.[0] === "latest") {
+      if (via === "http") counts.httpHeadReads++;
+      else counts.wsHeadReads++;
+    }
+    const result =
+      call.method === "eth_chainId"
+        ? hex(CHAIN_ID)
+        : call.method === "eth_subscribe"
+          ? "0x1"
+          : call.method === "eth_getBlockByNumber"
+            ? block
+            : null;
+    return { jsonrpc: "2.0", id: call.id, result };
+  };
+  const server = createServer((req, res) => {
+    let body = "";
+    req.on("data", (chunk: Buffer) => (body += chunk.toString()));
+    req.on("end", () => {
+      const parsed = JSON.parse(body) as Parameters<typeof answer>[0] | Array<Parameters<typeof answer>[0]>;
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(
+        JSON.stringify(Array.isArray(parsed) ? parsed.map((c) => answer(c, "http")) : answer(parsed, "http")),
+      );
+    });
+  });
+  const sockets = new WebSocketServer({ server });
+  sockets.on("connection", (socket) =>
+    socket.on("message", (data) => {
+      const call = JSON.parse(String(data)) as Parameters<typeof answer>[0];
+      socket.send(JSON.stringify(answer(call, "ws")));
+    }),
+  );
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  onTestFinished(async () => {
+    for (const client of sockets.clients) client.terminate();
+    sockets.close();
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  });
+  const address = `127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return { httpUrl: `http://${address}`, wsUrl: `ws://${address}`, counts };
+}
+
+describe("a reserved peer that is also an upstream", () => {
+  it("is followed once, over the upstream's WebSocket, not polled over HTTP as well", async () => {
+    // The same node (same HTTP URL) as reserved peer without a ws URL and as upstream with one: one follower for
+    // both roles reads its head over the WebSocket every period, where a follower per role polled it over HTTP too.
+    const node = await silentNode();
+    const upstreams = new NetworkUpstreams({
+      network: "devnet",
+      chainId: CHAIN_ID,
+      source: new StaticUpstreamSource([
+        { name: "node", network: "devnet", httpUrl: node.httpUrl, wsUrl: node.wsUrl, routed: true },
+      ]),
+      pollIntervalMs: 20,
+      timeoutMs: 5_000,
+      logger: silentLogger(),
+      peers: [{ name: "peer", http: node.httpUrl }],
+    });
+    onTestFinished(() => upstreams.close());
+    await waitFor(() => node.counts.wsHeadReads >= 3 && upstreams.servedHead() === 5, {
+      what: "head reads over the WebSocket and the served head",
+    });
+    const httpBefore = node.counts.httpHeadReads;
+    const wsBefore = node.counts.wsHeadReads;
+    await waitFor(() => node.counts.wsHeadReads >= wsBefore + 5, {
+      what: "more head reads over the WebSocket",
+    });
+    expect(node.counts.httpHeadReads).toBe(httpBefore);
+    expect(upstreams.servedHead()).toBe(5);
   });
 });
