@@ -110,14 +110,20 @@ export class NetworkUpstreams extends EventEmitter implements Upstreams {
   private agreement: HeadAgreement = agreeOnHead([], []);
   private readonly unsubscribe: () => void;
   /**
-   * Every poll period: polls each follower whose newHeads is silent, then recounts the agreement (a node that stops
-   * answering changes who votes). One timer for all of them, as each timer firing apart wakes the process.
+   * Every poll period: polls each follower whose newHeads is silent, then recounts the agreement if a follower's view
+   * changed without a head (a node that stops answering changes who votes). One timer for all of them, as each timer
+   * firing apart wakes the process.
    */
   private readonly recount: NodeJS.Timeout;
   /** One follower per node, shared by a reserved peer and an upstream at the same URL. */
   private readonly followers: NodeFollowers;
   /** The reserved peers, each with its node's follower. */
   private readonly peers: Array<{ config: PeerConfig; follower: PeerFollower }> = [];
+  /**
+   * The followers' revision at the last recount: a period that finds it unchanged skips the recount (the agreement
+   * depends only on their views and the set, whose changes recount at once), which was most of an idle round's work.
+   */
+  private countedRevision = -1;
   /** The safe and finalized blocks, followed like the head (asked again after agreed heads, at most every 2 s). */
   private readonly tags: AgreedTags;
   private tagsRetriedAt = 0;
@@ -151,9 +157,10 @@ export class NetworkUpstreams extends EventEmitter implements Upstreams {
       });
       this.peers.push({ config, follower });
     }
+    this.updateAgreement(undefined, undefined);
     this.recount = setInterval(() => {
       this.followers.pollIfSilent();
-      this.updateAgreement(undefined, undefined);
+      if (this.followers.revision() !== this.countedRevision) this.updateAgreement(undefined, undefined);
       // Asked again until known, not only at the next head (a chain that stands still would never have them), but
       // seldom: a chain without finality (pre-merge, some devnets) never answers.
       const now = Date.now();
@@ -419,6 +426,7 @@ export class NetworkUpstreams extends EventEmitter implements Upstreams {
    * of the node that just reported it, when that is the agreed block) and a new served head.
    */
   private updateAgreement(reporter: Member | undefined, header: unknown): void {
+    this.countedRevision = this.followers.revision();
     this.hashLookups.clear();
     const previous = this.agreement.head;
     const served = this.served;

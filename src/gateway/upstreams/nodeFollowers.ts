@@ -54,6 +54,16 @@ export class NodeFollowers {
     for (const entry of this.entries) entry.follower.pollIfSilent();
   }
 
+  /**
+   * The sum of the followers' revisions: it grows whenever what any of them says of its node's chain may have changed
+   * (each one's only grows), so an unchanged sum means nothing to recount. Comparable only while the set stays.
+   */
+  revision(): number {
+    let sum = 0;
+    for (const entry of this.entries) sum += entry.follower.revision();
+    return sum;
+  }
+
   /** How many nodes are followed. */
   get size(): number {
     return this.entries.length;

@@ -1,25 +1,14 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { describe, expect, it, onTestFinished } from "vitest";
-import { WebSocketServer } from "ws";
 import { NetworkUpstreams } from "../../../src/gateway/upstreams/networkUpstreams.js";
 import { StaticUpstreamSource } from "../../../src/gateway/upstreams/staticSource.js";
 import { silentLogger } from "../../../src/log/logger.js";
 import { waitFor } from "../../support/waitFor.js";
-
-const CHAIN_ID = 31337;
-const hex = (n: number) => `0x${n.toString(16)}`;
-const hashOf = (n: number) => `0x${n.toString(16).padStart(64, "0")}`;
+import { CHAIN_ID, hex, blockAt, silentNode } from "./silentNode.js";
 
 /** The chain the fake nodes share: the test moves its head; safe is 2 below it, finalized 4 below. */
 const chain = () => ({ head: 10 });
-
-const blockAt = (number: number) => ({
-  number: hex(number),
-  hash: hashOf(number),
-  parentHash: hashOf(Math.max(0, number - 1)),
-  timestamp: hex(number),
-});
 
 /**
  * A node over HTTP on `shared`'s chain that counts the `eth_getBlockByNumber` calls for safe and finalized it is
@@ -105,57 +94,6 @@ describe("what following safe and finalized costs the nodes", () => {
   });
 });
 
-/**
- * A node over HTTP and WebSocket whose newHeads never fires (no block comes), standing at block 5; counts the head
- * reads (`eth_getBlockByNumber` "latest") it gets over each.
- */
-async function silentNode() {
-  const block = blockAt(5);
-  const counts = { httpHeadReads: 0, wsHeadReads: 0 };
-  const answer = (call: { id: number; method: string; params?: unknown[] }, via: "http" | "ws") => {
-    if (call.method === "eth_getBlockByNumber" && call.params?.[0] === "latest") {
-      if (via === "http") counts.httpHeadReads++;
-      else counts.wsHeadReads++;
-    }
-    const result =
-      call.method === "eth_chainId"
-        ? hex(CHAIN_ID)
-        : call.method === "eth_subscribe"
-          ? "0x1"
-          : call.method === "eth_getBlockByNumber"
-            ? block
-            : null;
-    return { jsonrpc: "2.0", id: call.id, result };
-  };
-  const server = createServer((req, res) => {
-    let body = "";
-    req.on("data", (chunk: Buffer) => (body += chunk.toString()));
-    req.on("end", () => {
-      const parsed = JSON.parse(body) as Parameters<typeof answer>[0] | Array<Parameters<typeof answer>[0]>;
-      res.writeHead(200, { "content-type": "application/json" });
-      res.end(
-        JSON.stringify(Array.isArray(parsed) ? parsed.map((c) => answer(c, "http")) : answer(parsed, "http")),
-      );
-    });
-  });
-  const sockets = new WebSocketServer({ server });
-  sockets.on("connection", (socket) =>
-    socket.on("message", (data) => {
-      const call = JSON.parse(String(data)) as Parameters<typeof answer>[0];
-      socket.send(JSON.stringify(answer(call, "ws")));
-    }),
-  );
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  onTestFinished(async () => {
-    for (const client of sockets.clients) client.terminate();
-    sockets.close();
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
-  });
-  const address = `127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return { httpUrl: `http://${address}`, wsUrl: `ws://${address}`, counts };
-}
-
 describe("a reserved peer that is also an upstream", () => {
   it("is followed once, over the upstream's WebSocket, not polled over HTTP as well", async () => {
     // The same node (same HTTP URL) as reserved peer without a ws URL and as upstream with one: one follower for
@@ -173,15 +111,15 @@ describe("a reserved peer that is also an upstream", () => {
       peers: [{ name: "peer", http: node.httpUrl }],
     });
     onTestFinished(() => upstreams.close());
-    await waitFor(() => node.counts.wsHeadReads >= 3 && upstreams.servedHead() === 5, {
+    await waitFor(() => node.state.wsHeadReads >= 3 && upstreams.servedHead() === 5, {
       what: "head reads over the WebSocket and the served head",
     });
-    const httpBefore = node.counts.httpHeadReads;
-    const wsBefore = node.counts.wsHeadReads;
-    await waitFor(() => node.counts.wsHeadReads >= wsBefore + 5, {
+    const httpBefore = node.state.httpHeadReads;
+    const wsBefore = node.state.wsHeadReads;
+    await waitFor(() => node.state.wsHeadReads >= wsBefore + 5, {
       what: "more head reads over the WebSocket",
     });
-    expect(node.counts.httpHeadReads).toBe(httpBefore);
+    expect(node.state.httpHeadReads).toBe(httpBefore);
     expect(upstreams.servedHead()).toBe(5);
   });
 });
