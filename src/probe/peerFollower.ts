@@ -54,6 +54,9 @@ export class PeerFollower extends EventEmitter {
   private lastSubscriptionHeadAt: number | undefined;
   private pollTimer: NodeJS.Timeout | undefined;
   private polling = false;
+  /** Changes of the chain id and the head; with `reachableAtRevision` and the hashes', what `revision()` counts. */
+  private changes = 0;
+  private reachableAtRevision = false;
   private stopped = true;
 
   constructor(private readonly options: PeerFollowerOptions) {
@@ -101,9 +104,10 @@ export class PeerFollower extends EventEmitter {
     this.ws?.removeAllListeners();
   }
 
-  observation(): PeerObservation {
+  /** What is known of the node, under `name` (by default its own: a follower shared by roles reports each's). */
+  observation(name = this.options.peer.name): PeerObservation {
     const observation: PeerObservation = {
-      name: this.options.peer.name,
+      name,
       reachable: this.isReachable(),
       recentHashes: this.hashes.view(),
     };
@@ -116,6 +120,20 @@ export class PeerFollower extends EventEmitter {
     if (this.lastErrorAt === undefined && (firstContact || this.head === undefined))
       observation.pending = true;
     return observation;
+  }
+
+  /**
+   * A number that grows whenever what `observation()` says of the node's chain may have changed: its head, its recent
+   * hashes, its chain id, whether it is reachable (read now). An owner that recounts every poll period skips the
+   * recount while the numbers of its followers stay (the chain of a node is only seen to move at a poll or a head).
+   */
+  revision(): number {
+    const reachable = this.isReachable();
+    if (reachable !== this.reachableAtRevision) {
+      this.reachableAtRevision = reachable;
+      this.changes++;
+    }
+    return this.changes + this.hashes.revision;
   }
 
   /** Polls right away (e.g. when a round wants fresh data); resolves when done. */
@@ -188,6 +206,7 @@ export class PeerFollower extends EventEmitter {
   private setChainId(chainId: number | undefined): void {
     if (chainId === undefined || chainId === this.chainId) return;
     this.chainId = chainId;
+    this.changes++;
     if (chainId !== this.options.expectedChainId) {
       this.options.metrics?.errors.inc({
         network: this.options.network,
@@ -219,6 +238,7 @@ export class PeerFollower extends EventEmitter {
     this.hashes.set(ref.number, ref.hash);
     this.head = ref;
     this.headSeenAt = now;
+    this.changes++;
     if (previous && ref.number > previous.number + 2) void this.backfill(previous.number + 1, ref.number - 2);
     // The header goes with it, so a listener that wants the block's fields needs no second call to the node.
     this.emit("head", ref, header);

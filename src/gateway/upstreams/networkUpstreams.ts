@@ -15,6 +15,7 @@ import { agreeOnHead, type HeadAgreement } from "./agreedHead.js";
 import { AgreedTags, type TagSource } from "./agreedTags.js";
 import { inPanic } from "./balancer.js";
 import { forward } from "./forward.js";
+import { NodeFollowers } from "./nodeFollowers.js";
 import { readNodeAnswer } from "./nodeAnswer.js";
 import type { Upstream, UpstreamSource } from "./upstreamSource.js";
 
@@ -46,7 +47,10 @@ const wsMalformed = (cause: unknown) =>
 
 interface Member {
   upstream: Upstream;
+  /** Its node's follower, which a reserved peer at the same URL may share. */
   follower: PeerFollower;
+  /** Removes its listener from the follower. */
+  stopListening: () => void;
   /** The WebSocket calls are sent over, when the node has a ws URL. */
   calls: WsRpcClient | undefined;
   outstanding: number;
@@ -106,11 +110,20 @@ export class NetworkUpstreams extends EventEmitter implements Upstreams {
   private agreement: HeadAgreement = agreeOnHead([], []);
   private readonly unsubscribe: () => void;
   /**
-   * Every poll period: polls each follower whose newHeads is silent, then recounts the agreement (a node that stops
-   * answering changes who votes). One timer for all of them, as each timer firing apart wakes the process.
+   * Every poll period: polls each follower whose newHeads is silent, then recounts the agreement if a follower's view
+   * changed without a head (a node that stops answering changes who votes). One timer for all of them, as each timer
+   * firing apart wakes the process.
    */
   private readonly recount: NodeJS.Timeout;
-  private readonly peers: PeerFollower[];
+  /** One follower per node, shared by a reserved peer and an upstream at the same URL. */
+  private readonly followers: NodeFollowers;
+  /** The reserved peers, each with its node's follower. */
+  private readonly peers: Array<{ config: PeerConfig; follower: PeerFollower }> = [];
+  /**
+   * The followers' revision at the last recount: a period that finds it unchanged skips the recount (the agreement
+   * depends only on their views and the set, whose changes recount at once), which was most of an idle round's work.
+   */
+  private countedRevision = -1;
   /** The safe and finalized blocks, followed like the head (asked again after agreed heads, at most every 2 s). */
   private readonly tags: AgreedTags;
   private tagsRetriedAt = 0;
@@ -129,16 +142,25 @@ export class NetworkUpstreams extends EventEmitter implements Upstreams {
       logger: options.logger,
       minIntervalMs: options.tagsMinIntervalMs ?? TAGS_MIN_INTERVAL_MS,
     });
-    this.peers = (options.peers ?? []).map((peer) => {
-      const follower = this.follow(peer);
-      follower.on("head", () => this.updateAgreement(undefined, undefined));
-      follower.start();
-      return follower;
+    this.followers = new NodeFollowers((node) => this.follow(node));
+    this.unsubscribe = options.source.onChange((network) => {
+      if (network === options.network) this.sync();
     });
+    // The upstreams first: a reserved peer without a ws URL then shares the follower of an upstream at its URL that
+    // has one.
+    this.sync();
+    for (const config of options.peers ?? []) {
+      const follower = this.followers.acquire(config);
+      // A node that is also an upstream recounts from the upstream's listener, with its header.
+      follower.on("head", () => {
+        if (!this.followedAsUpstream(follower)) this.updateAgreement(undefined, undefined);
+      });
+      this.peers.push({ config, follower });
+    }
+    this.updateAgreement(undefined, undefined);
     this.recount = setInterval(() => {
-      for (const peer of this.peers) peer.pollIfSilent();
-      for (const member of this.members.values()) member.follower.pollIfSilent();
-      this.updateAgreement(undefined, undefined);
+      this.followers.pollIfSilent();
+      if (this.followers.revision() !== this.countedRevision) this.updateAgreement(undefined, undefined);
       // Asked again until known, not only at the next head (a chain that stands still would never have them), but
       // seldom: a chain without finality (pre-merge, some devnets) never answers.
       const now = Date.now();
@@ -152,10 +174,6 @@ export class NetworkUpstreams extends EventEmitter implements Upstreams {
       }
     }, options.pollIntervalMs);
     this.recount.unref();
-    this.unsubscribe = options.source.onChange((network) => {
-      if (network === options.network) this.sync();
-    });
-    this.sync();
   }
 
   get network(): string {
@@ -173,7 +191,8 @@ export class NetworkUpstreams extends EventEmitter implements Upstreams {
     for (const [name, member] of this.members) {
       const next = current.get(name);
       if (!next || next.httpUrl !== member.upstream.httpUrl || next.wsUrl !== member.upstream.wsUrl) {
-        member.follower.stop();
+        member.stopListening();
+        this.followers.release(member.follower);
         // Calls in flight are answered first: one that changes state (a transaction) must not be cut off.
         member.calls?.closeWhenIdle();
         this.members.delete(name);
@@ -185,15 +204,21 @@ export class NetworkUpstreams extends EventEmitter implements Upstreams {
         member.upstream = upstream;
         continue;
       }
-      const follower = this.follow({
+      const follower = this.followers.acquire({
         name,
         http: upstream.httpUrl,
         ...(upstream.wsUrl ? { ws: upstream.wsUrl } : {}),
       });
-      const added: Member = { upstream, follower, calls: this.callsTo(upstream), outstanding: 0 };
-      follower.on("head", (_head: BlockRef, header: unknown) => this.onHead(added, header));
+      const onHead = (_head: BlockRef, header: unknown) => this.onHead(added, header);
+      const added: Member = {
+        upstream,
+        follower,
+        stopListening: () => follower.off("head", onHead),
+        calls: this.callsTo(upstream),
+        outstanding: 0,
+      };
+      follower.on("head", onHead);
       this.members.set(name, added);
-      follower.start();
     }
     this.updateAgreement(undefined, undefined);
     this.emit("change");
@@ -201,7 +226,7 @@ export class NetworkUpstreams extends EventEmitter implements Upstreams {
 
   candidates(): Candidate[] {
     return [...this.members.values()].map((m) => {
-      const observation = m.follower.observation();
+      const observation = m.follower.observation(m.upstream.name);
       return {
         name: m.upstream.name,
         routed: m.upstream.routed && !this.agreement.dissenters.has(m.upstream.name),
@@ -272,7 +297,7 @@ export class NetworkUpstreams extends EventEmitter implements Upstreams {
     let number: number | undefined;
     const holders = new Set<string>();
     for (const member of this.members.values()) {
-      const observation = member.follower.observation();
+      const observation = member.follower.observation(member.upstream.name);
       const head = observation.head;
       // The newest head is checked first: the block asked for is most often the one just announced.
       let height = head?.hash === hash ? head.number : undefined;
@@ -346,13 +371,16 @@ export class NetworkUpstreams extends EventEmitter implements Upstreams {
   async close(): Promise<void> {
     clearInterval(this.recount);
     this.tags.close();
-    for (const peer of this.peers) peer.stop();
     this.unsubscribe();
-    for (const member of this.members.values()) {
-      member.follower.stop();
-      member.calls?.close();
-    }
+    this.followers.stopAll();
+    for (const member of this.members.values()) member.calls?.close();
     this.members.clear();
+  }
+
+  /** Whether an upstream follows the node with this follower (then its listener recounts at the node's heads). */
+  private followedAsUpstream(follower: PeerFollower): boolean {
+    for (const member of this.members.values()) if (member.follower === follower) return true;
+    return false;
   }
 
   private follow(peer: PeerConfig): PeerFollower {
@@ -398,6 +426,7 @@ export class NetworkUpstreams extends EventEmitter implements Upstreams {
    * of the node that just reported it, when that is the agreed block) and a new served head.
    */
   private updateAgreement(reporter: Member | undefined, header: unknown): void {
+    this.countedRevision = this.followers.revision();
     this.hashLookups.clear();
     const previous = this.agreement.head;
     const served = this.served;
@@ -416,10 +445,10 @@ export class NetworkUpstreams extends EventEmitter implements Upstreams {
   /** Who says which blocks are safe and finalized: the usable reserved peers, else the voting nodes. */
   private tagSources(): TagSource[] {
     const peers: TagSource[] = [];
-    for (const [i, peer] of this.peers.entries()) {
-      const observation = peer.observation();
+    for (const peer of this.peers) {
+      const observation = peer.follower.observation(peer.config.name);
       if (observation.reachable && observation.chainId === this.options.chainId && observation.head)
-        peers.push({ name: observation.name, httpUrl: this.options.peers![i]!.http });
+        peers.push({ name: peer.config.name, httpUrl: peer.config.http });
     }
     if (peers.length > 0) return peers;
     const voters = new Set(this.voters().map((v) => v.name));
@@ -431,7 +460,7 @@ export class NetworkUpstreams extends EventEmitter implements Upstreams {
   private usablePeers(): PeerObservation[] {
     const usable: PeerObservation[] = [];
     for (const peer of this.peers) {
-      const observation = peer.observation();
+      const observation = peer.follower.observation(peer.config.name);
       if (observation.reachable && observation.chainId === this.options.chainId && observation.head)
         usable.push(observation);
     }
@@ -442,7 +471,7 @@ export class NetworkUpstreams extends EventEmitter implements Upstreams {
   private voters(): PeerObservation[] {
     const usable: Array<{ routed: boolean; observation: PeerObservation }> = [];
     for (const m of this.members.values()) {
-      const observation = m.follower.observation();
+      const observation = m.follower.observation(m.upstream.name);
       if (!observation.reachable || observation.chainId !== this.options.chainId || !observation.head)
         continue;
       usable.push({ routed: m.upstream.routed, observation });

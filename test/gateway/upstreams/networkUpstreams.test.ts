@@ -5,20 +5,10 @@ import { NetworkUpstreams } from "../../../src/gateway/upstreams/networkUpstream
 import { StaticUpstreamSource } from "../../../src/gateway/upstreams/staticSource.js";
 import { silentLogger } from "../../../src/log/logger.js";
 import { waitFor } from "../../support/waitFor.js";
-
-const CHAIN_ID = 31337;
-const hex = (n: number) => `0x${n.toString(16)}`;
-const hashOf = (n: number) => `0x${n.toString(16).padStart(64, "0")}`;
+import { CHAIN_ID, hex, blockAt, silentNode } from "./silentNode.js";
 
 /** The chain the fake nodes share: the test moves its head; safe is 2 below it, finalized 4 below. */
 const chain = () => ({ head: 10 });
-
-const blockAt = (number: number) => ({
-  number: hex(number),
-  hash: hashOf(number),
-  parentHash: hashOf(Math.max(0, number - 1)),
-  timestamp: hex(number),
-});
 
 /**
  * A node over HTTP on `shared`'s chain that counts the `eth_getBlockByNumber` calls for safe and finalized it is
@@ -101,5 +91,35 @@ describe("what following safe and finalized costs the nodes", () => {
       () => upstreams.safe()?.number === shared.head - 2 && upstreams.finalized()?.number === shared.head - 4,
       { what: `safe ${shared.head - 2} and finalized ${shared.head - 4}` },
     );
+  });
+});
+
+describe("a reserved peer that is also an upstream", () => {
+  it("is followed once, over the upstream's WebSocket, not polled over HTTP as well", async () => {
+    // The same node (same HTTP URL) as reserved peer without a ws URL and as upstream with one: one follower for
+    // both roles reads its head over the WebSocket every period, where a follower per role polled it over HTTP too.
+    const node = await silentNode();
+    const upstreams = new NetworkUpstreams({
+      network: "devnet",
+      chainId: CHAIN_ID,
+      source: new StaticUpstreamSource([
+        { name: "node", network: "devnet", httpUrl: node.httpUrl, wsUrl: node.wsUrl, routed: true },
+      ]),
+      pollIntervalMs: 20,
+      timeoutMs: 5_000,
+      logger: silentLogger(),
+      peers: [{ name: "peer", http: node.httpUrl }],
+    });
+    onTestFinished(() => upstreams.close());
+    await waitFor(() => node.state.wsHeadReads >= 3 && upstreams.servedHead() === 5, {
+      what: "head reads over the WebSocket and the served head",
+    });
+    const httpBefore = node.state.httpHeadReads;
+    const wsBefore = node.state.wsHeadReads;
+    await waitFor(() => node.state.wsHeadReads >= wsBefore + 5, {
+      what: "more head reads over the WebSocket",
+    });
+    expect(node.state.httpHeadReads).toBe(httpBefore);
+    expect(upstreams.servedHead()).toBe(5);
   });
 });
