@@ -2,6 +2,7 @@ import type { AddressInfo } from "node:net";
 import { Socket } from "node:net";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { WebSocketServer } from "ws";
+import type { WebSocket } from "ws";
 import type { AnvilNode } from "../../src/devnet/anvil.js";
 import { startAnvil } from "../../src/devnet/anvil.js";
 import { backoffDelay } from "../../src/rpc/backoff.js";
@@ -15,6 +16,15 @@ const cleanup: Array<() => unknown> = [];
 afterEach(async () => {
   for (const fn of cleanup.splice(0).reverse()) await fn();
 });
+
+/** A node on a loopback port answering each frame with `answer` (closed after the test); resolves to its port. */
+async function fakeNode(answer: (ws: WebSocket, data: Buffer) => void): Promise<number> {
+  const server = new WebSocketServer({ host: "127.0.0.1", port: 0 });
+  cleanup.push(() => new Promise((resolve) => server.close(resolve)));
+  await new Promise((resolve) => server.once("listening", resolve));
+  server.on("connection", (ws) => ws.on("message", (data: Buffer) => answer(ws, data)));
+  return (server.address() as AddressInfo).port;
+}
 
 async function anvilNode(port = 0): Promise<AnvilNode> {
   const node = await startAnvil({
@@ -82,16 +92,10 @@ describe("WsRpcClient against anvil", () => {
   });
 
   it("sends the calls made in one turn in one write, and matches each answer to its call", async () => {
-    const server = new WebSocketServer({ host: "127.0.0.1", port: 0 });
-    cleanup.push(() => new Promise((resolve) => server.close(resolve)));
-    await new Promise((resolve) => server.once("listening", resolve));
-    const port = (server.address() as AddressInfo).port;
-    server.on("connection", (ws) =>
-      ws.on("message", (data: Buffer) => {
-        const { id } = JSON.parse(String(data)) as { id: number };
-        ws.send(`{"jsonrpc":"2.0","id":${id},"result":"0x${id.toString(16)}"}`);
-      }),
-    );
+    const port = await fakeNode((ws, data) => {
+      const { id } = JSON.parse(String(data)) as { id: number };
+      ws.send(`{"jsonrpc":"2.0","id":${id},"result":"0x${id.toString(16)}"}`);
+    });
     const client = new WsRpcClient({ url: `ws://127.0.0.1:${port}`, timeoutMs: 5_000 });
     cleanup.push(() => client.close());
     client.connect();
@@ -111,16 +115,10 @@ describe("WsRpcClient against anvil", () => {
   });
 
   it("times out each unanswered call at its own timeout, never sooner, while the others are answered", async () => {
-    const server = new WebSocketServer({ host: "127.0.0.1", port: 0 });
-    cleanup.push(() => new Promise((resolve) => server.close(resolve)));
-    await new Promise((resolve) => server.once("listening", resolve));
-    const port = (server.address() as AddressInfo).port;
-    server.on("connection", (ws) =>
-      ws.on("message", (data: Buffer) => {
-        const { id, method } = JSON.parse(String(data)) as { id: number; method: string };
-        if (method === "eth_chainId") ws.send(`{"jsonrpc":"2.0","id":${id},"result":"0x1"}`);
-      }),
-    );
+    const port = await fakeNode((ws, data) => {
+      const { id, method } = JSON.parse(String(data)) as { id: number; method: string };
+      if (method === "eth_chainId") ws.send(`{"jsonrpc":"2.0","id":${id},"result":"0x1"}`);
+    });
     const client = new WsRpcClient({ url: `ws://127.0.0.1:${port}`, timeoutMs: 5_000 });
     cleanup.push(() => client.close());
     client.connect();
@@ -153,22 +151,16 @@ describe("WsRpcClient against anvil", () => {
   });
 
   it("reads answers in UTF-8 beyond ASCII, and drops a connection whose frame is not UTF-8", async () => {
-    const server = new WebSocketServer({ host: "127.0.0.1", port: 0 });
-    cleanup.push(() => new Promise((resolve) => server.close(resolve)));
-    await new Promise((resolve) => server.once("listening", resolve));
-    const port = (server.address() as AddressInfo).port;
-    server.on("connection", (ws) =>
-      ws.on("message", (data: Buffer) => {
-        const { id, method } = JSON.parse(String(data)) as { id: number; method: string };
-        if (method === "eth_text") ws.send(`{"jsonrpc":"2.0","id":${id},"result":"é ✓ \u{1F600}"}`);
-        else if (method === "eth_ascii") ws.send(`{"jsonrpc":"2.0","id":${id},"result":"0x1"}`);
-        // A text frame whose bytes are not UTF-8 (0xff never is).
-        else
-          ws.send(Buffer.from([...Buffer.from(`{"jsonrpc":"2.0","id":${id},"result":"`), 0xff, 0x22, 0x7d]), {
-            binary: false,
-          });
-      }),
-    );
+    const port = await fakeNode((ws, data) => {
+      const { id, method } = JSON.parse(String(data)) as { id: number; method: string };
+      if (method === "eth_text") ws.send(`{"jsonrpc":"2.0","id":${id},"result":"é ✓ \u{1F600}"}`);
+      else if (method === "eth_ascii") ws.send(`{"jsonrpc":"2.0","id":${id},"result":"0x1"}`);
+      // A text frame whose bytes are not UTF-8 (0xff never is).
+      else
+        ws.send(Buffer.from([...Buffer.from(`{"jsonrpc":"2.0","id":${id},"result":"`), 0xff, 0x22, 0x7d]), {
+          binary: false,
+        });
+    });
     const client = new WsRpcClient({
       url: `ws://127.0.0.1:${port}`,
       timeoutMs: 5_000,
