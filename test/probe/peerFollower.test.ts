@@ -1,4 +1,5 @@
 import { createServer } from "node:http";
+import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { WebSocketServer } from "ws";
@@ -40,6 +41,32 @@ function follow(
 
 async function hashAt(rpc: HttpRpcClient, height: number): Promise<string> {
   return (await rpc.call<{ hash: string }>("eth_getBlockByNumber", [`0x${height.toString(16)}`, false])).hash;
+}
+
+/**
+ * Serves `server` (HTTP) with `sockets` (WebSocket) on one loopback port, as a node does, closed after the test;
+ * resolves to its host:port.
+ */
+async function listenAsNode(server: Server, sockets: WebSocketServer): Promise<string> {
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  cleanup.push(async () => {
+    for (const client of sockets.clients) client.terminate();
+    sockets.close();
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  });
+  return `127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+/** A follower of the node at host:port over HTTP and WebSocket. */
+function followerOf(url: string, timing: { pollIntervalMs: number; timeoutMs: number }): PeerFollower {
+  return new PeerFollower({
+    network: "devnet",
+    peer: { name: "full-0", http: `http://${url}`, ws: `ws://${url}` },
+    expectedChainId: 31_337,
+    ...timing,
+    logger: silentLogger(),
+  });
 }
 
 describe("PeerFollower", () => {
@@ -125,21 +152,9 @@ describe("PeerFollower", () => {
         socket.send(JSON.stringify({ jsonrpc: "2.0", id, result }));
       }),
     );
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    cleanup.push(async () => {
-      for (const client of sockets.clients) client.terminate();
-      sockets.close();
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
-    });
-    const url = `127.0.0.1:${(server.address() as AddressInfo).port}`;
-    const follower = new PeerFollower({
-      network: "devnet",
-      peer: { name: "full-0", http: `http://${url}`, ws: `ws://${url}` },
-      expectedChainId: 31_337,
+    const follower = followerOf(await listenAsNode(server, sockets), {
       pollIntervalMs: 20,
       timeoutMs: 5_000,
-      logger: silentLogger(),
     });
     cleanup.push(() => follower.stop());
     follower.start();
@@ -198,23 +213,12 @@ describe("PeerFollower", () => {
         if (method === "eth_chainId") socket.send(JSON.stringify({ jsonrpc: "2.0", id, result: "0x7a69" }));
       }),
     );
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    cleanup.push(async () => {
+    const url = await listenAsNode(server, sockets);
+    // Before the server closes (cleanup runs last first): the held reads are let go.
+    cleanup.push(() => {
       for (const release of held) release();
-      for (const client of sockets.clients) client.terminate();
-      sockets.close();
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
     });
-    const url = `127.0.0.1:${(server.address() as AddressInfo).port}`;
-    const follower = new PeerFollower({
-      network: "devnet",
-      peer: { name: "full-0", http: `http://${url}`, ws: `ws://${url}` },
-      expectedChainId: 31_337,
-      pollIntervalMs: 60_000,
-      timeoutMs: 60_000,
-      logger: silentLogger(),
-    });
+    const follower = followerOf(url, { pollIntervalMs: 60_000, timeoutMs: 60_000 });
     cleanup.push(() => follower.stop());
     follower.start();
     await waitFor(() => follower.observation().chainId === 31_337 && held.length > 0, { what: "chain id" });
