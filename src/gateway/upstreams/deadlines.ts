@@ -49,8 +49,7 @@ export class Deadlines {
     entry.index = -1;
     const last = this.heap.pop()!;
     if (at === this.heap.length) return;
-    this.heap[at] = last;
-    last.index = at;
+    this.place(last, at);
     this.down(at);
     this.up(last.index);
     // The timer stays set for the task cancelled: it goes off, finds nothing due and is set for the next.
@@ -87,19 +86,22 @@ export class Deadlines {
     return a.at < b.at || (a.at === b.at && a.seq < b.seq);
   }
 
+  /** Puts `entry` at `index`, keeping its own record of where it is (for cancel). */
+  private place(entry: Deadline, index: number): void {
+    this.heap[index] = entry;
+    entry.index = index;
+  }
+
   private up(index: number): void {
     const heap = this.heap;
     const entry = heap[index]!;
     while (index > 0) {
       const parent = (index - 1) >> 1;
       if (!this.before(entry, heap[parent]!)) break;
-      const moved = heap[parent]!;
-      heap[index] = moved;
-      moved.index = index;
+      this.place(heap[parent]!, index);
       index = parent;
     }
-    heap[index] = entry;
-    entry.index = index;
+    this.place(entry, index);
   }
 
   private down(index: number): void {
@@ -111,12 +113,9 @@ export class Deadlines {
       if (child >= length) break;
       if (child + 1 < length && this.before(heap[child + 1]!, heap[child]!)) child++;
       if (!this.before(heap[child]!, entry)) break;
-      const moved = heap[child]!;
-      heap[index] = moved;
-      moved.index = index;
+      this.place(heap[child]!, index);
       index = child;
     }
-    heap[index] = entry;
-    entry.index = index;
+    this.place(entry, index);
   }
 }
