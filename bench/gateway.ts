@@ -323,6 +323,11 @@ function percentile(sorted: number[], p: number): number {
 }
 
 interface FanOut {
+  /**
+   * The median over the blocks of each block's first arrival at a subscriber: how long the server takes to start
+   * sending a block it has just learned of (the rest of p99 is sending to every subscriber and their reading).
+   */
+  first: number;
   p50: number;
   p99: number;
   delivered: number;
@@ -372,15 +377,25 @@ async function fanOut(target: Target, size: number): Promise<FanOut> {
         await new Promise((r) => setTimeout(r, 20));
     }
     const latencies: number[] = [];
+    /** Each block's first arrival at any subscriber, by hash: when the server began sending it. */
+    const firsts = new Map<string, number>();
     for (const c of clients) {
       const { announced, arrivals } = await c.finish();
       for (const [hash, times] of Object.entries(arrivals)) {
         const at = announced[hash];
-        if (at !== undefined) for (const t of times) latencies.push(t - at);
+        if (at === undefined) continue;
+        for (const t of times) {
+          latencies.push(t - at);
+          firsts.set(hash, Math.min(firsts.get(hash) ?? Infinity, t - at));
+        }
       }
     }
     const sorted = latencies.sort((a, b) => a - b);
     return {
+      first: percentile(
+        [...firsts.values()].sort((a, b) => a - b),
+        50,
+      ),
       p50: percentile(sorted, 50),
       p99: percentile(sorted, 99),
       delivered: sorted.length,
@@ -489,7 +504,8 @@ try {
       `WebSocket newHeads fan-out (${FAN_OUT_BLOCKS} blocks each, from the node's own announcement):`,
     );
     const row = (name: string, size: number, r: FanOut) =>
-      `  ${String(size).padStart(6)} subscribers, ${name.padEnd(19)}: p50 ${r.p50.toFixed(1)} ms p99 ` +
+      `  ${String(size).padStart(6)} subscribers, ${name.padEnd(19)}: first ${r.first.toFixed(1)} ms p50 ` +
+      `${r.p50.toFixed(1)} ms p99 ` +
       `${r.p99.toFixed(1)} ms, ${(r.bytesPerSubscriber / 1024).toFixed(1)} KiB/subscriber ` +
       (Number.isFinite(r.heapPerSubscriber) ? `(heap ${(r.heapPerSubscriber / 1024).toFixed(1)} KiB) ` : "") +
       `(${r.delivered}/${r.expected} delivered)`;
