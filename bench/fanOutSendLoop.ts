@@ -2,8 +2,9 @@
  * The gateway's newHeads send loop alone: the time one block's notification takes to be written to N subscribers'
  * sockets (the synchronous loop the gateway's event loop spends per block), per subscriber, four ways in one run:
  *
- * - one copy, one write: HeadsNotification.writeTo, what the gateway does (the frame, framed once per block, copied
- *   for each subscriber with its id written in, one socket write);
+ * - one buffer, one write: HeadsNotification.writeTo, what the gateway does (the frame, framed once per block, with
+ *   the subscriber's id written in, one socket write; the same buffer again for the next subscriber when the kernel
+ *   took it whole);
  * - pre-framed parts, corked: the same frame-header-and-prefix and tail buffers to every socket around the
  *   subscription's id bytes, cork, three writes, uncork (the gateway's loop before);
  * - copy + ws.send: a copy of the notification per subscriber with its id written in, framed by `ws` (earlier);
@@ -85,7 +86,7 @@ const tail = Buffer.from(template.subarray(PREFIX_LENGTH + accepted[0]!.id.lengt
 const frameHeader = textFrameHeader(template.length);
 const headWithFrame = Buffer.concat([frameHeader, head]);
 const ways: Record<string, () => void> = {
-  "one copy, one write (now)": () => {
+  "one buffer, one write (now)": () => {
     for (const s of accepted) notification.writeTo(s.socket, s.idBytes);
   },
   "parts, corked (before)": () => {

@@ -23,22 +23,24 @@ export function subscriptionIdBytes(subscriptionId: string): Buffer {
 const PREFIX = '{"jsonrpc":"2.0","method":"eth_subscription","params":{"subscription":"';
 
 /**
- * Frames up to this size are copied whole for each subscriber and written in one write; larger ones (rare: a header
- * with a long extraData) are written as their shared parts around the id, as a copy would cost more than the writes.
+ * Frames up to this size are written whole, the id written into a copy of the frame; larger ones (rare: a header with
+ * a long extraData) are written as their shared parts around the id, as a copy for a slow socket would cost more.
  */
 const COPY_LIMIT = 4096;
 
 /**
  * The newHeads notification of one block as a WebSocket text frame, framed and encoded once for every subscriber:
- * fan-out to thousands of subscribers does no JSON, no UTF-8 encoding and no framing per subscriber. Each subscriber
- * gets its own copy of the frame with its id written in, in one socket write: a few hundred bytes copied cost far less
- * than the stream's cork, three writes, uncork and a writev of the parts.
+ * fan-out to thousands of subscribers does no JSON, no UTF-8 encoding, no framing and, as a rule, no allocation per
+ * subscriber. Each subscriber's frame is one buffer, the block's frame with its id written in, in one socket write:
+ * cheaper than the stream's cork, three writes, uncork and a writev of the parts.
  */
 export class HeadsNotification {
   /** The whole frame, with zeros where the subscription id goes. */
   private readonly frame: Buffer;
   /** Where the subscription id starts in the frame. */
   private readonly idAt: number;
+  /** A copy of the frame no socket holds: the next subscriber's id is written into it. */
+  private spare: Buffer | undefined;
 
   constructor(headerJson: string) {
     const tail = Buffer.from(`","result":${headerJson}}}`, "utf8");
@@ -60,19 +62,20 @@ export class HeadsNotification {
    */
   writeTo(socket: Writable, idBytes: Buffer): void {
     const { frame, idAt } = this;
-    if (frame.length <= COPY_LIMIT) {
-      // Its own buffer: the socket may hold it until the client reads, while the next subscriber's is written.
-      const bytes = Buffer.allocUnsafe(frame.length);
-      bytes.set(frame);
-      bytes.set(idBytes, idAt);
-      socket.write(bytes);
+    if (frame.length > COPY_LIMIT) {
+      socket.cork();
+      socket.write(frame.subarray(0, idAt));
+      socket.write(idBytes);
+      socket.write(frame.subarray(idAt + SUBSCRIPTION_ID_LENGTH));
+      socket.uncork();
       return;
     }
-    socket.cork();
-    socket.write(frame.subarray(0, idAt));
-    socket.write(idBytes);
-    socket.write(frame.subarray(idAt + SUBSCRIPTION_ID_LENGTH));
-    socket.uncork();
+    const bytes = this.spare ?? Buffer.from(frame);
+    bytes.set(idBytes, idAt);
+    socket.write(bytes);
+    // Nothing left in the stream: the kernel took the bytes during the write (the usual case), so the same buffer
+    // serves the next subscriber. Otherwise the socket holds it until the client reads, and the next gets a new copy.
+    this.spare = socket.writableLength === 0 ? bytes : undefined;
   }
 
   /** The notification's text for one subscription id (no frame header): for checks. */
