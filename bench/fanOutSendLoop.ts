@@ -1,16 +1,18 @@
 /**
  * The gateway's newHeads send loop alone: the time one block's notification takes to be written to N subscribers'
- * sockets (the synchronous loop the gateway's event loop spends per block), per subscriber, three ways in one run:
+ * sockets (the synchronous loop the gateway's event loop spends per block), per subscriber, four ways in one run:
  *
- * - pre-framed: HeadsNotification.writeTo, what the gateway does (the same frame-header-and-prefix and tail buffers to
- *   every socket around the subscription's id bytes, one corked write);
- * - copy + ws.send: a copy of the notification per subscriber with its id written in, framed by `ws` (the gateway's
- *   loop before);
+ * - one buffer, one write: HeadsNotification.writeTo, what the gateway does (the frame, framed once per block, with
+ *   the subscriber's id written in, one socket write; the same buffer again for the next subscriber when the kernel
+ *   took it whole);
+ * - pre-framed parts, corked: the same frame-header-and-prefix and tail buffers to every socket around the
+ *   subscription's id bytes, cork, three writes, uncork (the gateway's loop before);
+ * - copy + ws.send: a copy of the notification per subscriber with its id written in, framed by `ws` (earlier);
  * - shared + ws.send: the same buffer to every subscriber through `ws` (bench/bareWsFanOut.ts: no id at all).
  *
  * Subscribers are real `ws` clients on loopback in the same process: they read only after the loop has run, so the
- * loop's time is the server's alone. Rounds alternate the three ways; medians are printed with the ratio to the old
- * loop. Bounded: N connections, a few rounds.
+ * loop's time is the server's alone. Rounds alternate the ways; medians are printed with the ratio to the bare
+ * `ws` loop. Bounded: N connections, a few rounds.
  *
  *   npm run bench:fan-out-loop -- [subscribers=5000] [rounds=15]
  */
@@ -23,6 +25,7 @@ import {
   newSubscriptionId,
   subscriptionIdBytes,
 } from "../src/gateway/ws/headsNotification.js";
+import { textFrameHeader } from "../src/gateway/ws/textFrame.js";
 
 const SUBSCRIBERS = Number(process.argv[2] ?? 5_000);
 const ROUNDS = Number(process.argv[3] ?? 15);
@@ -78,11 +81,24 @@ while (accepted.length < SUBSCRIBERS && Date.now() < deadline) await new Promise
 const notification = new HeadsNotification(header);
 const PREFIX_LENGTH = '{"jsonrpc":"2.0","method":"eth_subscription","params":{"subscription":"'.length;
 const template = Buffer.from(notification.textFor(accepted[0]!.id), "utf8");
+const head = Buffer.from(template.subarray(0, PREFIX_LENGTH));
+const tail = Buffer.from(template.subarray(PREFIX_LENGTH + accepted[0]!.id.length));
+const frameHeader = textFrameHeader(template.length);
+const headWithFrame = Buffer.concat([frameHeader, head]);
 const ways: Record<string, () => void> = {
-  "pre-framed (now)": () => {
+  "one buffer, one write (now)": () => {
     for (const s of accepted) notification.writeTo(s.socket, s.idBytes);
   },
-  "copy + ws.send (before)": () => {
+  "parts, corked (before)": () => {
+    for (const s of accepted) {
+      s.socket.cork();
+      s.socket.write(headWithFrame);
+      s.socket.write(s.idBytes);
+      s.socket.write(tail);
+      s.socket.uncork();
+    }
+  },
+  "copy + ws.send (earlier)": () => {
     for (const s of accepted) {
       const bytes = Buffer.allocUnsafe(template.length);
       template.copy(bytes);
@@ -95,13 +111,20 @@ const ways: Record<string, () => void> = {
   },
 };
 
-const times: Record<string, number[]> = {};
+/** Per subscriber, in microseconds: wall time, and the CPU time spent in user space and in the kernel. */
+const times: Record<string, { wall: number[]; user: number[]; system: number[] }> = {};
 for (let round = 0; round < ROUNDS; round++) {
   for (const [name, loop] of Object.entries(ways)) {
     const target = received + SUBSCRIBERS;
+    const cpu = process.cpuUsage();
     const started = performance.now();
     loop();
-    (times[name] ??= []).push(((performance.now() - started) * 1000) / SUBSCRIBERS);
+    const wall = (performance.now() - started) * 1000;
+    const { user, system } = process.cpuUsage(cpu);
+    const t = (times[name] ??= { wall: [], user: [], system: [] });
+    t.wall.push(wall / SUBSCRIBERS);
+    t.user.push(user / SUBSCRIBERS);
+    t.system.push(system / SUBSCRIBERS);
     // Every subscriber reads the block before the next loop (bounded).
     const roundDeadline = Date.now() + 30_000;
     while (received < target && Date.now() < roundDeadline) await new Promise((r) => setImmediate(r));
@@ -109,11 +132,17 @@ for (let round = 0; round < ROUNDS; round++) {
   }
 }
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
-const before = median(times["copy + ws.send (before)"]!);
-console.log(`send loop for one block, ${SUBSCRIBERS} subscribers, median of ${ROUNDS} rounds:`);
-for (const [name, values] of Object.entries(times)) {
-  const m = median(values);
-  console.log(`  ${name.padEnd(27)} ${m.toFixed(2)} us per subscriber (${(m / before).toFixed(2)}x before)`);
+const bare = times["shared + ws.send (bare ws)"]!;
+console.log(
+  `send loop for one block, ${SUBSCRIBERS} subscribers, median of ${ROUNDS} rounds, per subscriber ` +
+    "(wall time moves with the machine's load; CPU time less):",
+);
+for (const [name, t] of Object.entries(times)) {
+  const [wall, user, system] = [median(t.wall), median(t.user), median(t.system)];
+  console.log(
+    `  ${name.padEnd(27)} ${wall.toFixed(2)} us (${(wall / median(bare.wall)).toFixed(2)}x bare ws); CPU user ` +
+      `${user.toFixed(2)} us (${(user / median(bare.user)).toFixed(2)}x), kernel ${system.toFixed(2)} us`,
+  );
 }
 for (const client of clients) client.terminate();
 wss.close();

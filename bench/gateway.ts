@@ -25,6 +25,9 @@
  *
  * With `http`: every server, HTTP only (no WebSocket fan-out).
  *
+ * With `fan-out`: the WebSocket fan-out at 1,000 and 5,000 subscribers only, through the bare `ws` server and the
+ * gateways (no HTTP, no peers, no 20,000): the few minutes its goal is judged by.
+ *
  * With `redis`: only the gateway with in-process state and the gateway with its state in Redis, HTTP only, ROUNDS
  * times each in turn (the machine's other load shifts between runs), with the ratio of their CPU per call.
  */
@@ -38,11 +41,12 @@ import autocannon from "autocannon";
 import { Redis } from "ioredis";
 import { startDevnet } from "../src/devnet/devnet.js";
 import { freePort } from "../src/process/freePort.js";
-import { spawnGatewayProcess, spawnListening, withRaisedFileLimit } from "./gatewayProcess.js";
+import { spawnGatewayProcess, spawnListening } from "./gatewayProcess.js";
 import { mineUntilFinalized } from "./peers/chainForPeers.js";
 import { PEERS, notBuiltReason } from "./peers/peers.js";
 import { startPeer } from "./peers/startPeer.js";
 import { cpuSeconds, residentBytes, settledMemory } from "./processUsage.js";
+import { startSubscribers, type Subscribers } from "./subscriberProcess.js";
 
 const SECONDS = Number(process.argv[2] ?? 5);
 const CONNECTIONS = Number(process.argv[3] ?? 16);
@@ -50,6 +54,8 @@ const CONNECTIONS = Number(process.argv[3] ?? 16);
 const REDIS_ONLY = process.argv[4] === "redis";
 /** Every server, HTTP calls only (no fan-out): a few minutes shorter. */
 const HTTP_ONLY = process.argv[4] === "http";
+/** The fan-out at 1,000 and 5,000 through the bare server and the gateways only. */
+const FAN_OUT_ONLY = process.argv[4] === "fan-out";
 const ROUNDS = REDIS_ONLY ? 5 : 1;
 const FAN_OUT_SIZES = [1_000, 5_000];
 const LARGE_FAN_OUT = 20_000;
@@ -57,9 +63,6 @@ const FAN_OUT_BLOCKS = 5;
 const WORKERS = 2;
 /** Subscribers per client process: well under the usual 20,000 open files a process may have here. */
 const CLIENTS_PER_PROCESS = 10_000;
-/** Loopback source addresses of the subscribers: 127.0.0.2 to 127.0.0.9. */
-const FIRST_SOURCE = 2;
-const SOURCES = 8;
 const CHAIN_ID = 31_337;
 
 const [load1, load5, load15] = loadavg().map((l) => l.toFixed(2));
@@ -155,9 +158,9 @@ http {
 }
 
 if (REDIS_ONLY) targets.length = 0;
-const nginx = REDIS_ONLY ? undefined : await startNginx(light.httpUrl);
+const nginx = REDIS_ONLY || FAN_OUT_ONLY ? undefined : await startNginx(light.httpUrl);
 if (nginx) targets.push(nginx);
-else if (!REDIS_ONLY) absent.set("nginx", "not installed (apt-get install nginx)");
+else if (!REDIS_ONLY && !FAN_OUT_ONLY) absent.set("nginx", "not installed (apt-get install nginx)");
 if (!REDIS_ONLY) {
   // The ceilings: what Node itself does here with no gateway code at all.
   const bareHttp = await spawnListening("bareHttp.ts");
@@ -174,7 +177,7 @@ if (!REDIS_ONLY) {
       await bareWs.stop();
     },
   });
-  for (const pin of PEERS) {
+  for (const pin of FAN_OUT_ONLY ? [] : PEERS) {
     const reason = notBuiltReason(pin);
     if (reason) {
       absent.set(pin.name, reason);
@@ -214,7 +217,7 @@ for (const [name, workers, policy] of [
 
 // The gateway with its state in Redis (gateway.sharedState), when Debian's redis-server is installed. HTTP only: a
 // WebSocket holds no shared state.
-const redis = await startRedis();
+const redis = FAN_OUT_ONLY ? undefined : await startRedis();
 if (redis) {
   const redisClient = new Redis(redis.url);
   const g = await spawnGatewayProcess({
@@ -239,7 +242,8 @@ if (redis) {
       redis.stop();
     },
   });
-} else absent.set("gateway x1 redis", "redis-server is not installed (apt-get install redis-server)");
+} else if (!FAN_OUT_ONLY)
+  absent.set("gateway x1 redis", "redis-server is not installed (apt-get install redis-server)");
 
 /** A redis-server on a free loopback port, nothing on disk; undefined without the binary. */
 async function startRedis(): Promise<{ url: string; stop: () => void } | undefined> {
@@ -319,6 +323,11 @@ function percentile(sorted: number[], p: number): number {
 }
 
 interface FanOut {
+  /**
+   * The median over the blocks of each block's first arrival at a subscriber: how long the server takes to start
+   * sending a block it has just learned of (the rest of p99 is sending to every subscriber and their reading).
+   */
+  first: number;
   p50: number;
   p99: number;
   delivered: number;
@@ -339,54 +348,6 @@ async function memoryOf(target: Target): Promise<{ rss: number; heap: number }> 
   return target.settles ? settledMemory(pid) : { rss: residentBytes(pid), heap: NaN };
 }
 
-/** One process of subscribers; resolves once all are subscribed, with what to do next. */
-async function startClients(wsUrl: string, count: number, deadline: number) {
-  const child = spawn(
-    ...withRaisedFileLimit(process.execPath, [
-      "--import",
-      "tsx",
-      join(import.meta.dirname, "gatewayFanOutClients.ts"),
-      wsUrl,
-      String(count),
-      light.wsUrl,
-      String(FIRST_SOURCE),
-      String(SOURCES),
-    ]),
-    // tsx is resolved from the package root, wherever the benchmark is started from.
-    { stdio: ["pipe", "pipe", "inherit"], cwd: join(import.meta.dirname, "..") },
-  );
-  let output = "";
-  child.stdout.on("data", (data: Buffer) => (output += String(data)));
-  while (!output.includes("ready\n")) {
-    // The server answered the WebSocket upgrade with something else (gatewayFanOutClients.ts says so).
-    const refusal = /^no WebSocket.*$/m.exec(output);
-    if (refusal) {
-      child.kill();
-      throw new Error(refusal[0]);
-    }
-    if (Date.now() > deadline || child.exitCode !== null) {
-      child.kill();
-      throw new Error(`${count} subscribers did not all subscribe in time`);
-    }
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  return {
-    kill: () => child.kill(),
-    /** Blocks that every subscriber of this process has received. */
-    complete: () => output.split("\nall ").length - 1,
-    /** Ends the clients; their record of announcements and arrivals. */
-    async finish() {
-      const exited = new Promise((resolve) => child.once("exit", resolve));
-      child.stdin.write("done\n");
-      await exited;
-      return JSON.parse(output.trim().split("\n").at(-1)!) as {
-        announced: Record<string, number>;
-        arrivals: Record<string, number[]>;
-      };
-    },
-  };
-}
-
 /**
  * Delivery latency of newHeads to `size` subscribers of `target` (in child processes), from the moment each process
  * gets the node's own announcement over a direct subscription (epoch ms, sub-millisecond).
@@ -396,13 +357,14 @@ async function fanOut(target: Target, size: number): Promise<FanOut> {
   // Bounded: connecting is a few milliseconds per subscriber at worst on a loaded machine.
   const deadline = Date.now() + 60_000 + size * 10;
   const processes = Math.ceil(size / CLIENTS_PER_PROCESS);
-  const clients: Awaited<ReturnType<typeof startClients>>[] = [];
+  const clients: Subscribers[] = [];
   try {
     for (let p = 0; p < processes; p++)
       clients.push(
-        await startClients(
+        await startSubscribers(
           target.wsUrl!,
           Math.min(CLIENTS_PER_PROCESS, size - p * CLIENTS_PER_PROCESS),
+          light.wsUrl,
           deadline,
         ),
       );
@@ -415,15 +377,25 @@ async function fanOut(target: Target, size: number): Promise<FanOut> {
         await new Promise((r) => setTimeout(r, 20));
     }
     const latencies: number[] = [];
+    /** Each block's first arrival at any subscriber, by hash: when the server began sending it. */
+    const firsts = new Map<string, number>();
     for (const c of clients) {
       const { announced, arrivals } = await c.finish();
       for (const [hash, times] of Object.entries(arrivals)) {
         const at = announced[hash];
-        if (at !== undefined) for (const t of times) latencies.push(t - at);
+        if (at === undefined) continue;
+        for (const t of times) {
+          latencies.push(t - at);
+          firsts.set(hash, Math.min(firsts.get(hash) ?? Infinity, t - at));
+        }
       }
     }
     const sorted = latencies.sort((a, b) => a - b);
     return {
+      first: percentile(
+        [...firsts.values()].sort((a, b) => a - b),
+        50,
+      ),
       p50: percentile(sorted, 50),
       p99: percentile(sorted, 99),
       delivered: sorted.length,
@@ -492,7 +464,7 @@ try {
     `idle CPU (ms per second): ${[...idle].map(([name, ms]) => `${name} ${ms.toFixed(0)}`).join(", ")}`,
   );
   console.log(`HTTP: ${CONNECTIONS} connections, ${SECONDS} s per run, same anvil node behind each`);
-  for (let round = 1; round <= ROUNDS; round++)
+  for (let round = 1; round <= (FAN_OUT_ONLY ? 0 : ROUNDS); round++)
     for (const [call, body] of Object.entries(calls)) {
       const key = ROUNDS > 1 ? `${call} (round ${round})` : call;
       const results = new Map<string, Run>();
@@ -532,7 +504,8 @@ try {
       `WebSocket newHeads fan-out (${FAN_OUT_BLOCKS} blocks each, from the node's own announcement):`,
     );
     const row = (name: string, size: number, r: FanOut) =>
-      `  ${String(size).padStart(6)} subscribers, ${name.padEnd(19)}: p50 ${r.p50.toFixed(1)} ms p99 ` +
+      `  ${String(size).padStart(6)} subscribers, ${name.padEnd(19)}: first ${r.first.toFixed(1)} ms p50 ` +
+      `${r.p50.toFixed(1)} ms p99 ` +
       `${r.p99.toFixed(1)} ms, ${(r.bytesPerSubscriber / 1024).toFixed(1)} KiB/subscriber ` +
       (Number.isFinite(r.heapPerSubscriber) ? `(heap ${(r.heapPerSubscriber / 1024).toFixed(1)} KiB) ` : "") +
       `(${r.delivered}/${r.expected} delivered)`;
@@ -554,38 +527,42 @@ try {
           );
       }
     }
-    // 20,000, through a gateway started for it (so its memory before is an idle gateway's, not the garbage of earlier
-    // runs): one process when the open-file limit lets one process hold them all, else two workers (round robin, so
-    // each holds half).
-    const hardLimit = Number(execFileSync("sh", ["-c", "ulimit -Hn"], { encoding: "utf8" }).trim());
-    const oneProcess = hardLimit > LARGE_FAN_OUT + 1_000;
-    const name = oneProcess ? "gateway x1" : `gateway x${WORKERS} rr`;
-    console.log(
-      `  (open files per process here: at most ${hardLimit}; ${LARGE_FAN_OUT} subscribers through ${name})`,
-    );
-    const fresh = await spawnGatewayProcess({
-      workers: oneProcess ? 1 : WORKERS,
-      policy: oneProcess ? "none" : "rr",
-      ...light,
-    });
-    try {
-      const r = await fanOut(
-        {
-          name,
-          httpUrl: fresh.url,
-          wsUrl: `${fresh.url.replace("http", "ws")}/ws`,
-          pid: fresh.pid,
-          gateway: true,
-          settles: true,
-        },
-        LARGE_FAN_OUT,
-      ).catch(errorText);
-      fanOuts.set(LARGE_FAN_OUT, new Map([[name, r]]));
+    if (!FAN_OUT_ONLY) {
+      // 20,000, through a gateway started for it (so its memory before is an idle gateway's, not the garbage of earlier
+      // runs): one process when the open-file limit lets one process hold them all, else two workers (round robin, so
+      // each holds half).
+      const hardLimit = Number(execFileSync("sh", ["-c", "ulimit -Hn"], { encoding: "utf8" }).trim());
+      const oneProcess = hardLimit > LARGE_FAN_OUT + 1_000;
+      const name = oneProcess ? "gateway x1" : `gateway x${WORKERS} rr`;
       console.log(
-        typeof r === "string" ? `  ${LARGE_FAN_OUT} subscribers, ${name}: ${r}` : row(name, LARGE_FAN_OUT, r),
+        `  (open files per process here: at most ${hardLimit}; ${LARGE_FAN_OUT} subscribers through ${name})`,
       );
-    } finally {
-      await fresh.stop();
+      const fresh = await spawnGatewayProcess({
+        workers: oneProcess ? 1 : WORKERS,
+        policy: oneProcess ? "none" : "rr",
+        ...light,
+      });
+      try {
+        const r = await fanOut(
+          {
+            name,
+            httpUrl: fresh.url,
+            wsUrl: `${fresh.url.replace("http", "ws")}/ws`,
+            pid: fresh.pid,
+            gateway: true,
+            settles: true,
+          },
+          LARGE_FAN_OUT,
+        ).catch(errorText);
+        fanOuts.set(LARGE_FAN_OUT, new Map([[name, r]]));
+        console.log(
+          typeof r === "string"
+            ? `  ${LARGE_FAN_OUT} subscribers, ${name}: ${r}`
+            : row(name, LARGE_FAN_OUT, r),
+        );
+      } finally {
+        await fresh.stop();
+      }
     }
   }
   console.log(`\n${markdown()}`);

@@ -143,4 +143,45 @@ describe("newHeads fan-out through the gateway", () => {
       for (const client of clients) client.close();
     }
   });
+
+  it("stops the heads of an unsubscribed subscription and keeps the connection's others, with and without logs", async () => {
+    const client = await rawWs(wsUrl);
+    try {
+      const subscribe = async (params: unknown[]) =>
+        (await client.call("eth_subscribe", params)).result as string;
+      const headsOf = (id: string) =>
+        client.messages
+          .filter((m) => m.method === "eth_subscription" && m.params.subscription === id)
+          .map((m) => m.params.result.number as string);
+      const mined = async () => {
+        await devnet.mine(NETWORK);
+        return `0x${devnet.head(NETWORK).number.toString(16)}`;
+      };
+      const [kept, dropped] = [await subscribe(["newHeads"]), await subscribe(["newHeads"])];
+      const logs = await subscribe(["logs", {}]);
+      const first = await mined();
+      await waitFor(() => headsOf(kept).includes(first) && headsOf(dropped).includes(first), {
+        what: "the first head on both subscriptions",
+      });
+
+      // With a logs subscription on the connection (the queued path), then without (the heads-only path).
+      expect((await client.call("eth_unsubscribe", [dropped])).result).toBe(true);
+      const second = await mined();
+      await waitFor(() => headsOf(kept).includes(second), { what: "the second head" });
+      expect((await client.call("eth_unsubscribe", [logs])).result).toBe(true);
+      const third = await mined();
+      await waitFor(() => headsOf(kept).includes(third), { what: "the third head" });
+      const later = await subscribe(["newHeads"]);
+      const fourth = await mined();
+      await waitFor(() => headsOf(kept).includes(fourth) && headsOf(later).includes(fourth), {
+        what: "the fourth head on both subscriptions",
+      });
+
+      expect(headsOf(kept)).toEqual([first, second, third, fourth]);
+      expect(headsOf(dropped)).toEqual([first]);
+      expect(headsOf(later)).toEqual([fourth]);
+    } finally {
+      client.close();
+    }
+  });
 });

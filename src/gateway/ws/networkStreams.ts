@@ -36,7 +36,9 @@ export class NetworkStreams {
     private readonly headFloor: () => number | Promise<number> | undefined = () => undefined,
   ) {
     feed.on("block", (block: FeedBlock) => {
-      for (const listener of this.listeners) listener.onBlock(block, () => this.logsOf(block));
+      // One function per block, not one per listener: thousands of connections get the same.
+      const logs = () => this.logsOf(block);
+      for (const listener of this.listeners) listener.onBlock(block, logs);
     });
     feed.on("removed", (block: FeedBlock) => {
       const logs = this.logsByHash.get(block.hash) ?? Promise.resolve([]);

@@ -47,8 +47,8 @@ type SessionSocket = WebSocket & { [SESSION]: WsSession };
  * A newHeads subscription keeps its id's bytes, written into every notification frame, and the lowest head it may be
  * sent (-1: any).
  */
-type Subscription =
-  { type: "newHeads"; idBytes: Buffer; floor: number } | { type: "logs"; filter: LogFilter };
+type HeadsSubscription = { type: "newHeads"; idBytes: Buffer; floor: number };
+type Subscription = HeadsSubscription | { type: "logs"; filter: LogFilter };
 
 const sessionOf = (socket: WebSocket): WsSession => (socket as SessionSocket)[SESSION];
 function onMessage(this: WebSocket, data: WebSocket.RawData, isBinary: boolean): void {
@@ -75,6 +75,10 @@ function onError(this: WebSocket, error: Error): void {
  */
 export class WsSession implements StreamListener, AnswerSteps {
   private readonly subscriptions = new Map<string, Subscription>();
+  /** The newHeads subscriptions, in the order made: what each block walks, with no iterator over the map. */
+  private heads: HeadsSubscription[] = [];
+  /** How many of the subscriptions are `logs` ones: with none, a block is written at once. */
+  private logsSubscriptions = 0;
   /** Notifications are sent in block order, each after the previous block's logs; none made until one is queued. */
   private outbox: Promise<void> | undefined;
   /** Answered the last ping (or has not been pinged yet). */
@@ -144,6 +148,8 @@ export class WsSession implements StreamListener, AnswerSteps {
     for (const sub of this.subscriptions.values())
       this.metrics.wsSubscriptions.dec({ network, type: sub.type });
     this.subscriptions.clear();
+    this.heads = [];
+    this.logsSubscriptions = 0;
   }
 
   private send(message: JsonRpcResponse | JsonRpcResponse[]): void {
@@ -265,6 +271,8 @@ export class WsSession implements StreamListener, AnswerSteps {
       );
     }
     this.subscriptions.set(subscriptionId, subscription);
+    if (subscription.type === "newHeads") this.heads.push(subscription);
+    else this.logsSubscriptions++;
     this.metrics.wsSubscriptions.inc({ network, type: subscription.type });
     return { jsonrpc: "2.0", id, result: subscriptionId };
   }
@@ -282,6 +290,8 @@ export class WsSession implements StreamListener, AnswerSteps {
     // As geth answers an id it does not have (never made, or already gone).
     if (!subscription) return errorResponse(request.id ?? null, -32000, "subscription not found");
     this.subscriptions.delete(subscriptionId);
+    if (subscription.type === "newHeads") this.heads = this.heads.filter((sub) => sub !== subscription);
+    else this.logsSubscriptions--;
     this.metrics.wsSubscriptions.dec({ network: this.handler.network, type: subscription.type });
     return { jsonrpc: "2.0", id: request.id ?? null, result: true };
   }
@@ -294,30 +304,31 @@ export class WsSession implements StreamListener, AnswerSteps {
 
   /** StreamListener: a new block of the network. */
   onBlock(block: FeedBlock, logs: () => Promise<Log[]>): void {
-    if (this.subscriptions.size === 0) return;
+    if (this.logsSubscriptions > 0) {
+      this.enqueue(async () => this.deliver(block, await logs()));
+      return;
+    }
+    if (this.heads.length === 0) return;
     // Heads only and nothing queued: send now, which keeps fan-out to thousands of subscribers to one pass.
-    const wantsLogs = this.wantsLogs();
-    if (!wantsLogs && this.queued === 0) return this.deliver(block, []);
-    this.enqueue(async () => this.deliver(block, wantsLogs ? await logs() : []));
+    if (this.queued === 0) return this.sendHeads(block);
+    this.enqueue(async () => this.sendHeads(block));
   }
 
-  /** Whether any subscription is a `logs` one (heads-only sessions take the fast path); no allocation per block. */
-  private wantsLogs(): boolean {
-    for (const sub of this.subscriptions.values()) if (sub.type === "logs") return true;
-    return false;
+  /** A block to a connection with newHeads subscriptions only. */
+  private sendHeads(block: FeedBlock): void {
+    if (!this.writable()) return;
+    for (const sub of this.heads)
+      if (block.number >= sub.floor) block.notification.writeTo(this.frames, sub.idBytes);
   }
 
+  /** A block and its logs, each subscription in the order it was made. */
   private deliver(block: FeedBlock, blockLogs: Log[]): void {
     for (const [id, sub] of this.subscriptions) {
       if (sub.type === "newHeads") {
-        if (block.number >= sub.floor) this.sendHead(block, sub.idBytes);
+        if (block.number >= sub.floor && this.writable())
+          block.notification.writeTo(this.frames, sub.idBytes);
       } else for (const log of blockLogs) if (matchesFilter(log, sub.filter)) this.notify(id, log);
     }
-  }
-
-  private sendHead(block: FeedBlock, idBytes: Buffer): void {
-    if (!this.writable()) return;
-    block.notification.writeTo(this.frames, idBytes);
   }
 
   /** Runs notification work in order; a failed step (logs that could not be fetched) does not stop later ones. */
