@@ -8,7 +8,9 @@
  *   why not and how to get them), and
  *   through `lightfleet gateway` as a process of its own, with one process and with 2 workers (node:cluster) under
  *   each of node:cluster's scheduling policies. For eth_blockNumber also a bare node:http server answering a constant
- *   (bench/bareHttp.ts, a process of its own): the most any node:http server does here.
+ *   (bench/bareHttp.ts, a process of its own): the most any node:http server does here; and the same bare server as
+ *   2 node:cluster workers, whose CPU per call against its one process (`CPU/call /x1`) is what the machine charges
+ *   for splitting the calls over two processes, beside the gateway workers' own `/x1`.
  * - WebSocket fan-out: N clients (in child processes) subscribed to newHeads through each server; the time from the
  *   node announcing a block (a direct subscription to the node, in the same child process) to each client receiving
  *   it, p50/p99, at 1,000 and 5,000 subscribers, and the server's resident memory per subscriber. Also through a
@@ -94,11 +96,18 @@ interface Target {
   noWebSocket?: string;
   /** The gateway's own rows, which get the ratios. */
   gateway?: boolean;
+  /**
+   * A row of N workers: the name of the one-process row of the same server, whose CPU per call its own is set against
+   * (`CPU/call /x1`).
+   */
+  workersOf?: string;
   /** Commands its Redis has processed so far (the gateway with its state in Redis). */
   redisCommands?: () => Promise<number>;
   stop?: () => Promise<void> | void;
 }
 
+/** The bare node:http (and ws) server's row. */
+const BARE = "bare node:http / ws";
 const targets: Target[] = [
   { name: "anvil directly", httpUrl: light.httpUrl, wsUrl: light.wsUrl, pid: anvilPid },
 ];
@@ -163,7 +172,7 @@ if (!REDIS_ONLY) {
   const bareHttp = await spawnListening("bareHttp.ts");
   const bareWs = await spawnListening("bareWsFanOut.ts", [light.wsUrl]);
   targets.push({
-    name: "bare node:http / ws",
+    name: BARE,
     httpUrl: bareHttp.url,
     wsUrl: bareWs.url,
     pid: bareHttp.pid,
@@ -173,6 +182,16 @@ if (!REDIS_ONLY) {
       await bareHttp.stop();
       await bareWs.stop();
     },
+  });
+  // The same bare server as node:cluster workers: what splitting the calls over processes costs on these cores with
+  // no gateway code, beside what it costs the gateway's workers.
+  const bareCluster = await spawnListening("bareHttp.ts", [`--workers=${WORKERS}`]);
+  targets.push({
+    name: `bare node:http x${WORKERS}`,
+    httpUrl: bareCluster.url,
+    pid: bareCluster.pid,
+    workersOf: BARE,
+    stop: () => bareCluster.stop(),
   });
   for (const pin of PEERS) {
     const reason = notBuiltReason(pin);
@@ -207,6 +226,7 @@ for (const [name, workers, policy] of [
     wsUrl: `${g.url.replace("http", "ws")}/ws`,
     pid: g.pid,
     gateway: true,
+    ...(workers > 1 ? { workersOf: "gateway x1" } : {}),
     settles: true,
     stop: g.stop,
   });
@@ -449,14 +469,20 @@ const fmt = (r: Run) =>
   (r.errors > 0 ? `, ${r.errors} errors` : "");
 /**
  * The gateway's ratio of requests/s to each other server's of the same call; for the gateway with its state in Redis,
- * its CPU per call against the gateway's with state in process.
+ * its CPU per call against the gateway's with state in process; for a row of workers, its CPU per call against its
+ * one-process row's.
  */
-const ratios = (r: Run, others: Map<string, Run>) => {
+const ratios = (target: Target, r: Run, others: Map<string, Run>) => {
   const inProcess = others.get("gateway x1");
+  const one = target.workersOf === undefined ? undefined : others.get(target.workersOf);
   return [
-    ...[...others]
-      .filter(([name]) => !name.startsWith("gateway"))
-      .map(([name, o]) => `/${name.split(" ")[0]} ${(r.rps / o.rps).toFixed(2)}x`),
+    ...(target.gateway
+      ? [...others]
+          .filter(
+            ([name]) => !name.startsWith("gateway") && !targets.some((t) => t.name === name && t.workersOf),
+          )
+          .map(([name, o]) => `/${name.split(" ")[0]} ${(r.rps / o.rps).toFixed(2)}x`)
+      : []),
     ...(r !== inProcess && inProcess && others.get("gateway x1 redis") === r
       ? [
           `CPU/call /in-process ${(r.cpuPerCall / inProcess.cpuPerCall).toFixed(2)}x ` +
@@ -465,16 +491,17 @@ const ratios = (r: Run, others: Map<string, Run>) => {
       : []),
     // How workers scale where the machine's cores cannot show it in rates (the load generator and the node share
     // them): N workers on N free cores serve N times one process's rate when each call costs them what it costs one.
-    ...(r !== inProcess && inProcess && [...others].some(([name, o]) => o === r && WORKERS_ROW.test(name))
+    // The bare server's workers row says what the machine charges for the split with no gateway code in it.
+    ...(one
       ? [
-          `CPU/call /x1 ${(r.cpuPerCall / inProcess.cpuPerCall).toFixed(2)}x ` +
-            `(less idle ${(r.callCpuPerCall / inProcess.callCpuPerCall).toFixed(2)}x)`,
+          `CPU/call /x1 ${(r.cpuPerCall / one.cpuPerCall).toFixed(2)}x ` +
+            `(less idle ${(r.callCpuPerCall / one.callCpuPerCall).toFixed(2)}x)`,
         ]
       : []),
   ].join(", ");
 };
-/** The rows of the gateway with several workers. */
-const WORKERS_ROW = /^gateway x[2-9]\d* /;
+/** The rows printed with ratios: the gateway's, and every row of workers. */
+const hasRatios = (target: Target) => target.gateway === true || target.workersOf !== undefined;
 
 const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error));
 const http = new Map<string, Map<string, Run>>();
@@ -505,7 +532,7 @@ try {
         const r = await run(target, body);
         results.set(target.name, r);
         console.log(
-          `    ${target.name.padEnd(19)} ${fmt(r)}${target.gateway ? ` | ${ratios(r, results)}` : ""}`,
+          `    ${target.name.padEnd(19)} ${fmt(r)}${hasRatios(target) ? ` | ${ratios(target, r, results)}` : ""}`,
         );
       }
     }
@@ -615,7 +642,7 @@ function markdown(): string {
         continue;
       }
       const base = `${thousands(r.rps)}, ${r.p99} ms, ${fixed(r.cpuPerCall, 1)} us`;
-      cells.push(target.gateway ? `${base} (${ratios(r, results)})` : base);
+      cells.push(hasRatios(target) ? `${base} (${ratios(target, r, results)})` : base);
     }
     for (const size of sizes) {
       const r = fanOuts.get(size)!.get(target.name);
