@@ -23,9 +23,13 @@
  * markdown table (docs/gateway.md keeps one per run). Bounded: a few seconds per HTTP run, a few blocks per fan-out
  * size.
  *
- *   npm run bench:gateway -- [seconds=5] [connections=16] [redis|http]
+ *   npm run bench:gateway -- [seconds=5] [connections=16] [redis|http|workers]
  *
  * With `http`: every server, HTTP only (no WebSocket fan-out).
+ *
+ * With `workers`: only the bare node:http server and the gateway, each as one process and as 2 workers (round robin),
+ * HTTP only, ROUNDS times each in turn, with the median of each workers row's CPU per call against its one process's:
+ * the gateway's split against the machine's.
  *
  * With `redis`: only the gateway with in-process state and the gateway with its state in Redis, HTTP only, ROUNDS
  * times each in turn (the machine's other load shifts between runs), with the ratio of their CPU per call.
@@ -52,7 +56,11 @@ const CONNECTIONS = Number(process.argv[3] ?? 16);
 const REDIS_ONLY = process.argv[4] === "redis";
 /** Every server, HTTP calls only (no fan-out): a few minutes shorter. */
 const HTTP_ONLY = process.argv[4] === "http";
-const ROUNDS = REDIS_ONLY ? 5 : 1;
+/** Only the bare server and the gateway, one process and workers each, compared round after round. */
+const WORKERS_ONLY = process.argv[4] === "workers";
+/** Servers beside the gateway and the bare server: anvil, nginx, the peers, the gateway with Redis. */
+const OTHERS = !REDIS_ONLY && !WORKERS_ONLY;
+const ROUNDS = REDIS_ONLY ? 5 : WORKERS_ONLY ? 3 : 1;
 const FAN_OUT_SIZES = [1_000, 5_000];
 const LARGE_FAN_OUT = 20_000;
 const FAN_OUT_BLOCKS = 5;
@@ -163,10 +171,10 @@ http {
   };
 }
 
-if (REDIS_ONLY) targets.length = 0;
-const nginx = REDIS_ONLY ? undefined : await startNginx(light.httpUrl);
+if (!OTHERS) targets.length = 0;
+const nginx = OTHERS ? await startNginx(light.httpUrl) : undefined;
 if (nginx) targets.push(nginx);
-else if (!REDIS_ONLY) absent.set("nginx", "not installed (apt-get install nginx)");
+else if (OTHERS) absent.set("nginx", "not installed (apt-get install nginx)");
 if (!REDIS_ONLY) {
   // The ceilings: what Node itself does here with no gateway code at all.
   const bareHttp = await spawnListening("bareHttp.ts");
@@ -193,7 +201,7 @@ if (!REDIS_ONLY) {
     workersOf: BARE,
     stop: () => bareCluster.stop(),
   });
-  for (const pin of PEERS) {
+  for (const pin of OTHERS ? PEERS : []) {
     const reason = notBuiltReason(pin);
     if (reason) {
       absent.set(pin.name, reason);
@@ -216,7 +224,7 @@ for (const [name, workers, policy] of [
     ? []
     : ([
         [`gateway x${WORKERS} rr`, WORKERS, "rr"],
-        [`gateway x${WORKERS} none`, WORKERS, "none"],
+        ...(WORKERS_ONLY ? [] : ([[`gateway x${WORKERS} none`, WORKERS, "none"]] as const)),
       ] as const)),
 ] as const) {
   const g = await spawnGatewayProcess({ workers, policy, ...light });
@@ -234,7 +242,7 @@ for (const [name, workers, policy] of [
 
 // The gateway with its state in Redis (gateway.sharedState), when Debian's redis-server is installed. HTTP only: a
 // WebSocket holds no shared state.
-const redis = await startRedis();
+const redis = OTHERS || REDIS_ONLY ? await startRedis() : undefined;
 if (redis) {
   const redisClient = new Redis(redis.url);
   const g = await spawnGatewayProcess({
@@ -259,7 +267,8 @@ if (redis) {
       redis.stop();
     },
   });
-} else absent.set("gateway x1 redis", "redis-server is not installed (apt-get install redis-server)");
+} else if (OTHERS || REDIS_ONLY)
+  absent.set("gateway x1 redis", "redis-server is not installed (apt-get install redis-server)");
 
 /** A redis-server on a free loopback port, nothing on disk; undefined without the binary. */
 async function startRedis(): Promise<{ url: string; stop: () => void } | undefined> {
@@ -554,7 +563,29 @@ try {
     }
   }
 
-  if (!REDIS_ONLY && !HTTP_ONLY) {
+  if (WORKERS_ONLY) {
+    // The median over the rounds of each workers row's CPU per call against its one process's.
+    for (const call of Object.keys(calls))
+      for (const many of targets.filter((t) => t.workersOf !== undefined)) {
+        const ratiosOf = (pick: (r: Run) => number) =>
+          [...http]
+            .filter(([key]) => key.startsWith(`${call} `))
+            .flatMap(([, results]) => {
+              const [r, one] = [results.get(many.name), results.get(many.workersOf!)];
+              return r && one ? [pick(r) / pick(one)] : [];
+            })
+            .sort((a, b) => a - b);
+        const all = ratiosOf((r) => r.cpuPerCall);
+        if (all.length === 0) continue;
+        const median = (sorted: number[]) => sorted[Math.floor(sorted.length / 2)]!.toFixed(2);
+        console.log(
+          `${call}, ${many.name}: CPU per call /x1, median of ${all.length} rounds: ${median(all)}x ` +
+            `(rounds ${all.map((r) => r.toFixed(2)).join(", ")}; less idle CPU: ${median(ratiosOf((r) => r.callCpuPerCall))}x)`,
+        );
+      }
+  }
+
+  if (OTHERS && !HTTP_ONLY) {
     console.log(
       `WebSocket newHeads fan-out (${FAN_OUT_BLOCKS} blocks each, from the node's own announcement):`,
     );
