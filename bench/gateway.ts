@@ -509,8 +509,9 @@ const ratios = (target: Target, r: Run, others: Map<string, Run>) => {
       : []),
   ].join(", ");
 };
-/** The rows printed with ratios: the gateway's, and every row of workers. */
-const hasRatios = (target: Target) => target.gateway === true || target.workersOf !== undefined;
+
+/** The ratios as `format` puts them, or nothing for a row with none. */
+const withRatios = (text: string, format: (text: string) => string) => (text ? format(text) : "");
 
 const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error));
 const http = new Map<string, Map<string, Run>>();
@@ -541,7 +542,7 @@ try {
         const r = await run(target, body);
         results.set(target.name, r);
         console.log(
-          `    ${target.name.padEnd(19)} ${fmt(r)}${hasRatios(target) ? ` | ${ratios(target, r, results)}` : ""}`,
+          `    ${target.name.padEnd(19)} ${fmt(r)}${withRatios(ratios(target, r, results), (text) => ` | ${text}`)}`,
         );
       }
     }
@@ -673,7 +674,7 @@ function markdown(): string {
         continue;
       }
       const base = `${thousands(r.rps)}, ${r.p99} ms, ${fixed(r.cpuPerCall, 1)} us`;
-      cells.push(hasRatios(target) ? `${base} (${ratios(target, r, results)})` : base);
+      cells.push(base + withRatios(ratios(target, r, results), (text) => ` (${text})`));
     }
     for (const size of sizes) {
       const r = fanOuts.get(size)!.get(target.name);

@@ -5,13 +5,14 @@
  * mined while it is counted, so the node's `newHeads` is silent and the gateway polls, as it does between a slow
  * chain's blocks.
  *
- * Counting starts SETTLE_SECONDS after every worker serves: a gateway's first half minute still holds start-up work
- * (workers compiling their code on a loaded machine, and each process's first memory-reducing full collection about
- * 25 s after it started, 50-100 ms of CPU in each), which is paid once per process, not per second idle, and which
- * counted from 3 s after ready made 2 workers look several times one process. Prints the primary's and each worker's
- * share (/proc per process).
+ * Counting starts SETTLE_SECONDS after every worker serves: a gateway's first minute or so still holds start-up work
+ * paid once per process, not per second idle: workers compiling their code (slower on a loaded machine), and each
+ * process's memory reducer, which runs a few full collections of its heap (100-400 ms of CPU) once its allocation rate
+ * falls, seen between 20 and 80 s after start. Counted from 3 or 30 s after ready, these fell in the count of some
+ * processes and not others, so 2 workers (three processes) came out at 1.1 to 4.8 times one process from row to row
+ * and run to run. Prints the primary's and each worker's share (/proc per process).
  *
- *   npm run bench:gateway-idle -- [seconds=20] [profile-directory] [settle-seconds=30]
+ *   npm run bench:gateway-idle -- [seconds=20] [profile-directory] [settle-seconds=90]
  *
  * With a directory, each gateway runs with `--cpu-prof` and writes its profiles there (one per process).
  */
@@ -23,7 +24,7 @@ import { cpuSeconds, ownCpuSeconds, processTree } from "./processUsage.js";
 
 const SECONDS = Number(process.argv[2] ?? 20);
 const PROFILE_DIR = process.argv[3] || undefined;
-const SETTLE_SECONDS = Number(process.argv[4] ?? 30);
+const SETTLE_SECONDS = Number(process.argv[4] ?? 90);
 
 const [load1, load5, load15] = loadavg().map((l) => l.toFixed(2));
 console.log(`machine before the run: load average ${load1} / ${load5} / ${load15} on ${cpus().length} cores`);
