@@ -20,7 +20,14 @@
  * Takes a few minutes (valgrind runs node ~50x slower). With a directory, each call's callgrind dump is kept there
  * (read it with callgrind_annotate).
  *
- *   npm run bench:call-instructions -- [calls=2000] [directory]
+ * With `--workers=N`: instead, the same calls (eth_blockNumber to the bare server and to the gateway, and the forwarded
+ * eth_getBlockByNumber) through one process and through N node:cluster workers of the same server (round robin, as
+ * `gateway.workers` runs; every process of a server under callgrind with --trace-children), summed over the primary
+ * and the workers, each process warmed up with as many calls as the single one: whether a worker executes more per
+ * call than one process does. A worker's count above one process's is code (IPC, polls, smaller writes); equal counts
+ * leave the machine (more processes on the same cores) as the cause of a higher CPU time per call.
+ *
+ *   npm run bench:call-instructions -- [calls=2000] [directory] [--workers=N]
  */
 import { execFileSync } from "node:child_process";
 import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
@@ -33,21 +40,28 @@ import type { CallgrindTotals } from "./callgrindTotals.js";
 import { compileForBench, spawnGatewayProcess, spawnListening } from "./gatewayProcess.js";
 import type { ChildServer } from "./gatewayProcess.js";
 import { mineUntilFinalized } from "./peers/chainForPeers.js";
+import { processTree } from "./processUsage.js";
 
-const CALLS = Number(process.argv[2] ?? 2_000);
-const KEEP = process.argv[3];
+const WORKERS_FLAG = "--workers=";
+const WORKERS = Number(process.argv.find((a) => a.startsWith(WORKERS_FLAG))?.slice(WORKERS_FLAG.length) ?? 1);
+const [callsArg, KEEP] = process.argv.slice(2).filter((a) => !a.startsWith("--"));
+const CALLS = Number(callsArg ?? 2_000);
 const WARMUP = 5_000;
 const CONNECTIONS = 4;
 const READY_TIMEOUT_MS = 600_000;
 
 const dir = mkdtempSync(join(tmpdir(), "bench-callgrind-"));
-/** valgrind under callgrind, its dumps in a directory of the server's own. */
+/**
+ * valgrind under callgrind, its dumps in a directory of the server's own, one file per process (node:cluster's workers
+ * are children of the server's process, followed by --trace-children).
+ */
 const callgrind = (name: string) => {
   mkdirSync(join(dir, name));
   return [
     "valgrind",
     "--tool=callgrind",
-    `--callgrind-out-file=${join(dir, name)}/callgrind.out`,
+    "--trace-children=yes",
+    `--callgrind-out-file=${join(dir, name)}/callgrind.out.%p`,
     "--dump-instr=no",
   ];
 };
@@ -59,6 +73,16 @@ const devnet = await startDevnet({
 });
 const agent = new Agent({ connections: CONNECTIONS, pipelining: 1 });
 const stops: Array<() => Promise<void>> = [];
+/** One call sent to one server: counted, and set against another row's count when `against` names it. */
+interface Row {
+  name: string;
+  server: ChildServer;
+  dumps: string;
+  body: unknown;
+  against?: string;
+  /** The server's workers (a row of node:cluster workers, set against one process). */
+  workers?: number;
+}
 try {
   const light = devnet.nodes("bench").find((n) => n.role === "light")!;
   // A finalized block above 0 (anvil's trails its head by 64 blocks) for the cache hit; a block above it to forward.
@@ -74,79 +98,122 @@ try {
   const finalized = await nodeCall("eth_getBlockByNumber", ["finalized", false]);
   const head = await nodeCall("eth_getBlockByNumber", ["latest", false]);
 
-  const gateway = await spawnGatewayProcess({
-    workers: 1,
-    policy: "none",
-    ...light,
-    compiled,
-    settings: { headPollInterval: "10s" },
-    wrapper: callgrind("gateway"),
-    readyTimeoutMs: READY_TIMEOUT_MS,
-  });
-  stops.push(() => gateway.stop());
-  const bare = await spawnListening("bareHttp.ts", [], compiled, {
-    wrapper: callgrind("bare"),
-    readyTimeoutMs: READY_TIMEOUT_MS,
-  });
-  stops.push(() => bare.stop());
-  const bareBlock = await spawnListening("bareHttp.ts", [JSON.stringify(finalized)], compiled, {
-    wrapper: callgrind("bareBlock"),
-    readyTimeoutMs: READY_TIMEOUT_MS,
-  });
-  stops.push(() => bareBlock.stop());
+  /** A gateway under callgrind with `workers` processes (1: one process, no cluster). */
+  const startGateway = async (workers: number, dumps: string) => {
+    const server = await spawnGatewayProcess({
+      workers,
+      policy: workers > 1 ? "rr" : "none",
+      ...light,
+      compiled,
+      settings: { headPollInterval: "10s" },
+      wrapper: callgrind(dumps),
+      readyTimeoutMs: READY_TIMEOUT_MS,
+    });
+    stops.push(() => server.stop());
+    return server;
+  };
+  /** The bare node:http server under callgrind, answering `result` (eth_blockNumber's by default). */
+  const startBare = async (dumps: string, args: string[] = []) => {
+    const server = await spawnListening("bareHttp.ts", args, compiled, {
+      wrapper: callgrind(dumps),
+      readyTimeoutMs: READY_TIMEOUT_MS,
+    });
+    stops.push(() => server.stop());
+    return server;
+  };
 
   const rpc = (method: string, params: unknown[]) => ({ jsonrpc: "2.0", id: 1, method, params });
-  const rows: Array<{ name: string; server: ChildServer; dumps: string; body: unknown; against?: string }> = [
-    { name: "bare eth_blockNumber", server: bare, dumps: "bare", body: rpc("eth_blockNumber", []) },
-    {
-      name: "bare block",
-      server: bareBlock,
-      dumps: "bareBlock",
-      body: rpc("eth_getBlockByHash", [finalized.hash, false]),
-    },
-    {
-      name: "eth_blockNumber",
-      server: gateway,
-      dumps: "gateway",
-      body: rpc("eth_blockNumber", []),
-      against: "bare eth_blockNumber",
-    },
-    {
-      name: "cache hit, finalized",
-      server: gateway,
-      dumps: "gateway",
-      body: rpc("eth_getBlockByHash", [finalized.hash, false]),
-      against: "bare block",
-    },
-    {
-      name: "eth_getBlockByNumber",
-      server: gateway,
-      dumps: "gateway",
-      body: rpc("eth_getBlockByNumber", [head.number, false]),
-    },
-  ];
+  const blockNumber = rpc("eth_blockNumber", []);
+  const forwarded = rpc("eth_getBlockByNumber", [head.number, false]);
+  const rows: Row[] = [];
+  if (WORKERS > 1) {
+    // One process and N workers of each server, each call through both, one after the other.
+    const [bare, bareWorkers] = [
+      await startBare("bare"),
+      await startBare("bareWorkers", [`--workers=${WORKERS}`]),
+    ];
+    const [gateway, gatewayWorkers] = [
+      await startGateway(1, "gateway"),
+      await startGateway(WORKERS, "gatewayWorkers"),
+    ];
+    const pair = (name: string, one: ChildServer, many: ChildServer, dumps: string, body: unknown) => [
+      { name: `${name} x1`, server: one, dumps, body },
+      {
+        name: `${name} x${WORKERS}`,
+        server: many,
+        dumps: `${dumps}Workers`,
+        body,
+        against: `${name} x1`,
+        workers: WORKERS,
+      },
+    ];
+    rows.push(
+      ...pair("bare eth_blockNumber", bare, bareWorkers, "bare", blockNumber),
+      ...pair("eth_blockNumber", gateway, gatewayWorkers, "gateway", blockNumber),
+      ...pair("eth_getBlockByNumber", gateway, gatewayWorkers, "gateway", forwarded),
+    );
+  } else {
+    const gateway = await startGateway(1, "gateway");
+    const bare = await startBare("bare");
+    const bareBlock = await startBare("bareBlock", [JSON.stringify(finalized)]);
+    rows.push(
+      { name: "bare eth_blockNumber", server: bare, dumps: "bare", body: blockNumber },
+      {
+        name: "bare block",
+        server: bareBlock,
+        dumps: "bareBlock",
+        body: rpc("eth_getBlockByHash", [finalized.hash, false]),
+      },
+      {
+        name: "eth_blockNumber",
+        server: gateway,
+        dumps: "gateway",
+        body: blockNumber,
+        against: "bare eth_blockNumber",
+      },
+      {
+        name: "cache hit, finalized",
+        server: gateway,
+        dumps: "gateway",
+        body: rpc("eth_getBlockByHash", [finalized.hash, false]),
+        against: "bare block",
+      },
+      { name: "eth_getBlockByNumber", server: gateway, dumps: "gateway", body: forwarded },
+    );
+  }
 
-  /** Instructions a server executed since its counters were last zeroed, from a fresh dump's totals. */
+  /**
+   * Instructions each process of a server (its primary first, then its workers) executed since its counters were last
+   * zeroed, from a fresh dump's totals.
+   */
   const dumpedInstructions = (
     server: ChildServer,
     dumps: string,
     keepAs?: string,
-  ): CallgrindTotals & { tickFieldsThroughRuntime: number } => {
+  ): Array<CallgrindTotals & { tickFieldsThroughRuntime: number }> => {
     const at = join(dir, dumps);
     for (const f of readdirSync(at)) rmSync(join(at, f));
-    execFileSync("callgrind_control", ["--dump", String(server.pid)], { stdio: "ignore" });
-    const file = readdirSync(at).find((f) => f.startsWith("callgrind.out"));
-    if (KEEP && keepAs) {
-      mkdirSync(KEEP, { recursive: true });
-      copyFileSync(join(at, file!), join(KEEP, keepAs));
-    }
-    return {
-      ...callgrindTotals(join(at, file!)),
-      tickFieldsThroughRuntime: callsInto(join(at, file!), "Runtime_DefineKeyedOwnPropertyInLiteral"),
-    };
+    const pids = processTree(server.pid);
+    for (const pid of pids) execFileSync("callgrind_control", ["--dump", String(pid)], { stdio: "ignore" });
+    return pids.map((pid) => {
+      const file = join(
+        at,
+        readdirSync(at).find((f) => f.startsWith(`callgrind.out.${pid}.`))!,
+      );
+      if (KEEP && keepAs) {
+        mkdirSync(KEEP, { recursive: true });
+        copyFileSync(file, join(KEEP, `${keepAs}-${pid}.callgrind`));
+      }
+      return {
+        ...callgrindTotals(file),
+        tickFieldsThroughRuntime: callsInto(file, "Runtime_DefineKeyedOwnPropertyInLiteral"),
+      };
+    });
   };
-  const zero = (server: ChildServer) =>
-    execFileSync("callgrind_control", ["--zero", String(server.pid)], { stdio: "ignore" });
+  const zero = (server: ChildServer) => {
+    for (const pid of processTree(server.pid))
+      execFileSync("callgrind_control", ["--zero", String(pid)], { stdio: "ignore" });
+  };
   const send = async (url: string, body: unknown, count: number) => {
     const text = JSON.stringify(body);
     let next = 0;
@@ -166,30 +233,41 @@ try {
     );
   };
 
-  console.log(`servers under callgrind; ${CALLS} calls each after ${WARMUP} to warm up`);
+  console.log(`servers under callgrind; ${CALLS} calls each after ${WARMUP} per process to warm up`);
   const mainPerCall = new Map<string, number>();
+  const perCall = (n: number) => Math.round(n).toLocaleString("en-US");
+  const sum = (counts: number[]) => counts.reduce((a, b) => a + b, 0);
   for (const row of rows) {
     const url = `${row.server.url}/`;
-    await send(url, row.body, WARMUP);
+    await send(url, row.body, WARMUP * (row.workers ?? 1));
     zero(row.server);
     const started = performance.now();
     await send(url, row.body, CALLS);
     const elapsed = performance.now() - started;
-    const busy = dumpedInstructions(row.server, row.dumps, `${row.name.replaceAll(/\W+/g, "-")}.callgrind`);
+    const busy = dumpedInstructions(row.server, row.dumps, row.name.replaceAll(/\W+/g, "-"));
     zero(row.server);
     await new Promise((r) => setTimeout(r, elapsed));
     const idle = dumpedInstructions(row.server, row.dumps);
-    const main = (busy.main - idle.main) / CALLS;
+    // Per process (the primary, then each worker) and summed: what a call cost the server as a whole.
+    const mains = busy.map((b, i) => (b.main - (idle[i]?.main ?? 0)) / CALLS);
+    const main = sum(mains);
     mainPerCall.set(row.name, main);
-    const perCall = (n: number) => Math.round(n).toLocaleString("en-US");
     const base = row.against === undefined ? undefined : mainPerCall.get(row.against);
     console.log(
       `  ${row.name.padEnd(21)} main thread ${perCall(main)} instructions/call ` +
-        `(${perCall(busy.main / CALLS)} with idle work); all threads ${perCall((busy.all - idle.all) / CALLS)} ` +
-        `(${perCall(busy.all / CALLS)}); ${(elapsed / 1000).toFixed(1)} s` +
-        (base === undefined ? "" : `; bare/gateway ${(base / main).toFixed(2)}`) +
+        (mains.length > 1
+          ? `(primary ${perCall(mains[0]!)}, workers ${mains.slice(1).map(perCall).join(" + ")}) `
+          : "") +
+        `(${perCall(sum(busy.map((b) => b.main)) / CALLS)} with idle work); all threads ` +
+        `${perCall((sum(busy.map((b) => b.all)) - sum(idle.map((b) => b.all))) / CALLS)} ` +
+        `(${perCall(sum(busy.map((b) => b.all)) / CALLS)}); ${(elapsed / 1000).toFixed(1)} s` +
+        (base === undefined
+          ? ""
+          : row.workers === undefined
+            ? `; bare/gateway ${(base / main).toFixed(2)}`
+            : `; x${row.workers}/x1 ${(main / base).toFixed(3)}`) +
         // node's nextTick on its slow path (docs/gateway.md): about 18 per request when on, none when off.
-        `; nextTick fields through the runtime ${(busy.tickFieldsThroughRuntime / CALLS).toFixed(1)}/call`,
+        `; nextTick fields through the runtime ${(sum(busy.map((b) => b.tickFieldsThroughRuntime)) / CALLS).toFixed(1)}/call`,
     );
   }
 } finally {

@@ -8,7 +8,9 @@
  *   why not and how to get them), and
  *   through `lightfleet gateway` as a process of its own, with one process and with 2 workers (node:cluster) under
  *   each of node:cluster's scheduling policies. For eth_blockNumber also a bare node:http server answering a constant
- *   (bench/bareHttp.ts, a process of its own): the most any node:http server does here.
+ *   (bench/bareHttp.ts, a process of its own): the most any node:http server does here; and the same bare server as
+ *   2 node:cluster workers, whose CPU per call against its one process (`CPU/call /x1`) is what the machine charges
+ *   for splitting the calls over two processes, beside the gateway workers' own `/x1`.
  * - WebSocket fan-out: N clients (in child processes) subscribed to newHeads through each server; the time from the
  *   node announcing a block (a direct subscription to the node, in the same child process) to each client receiving
  *   it, p50/p99, at 1,000 and 5,000 subscribers, and the server's resident memory per subscriber. Also through a
@@ -21,12 +23,15 @@
  * markdown table (docs/gateway.md keeps one per run). Bounded: a few seconds per HTTP run, a few blocks per fan-out
  * size.
  *
- *   npm run bench:gateway -- [seconds=5] [connections=16] [redis|http]
+ *   npm run bench:gateway -- [seconds=5] [connections=16] [redis|http|workers]
  *
  * With `http`: every server, HTTP only (no WebSocket fan-out).
  *
  * With `fan-out`: the WebSocket fan-out at 1,000 and 5,000 subscribers only, through the bare `ws` server and the
  * gateways (no HTTP, no peers, no 20,000): the few minutes its goal is judged by.
+ * With `workers`: only the bare node:http server and the gateway, each as one process and as 2 workers (round robin),
+ * HTTP only, ROUNDS times each in turn, with the median of each workers row's CPU per call against its one process's:
+ * the gateway's split against the machine's.
  *
  * With `redis`: only the gateway with in-process state and the gateway with its state in Redis, HTTP only, ROUNDS
  * times each in turn (the machine's other load shifts between runs), with the ratio of their CPU per call.
@@ -56,7 +61,11 @@ const REDIS_ONLY = process.argv[4] === "redis";
 const HTTP_ONLY = process.argv[4] === "http";
 /** The fan-out at 1,000 and 5,000 through the bare server and the gateways only. */
 const FAN_OUT_ONLY = process.argv[4] === "fan-out";
-const ROUNDS = REDIS_ONLY ? 5 : 1;
+/** Only the bare server and the gateway, one process and workers each, compared round after round. */
+const WORKERS_ONLY = process.argv[4] === "workers";
+/** Servers beside the gateway and the bare server: anvil, nginx, the peers, the gateway with Redis. */
+const OTHERS = !REDIS_ONLY && !WORKERS_ONLY;
+const ROUNDS = REDIS_ONLY ? 5 : WORKERS_ONLY ? 3 : 1;
 const FAN_OUT_SIZES = [1_000, 5_000];
 const LARGE_FAN_OUT = 20_000;
 const FAN_OUT_BLOCKS = 5;
@@ -97,11 +106,18 @@ interface Target {
   noWebSocket?: string;
   /** The gateway's own rows, which get the ratios. */
   gateway?: boolean;
+  /**
+   * A row of N workers: the name of the one-process row of the same server, whose CPU per call its own is set against
+   * (`CPU/call /x1`).
+   */
+  workersOf?: string;
   /** Commands its Redis has processed so far (the gateway with its state in Redis). */
   redisCommands?: () => Promise<number>;
   stop?: () => Promise<void> | void;
 }
 
+/** The bare node:http (and ws) server's row. */
+const BARE = "bare node:http / ws";
 const targets: Target[] = [
   { name: "anvil directly", httpUrl: light.httpUrl, wsUrl: light.wsUrl, pid: anvilPid },
 ];
@@ -157,16 +173,16 @@ http {
   };
 }
 
-if (REDIS_ONLY) targets.length = 0;
-const nginx = REDIS_ONLY || FAN_OUT_ONLY ? undefined : await startNginx(light.httpUrl);
+if (!OTHERS) targets.length = 0;
+const nginx = OTHERS && !FAN_OUT_ONLY ? await startNginx(light.httpUrl) : undefined;
 if (nginx) targets.push(nginx);
-else if (!REDIS_ONLY && !FAN_OUT_ONLY) absent.set("nginx", "not installed (apt-get install nginx)");
+else if (OTHERS && !FAN_OUT_ONLY) absent.set("nginx", "not installed (apt-get install nginx)");
 if (!REDIS_ONLY) {
   // The ceilings: what Node itself does here with no gateway code at all.
   const bareHttp = await spawnListening("bareHttp.ts");
   const bareWs = await spawnListening("bareWsFanOut.ts", [light.wsUrl]);
   targets.push({
-    name: "bare node:http / ws",
+    name: BARE,
     httpUrl: bareHttp.url,
     wsUrl: bareWs.url,
     pid: bareHttp.pid,
@@ -177,7 +193,19 @@ if (!REDIS_ONLY) {
       await bareWs.stop();
     },
   });
-  for (const pin of FAN_OUT_ONLY ? [] : PEERS) {
+  // The same bare server as node:cluster workers: what splitting the calls over processes costs on these cores with
+  // no gateway code, beside what it costs the gateway's workers.
+  if (!FAN_OUT_ONLY) {
+    const bareCluster = await spawnListening("bareHttp.ts", [`--workers=${WORKERS}`]);
+    targets.push({
+      name: `bare node:http x${WORKERS}`,
+      httpUrl: bareCluster.url,
+      pid: bareCluster.pid,
+      workersOf: BARE,
+      stop: () => bareCluster.stop(),
+    });
+  }
+  for (const pin of OTHERS && !FAN_OUT_ONLY ? PEERS : []) {
     const reason = notBuiltReason(pin);
     if (reason) {
       absent.set(pin.name, reason);
@@ -200,7 +228,7 @@ for (const [name, workers, policy] of [
     ? []
     : ([
         [`gateway x${WORKERS} rr`, WORKERS, "rr"],
-        [`gateway x${WORKERS} none`, WORKERS, "none"],
+        ...(WORKERS_ONLY ? [] : ([[`gateway x${WORKERS} none`, WORKERS, "none"]] as const)),
       ] as const)),
 ] as const) {
   const g = await spawnGatewayProcess({ workers, policy, ...light });
@@ -210,6 +238,7 @@ for (const [name, workers, policy] of [
     wsUrl: `${g.url.replace("http", "ws")}/ws`,
     pid: g.pid,
     gateway: true,
+    ...(workers > 1 ? { workersOf: "gateway x1" } : {}),
     settles: true,
     stop: g.stop,
   });
@@ -217,7 +246,7 @@ for (const [name, workers, policy] of [
 
 // The gateway with its state in Redis (gateway.sharedState), when Debian's redis-server is installed. HTTP only: a
 // WebSocket holds no shared state.
-const redis = FAN_OUT_ONLY ? undefined : await startRedis();
+const redis = (OTHERS && !FAN_OUT_ONLY) || REDIS_ONLY ? await startRedis() : undefined;
 if (redis) {
   const redisClient = new Redis(redis.url);
   const g = await spawnGatewayProcess({
@@ -242,7 +271,7 @@ if (redis) {
       redis.stop();
     },
   });
-} else if (!FAN_OUT_ONLY)
+} else if ((OTHERS && !FAN_OUT_ONLY) || REDIS_ONLY)
   absent.set("gateway x1 redis", "redis-server is not installed (apt-get install redis-server)");
 
 /** A redis-server on a free loopback port, nothing on disk; undefined without the binary. */
@@ -421,14 +450,20 @@ const fmt = (r: Run) =>
   (r.errors > 0 ? `, ${r.errors} errors` : "");
 /**
  * The gateway's ratio of requests/s to each other server's of the same call; for the gateway with its state in Redis,
- * its CPU per call against the gateway's with state in process.
+ * its CPU per call against the gateway's with state in process; for a row of workers, its CPU per call against its
+ * one-process row's.
  */
-const ratios = (r: Run, others: Map<string, Run>) => {
+const ratios = (target: Target, r: Run, others: Map<string, Run>) => {
   const inProcess = others.get("gateway x1");
+  const one = target.workersOf === undefined ? undefined : others.get(target.workersOf);
   return [
-    ...[...others]
-      .filter(([name]) => !name.startsWith("gateway"))
-      .map(([name, o]) => `/${name.split(" ")[0]} ${(r.rps / o.rps).toFixed(2)}x`),
+    ...(target.gateway
+      ? [...others]
+          .filter(
+            ([name]) => !name.startsWith("gateway") && !targets.some((t) => t.name === name && t.workersOf),
+          )
+          .map(([name, o]) => `/${name.split(" ")[0]} ${(r.rps / o.rps).toFixed(2)}x`)
+      : []),
     ...(r !== inProcess && inProcess && others.get("gateway x1 redis") === r
       ? [
           `CPU/call /in-process ${(r.cpuPerCall / inProcess.cpuPerCall).toFixed(2)}x ` +
@@ -437,16 +472,18 @@ const ratios = (r: Run, others: Map<string, Run>) => {
       : []),
     // How workers scale where the machine's cores cannot show it in rates (the load generator and the node share
     // them): N workers on N free cores serve N times one process's rate when each call costs them what it costs one.
-    ...(r !== inProcess && inProcess && [...others].some(([name, o]) => o === r && WORKERS_ROW.test(name))
+    // The bare server's workers row says what the machine charges for the split with no gateway code in it.
+    ...(one
       ? [
-          `CPU/call /x1 ${(r.cpuPerCall / inProcess.cpuPerCall).toFixed(2)}x ` +
-            `(less idle ${(r.callCpuPerCall / inProcess.callCpuPerCall).toFixed(2)}x)`,
+          `CPU/call /x1 ${(r.cpuPerCall / one.cpuPerCall).toFixed(2)}x ` +
+            `(less idle ${(r.callCpuPerCall / one.callCpuPerCall).toFixed(2)}x)`,
         ]
       : []),
   ].join(", ");
 };
-/** The rows of the gateway with several workers. */
-const WORKERS_ROW = /^gateway x[2-9]\d* /;
+
+/** The ratios as `format` puts them, or nothing for a row with none. */
+const withRatios = (text: string, format: (text: string) => string) => (text ? format(text) : "");
 
 const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error));
 const http = new Map<string, Map<string, Run>>();
@@ -477,7 +514,7 @@ try {
         const r = await run(target, body);
         results.set(target.name, r);
         console.log(
-          `    ${target.name.padEnd(19)} ${fmt(r)}${target.gateway ? ` | ${ratios(r, results)}` : ""}`,
+          `    ${target.name.padEnd(19)} ${fmt(r)}${withRatios(ratios(target, r, results), (text) => ` | ${text}`)}`,
         );
       }
     }
@@ -499,7 +536,29 @@ try {
     }
   }
 
-  if (!REDIS_ONLY && !HTTP_ONLY) {
+  if (WORKERS_ONLY) {
+    // The median over the rounds of each workers row's CPU per call against its one process's.
+    for (const call of Object.keys(calls))
+      for (const many of targets.filter((t) => t.workersOf !== undefined)) {
+        const ratiosOf = (pick: (r: Run) => number) =>
+          [...http]
+            .filter(([key]) => key.startsWith(`${call} `))
+            .flatMap(([, results]) => {
+              const [r, one] = [results.get(many.name), results.get(many.workersOf!)];
+              return r && one ? [pick(r) / pick(one)] : [];
+            })
+            .sort((a, b) => a - b);
+        const all = ratiosOf((r) => r.cpuPerCall);
+        if (all.length === 0) continue;
+        const median = (sorted: number[]) => sorted[Math.floor(sorted.length / 2)]!.toFixed(2);
+        console.log(
+          `${call}, ${many.name}: CPU per call /x1, median of ${all.length} rounds: ${median(all)}x ` +
+            `(rounds ${all.map((r) => r.toFixed(2)).join(", ")}; less idle CPU: ${median(ratiosOf((r) => r.callCpuPerCall))}x)`,
+        );
+      }
+  }
+
+  if (OTHERS && !HTTP_ONLY) {
     console.log(
       `WebSocket newHeads fan-out (${FAN_OUT_BLOCKS} blocks each, from the node's own announcement):`,
     );
@@ -592,7 +651,7 @@ function markdown(): string {
         continue;
       }
       const base = `${thousands(r.rps)}, ${r.p99} ms, ${fixed(r.cpuPerCall, 1)} us`;
-      cells.push(target.gateway ? `${base} (${ratios(r, results)})` : base);
+      cells.push(base + withRatios(ratios(target, r, results), (text) => ` (${text})`));
     }
     for (const size of sizes) {
       const r = fanOuts.get(size)!.get(target.name);

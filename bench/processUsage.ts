@@ -7,7 +7,7 @@ import { pathToFileURL } from "node:url";
 const TICKS_PER_SECOND = 100;
 
 /** The process and its descendants (gateway workers), from /proc/<pid>/task/<tid>/children. */
-function processTree(pid: number): number[] {
+export function processTree(pid: number): number[] {
   const pids = [pid];
   for (let i = 0; i < pids.length; i++) {
     try {
@@ -30,7 +30,8 @@ export function cpuSeconds(pid: number): number {
   return processTree(pid).reduce((sum, p) => sum + ownCpuSeconds(p), 0);
 }
 
-function ownCpuSeconds(pid: number): number {
+/** CPU seconds of one process alone (not its descendants); NaN where /proc cannot be read. */
+export function ownCpuSeconds(pid: number): number {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
     // Fields after the command name (which may hold spaces), from the closing parenthesis: utime is the 12th.

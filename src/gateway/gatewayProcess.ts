@@ -4,7 +4,6 @@ import type { EndpointSliceSource } from "../kubernetes/endpointSlices/endpointS
 import { staleCache } from "../kubernetes/api/cacheFreshness.js";
 import type { Logger } from "../log/logger.js";
 import { createKubeCacheMetrics } from "../metrics/kubeCacheMetrics.js";
-import { startGateway } from "./gateway.js";
 import type { Gateway, GatewayOptions } from "./gateway.js";
 import { CombinedUpstreamSource } from "./upstreams/combinedSource.js";
 import { StaticUpstreamSource } from "./upstreams/staticSource.js";
@@ -47,6 +46,9 @@ export async function openGateway(
   );
   const slices = await endpointSlices(config, logger, registry);
   const source: UpstreamSource = slices ? new CombinedUpstreamSource([fixed, slices]) : fixed;
+  // Loaded here, not with this module: a cluster's primary uses this module's helpers and never serves calls, so it
+  // does not load (nor hold in its heap) the call path.
+  const { startGateway } = await import("./gateway.js");
   const gateway = await startGateway({
     config,
     source,
