@@ -22,6 +22,7 @@ import { startDevnet } from "../src/devnet/devnet.js";
 import { compileForBench, spawnGatewayProcess, spawnListening } from "./gatewayProcess.js";
 import { mineUntilFinalized } from "./peers/chainForPeers.js";
 import { cpuSeconds } from "./processUsage.js";
+import { expectSameAnswer } from "./sameAnswer.js";
 
 const SECONDS = Number(process.argv[2] ?? 5);
 const ROUNDS = Number(process.argv[3] ?? 3);
@@ -87,6 +88,9 @@ try {
   stops.push(() => bare.stop());
   const bareBlock = await spawnListening("bareHttp.ts", [JSON.stringify(finalizedBlock)], compiled);
   stops.push(() => bareBlock.stop());
+  // The finalized block's hit and the bare block write the same bytes with the same headers.
+  const bytes = await expectSameAnswer(`${gateway.url}/`, `${bareBlock.url}/`, finalized);
+  console.log(`cache hit and bare block: the same answer, ${bytes} bytes, the same headers`);
   const blockNumber = { jsonrpc: "2.0", id: 1, method: "eth_blockNumber", params: [] };
 
   // Each server's CPU while idle (the gateway's head following and recounts), taken out of its CPU per call.
