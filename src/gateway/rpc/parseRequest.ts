@@ -41,62 +41,8 @@ const exactNumber = (text: string): number | ExactNumber => {
 /** A string id with an escape in it: JSON.stringify may write its value otherwise. Most bodies have none. */
 const ESCAPED_STRING = String.raw`"[^"\\]*\\`;
 const ESCAPED_STRING_ID = new RegExp(String.raw`"id"\s*:\s*${ESCAPED_STRING}`);
-/** Either of the two above, in one scan: what hasSpecialId tells, as a pattern (its tests compare the two). */
-export const SPECIAL_ID = new RegExp(String.raw`"id"\s*:\s*(?:${INEXACT_NUMBER}|${ESCAPED_STRING})`);
-
-/** The characters `\s` takes in a regular expression (ECMAScript's white space and line terminators). */
-function isSpace(c: number): boolean {
-  return c === 0x20 || (c >= 0x09 && c <= 0x0d) || (c >= 0xa0 && isWideSpace(c));
-}
-
-function isWideSpace(c: number): boolean {
-  return (
-    c === 0xa0 ||
-    c === 0x1680 ||
-    (c >= 0x2000 && c <= 0x200a) ||
-    c === 0x2028 ||
-    c === 0x2029 ||
-    c === 0x202f ||
-    c === 0x205f ||
-    c === 0x3000 ||
-    c === 0xfeff
-  );
-}
-
-const isDigit = (c: number) => c >= 0x30 && c <= 0x39;
-
-/**
- * Whether the text has an `"id"` member whose value is a number a double may change or a string with an escape:
- * SPECIAL_ID's test, written out (the pattern's scan of every body cost more than the rest of reading the call).
- */
-export function hasSpecialId(text: string): boolean {
-  for (let at = text.indexOf('"id"'); at >= 0; at = text.indexOf('"id"', at + 1)) {
-    let i = at + 4;
-    while (isSpace(text.charCodeAt(i))) i++;
-    if (text.charCodeAt(i) !== 0x3a) continue;
-    i++;
-    while (isSpace(text.charCodeAt(i))) i++;
-    if (text.charCodeAt(i) === 0x22) {
-      // A string: an escape before its closing quote.
-      for (let j = i + 1; j < text.length; j++) {
-        const c = text.charCodeAt(j);
-        if (c === 0x5c) return true;
-        if (c === 0x22) break;
-      }
-      continue;
-    }
-    // A number: 16 digits or more, or digits then a fraction or an exponent.
-    if (text.charCodeAt(i) === 0x2d) i++;
-    let digits = 0;
-    while (isDigit(text.charCodeAt(i))) {
-      if (++digits === 16) return true;
-      i++;
-    }
-    const next = text.charCodeAt(i);
-    if (next === 0x2e || next === 0x45 || next === 0x65) return true;
-  }
-  return false;
-}
+/** Either of the two above, in one scan. */
+const SPECIAL_ID = new RegExp(String.raw`"id"\s*:\s*(?:${INEXACT_NUMBER}|${ESCAPED_STRING})`);
 const STRING_ID = /"id"\s*:\s*("(?:[^"\\]|\\.)*")/g;
 
 const decodeString = (text: string): unknown => {
@@ -134,7 +80,7 @@ function keepEscapedStringIds(text: string, value: unknown): void {
  */
 function parseJson(text: string): unknown {
   // One scan of the body for both kinds of id (most bodies have neither); each is told apart only when one is there.
-  if (!hasSpecialId(text)) return JSON.parse(text);
+  if (!SPECIAL_ID.test(text)) return JSON.parse(text);
   const value = INEXACT_ID.test(text) ? parseLossless(text, null, exactNumber) : JSON.parse(text);
   if (ESCAPED_STRING_ID.test(text)) keepEscapedStringIds(text, value);
   return value;
