@@ -31,6 +31,22 @@ export function reply(
   else res.end(text);
 }
 
+/** A JSON answer already in bytes (an answer the response cache keeps for a repeated call). */
+export function replyBytes(
+  res: ServerResponse,
+  status: number,
+  bytes: Buffer,
+  extra?: Record<string, string>,
+): void {
+  res.writeHead(
+    status,
+    extra === undefined
+      ? { "content-type": "application/json", "content-length": bytes.length }
+      : { "content-type": "application/json", "content-length": bytes.length, ...extra },
+  );
+  res.end(bytes);
+}
+
 /** A JSON-RPC error answer with no id, for a request refused before its body was read or parsed. */
 export function replyError(
   res: ServerResponse,

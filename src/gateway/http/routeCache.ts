@@ -11,10 +11,24 @@ const MAX_ENTRIES = 1_000;
 export class RouteCache {
   private readonly byHost = new Map<string | undefined, Map<string, RouteMatch>>();
   private size = 0;
+  /** The last pair asked for and its route: a client's requests on one connection name the same host and path. */
+  private lastHost: string | undefined = undefined;
+  private lastPath: string | undefined = undefined;
+  private lastRoute: RouteMatch = undefined;
 
   constructor(private readonly routes: readonly NetworkRoute[]) {}
 
   of(host: string | undefined, path: string): RouteMatch {
+    // Two string comparisons, where the maps would hash the host (a new string each request) first.
+    if (host === this.lastHost && path === this.lastPath) return this.lastRoute;
+    const route = this.lookUp(host, path);
+    this.lastHost = host;
+    this.lastPath = path;
+    this.lastRoute = route;
+    return route;
+  }
+
+  private lookUp(host: string | undefined, path: string): RouteMatch {
     let paths = this.byHost.get(host);
     const cached = paths?.get(path);
     if (cached !== undefined || paths?.has(path)) return cached;

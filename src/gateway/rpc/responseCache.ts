@@ -40,6 +40,18 @@ export class CachePlan {
   get key(): string {
     return (this.text ??= `${this.forwarded.method}\n${paramsJson(this.forwarded.params, this.hashAt)}`);
   }
+
+  /** The call's parameters as the client wrote them (a call with a look-up goes to the node as it came). */
+  get params(): unknown {
+    return this.forwarded.params;
+  }
+}
+
+/** The last call found by its look-up in a final entry: its method, its parameters' values, and that entry. */
+interface LastHit {
+  method: string;
+  params: unknown[];
+  entry: Entry;
 }
 
 /** Transactions and receipts by their own hash: the answer says which block holds them. */
@@ -198,6 +210,8 @@ export class ResponseCache {
   private readonly entries: LRUCache<string, Entry>;
   /** Entries kept with a HashLookup, by its hash: each leaves this index as it leaves the map. */
   private readonly byHash = new Map<string, Entry[]>();
+  /** See repeated. */
+  private lastHit: LastHit | undefined = undefined;
 
   /**
    * `becameFinal` is told of an entry kept before its block was known final, once it is (an entry final when kept is
@@ -242,9 +256,31 @@ export class ResponseCache {
     if (kept === undefined) return undefined;
     for (let i = 0; i < kept.length; i++) {
       const entry = kept[i]!;
-      if (entry.lookup!.method === lookup.method && entry.lookup!.rest === lookup.rest)
-        return this.served(entry.key)?.result;
+      if (entry.lookup!.method !== lookup.method || entry.lookup!.rest !== lookup.rest) continue;
+      const served = this.served(entry.key);
+      if (served?.final)
+        this.lastHit = { method: lookup.method, params: [...(plan.params as unknown[])], entry };
+      return served?.result;
     }
+    return undefined;
+  }
+
+  /**
+   * The result of a call that repeats the last one found by its look-up in a final entry (the same method, the same
+   * parameter values: a poller asking for one block or receipt again and again), while that entry is kept (its recency
+   * renewed as any hit's); else undefined. Such a call would be planned, keyed and found to the same entry: a final
+   * answer named by a hash depends on nothing else (not the head, not the finalized height), so it is answered here
+   * with none of that work.
+   */
+  repeated(request: JsonRpcRequest): RawResult | undefined {
+    const last = this.lastHit;
+    if (last === undefined || request.method !== last.method) return undefined;
+    const params = request.params;
+    if (!Array.isArray(params) || params.length !== last.params.length) return undefined;
+    // Parameters are compared by value only when they are strings, numbers, booleans or null (an object never is).
+    for (let i = 0; i < params.length; i++) if (params[i] !== last.params[i]) return undefined;
+    if (this.entries.get(last.entry.key) === last.entry) return last.entry.result;
+    this.lastHit = undefined;
     return undefined;
   }
 

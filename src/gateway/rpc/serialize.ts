@@ -6,14 +6,37 @@ import { ExactNumber, ExactString } from "../../rpc/jsonRpc.js";
  * parsed and serialized again (a block is kilobytes of JSON). Parsed only where the gateway reads the value itself.
  */
 export class RawResult {
+  /** The id of the last answer written with this result, and that answer's bytes (see answerBytes). */
+  private lastId: unknown = NO_ID;
+  private lastAnswer: Buffer | undefined = undefined;
+
   /**
    * `ascii`: the text is known to be ASCII (see keptResult), so an answer with it and a numeric id is as many bytes as
-   * characters, written without counting or encoding them.
+   * characters, written without counting or encoding them. `kept`: the result is answered many times (the response
+   * cache), so the whole answer is worth keeping as bytes.
    */
   constructor(
     readonly json: string,
     readonly ascii = false,
+    readonly kept = false,
   ) {}
+
+  /**
+   * The whole answer with this result and `id` as bytes, for a kept ASCII result asked for again with the id of the
+   * answer before it (a poller or script repeating a call with `"id":1`): those bytes are built on the second such
+   * answer and written as they are from then on, as a bare server writes a constant. Undefined otherwise (another id,
+   * an id kept as written, a result not kept): the answer is then written as text.
+   */
+  answerBytes(id: JsonRpcId): Buffer | undefined {
+    if (!this.kept || !this.ascii) return undefined;
+    if (id === this.lastId)
+      return (this.lastAnswer ??= answerBuffer(id as number | string | null, this.json));
+    // Only ids whose JSON is known without a scan: numbers, null, strings that need no escapes.
+    this.lastId =
+      typeof id === "number" || id === null || (typeof id === "string" && plainString(id)) ? id : NO_ID;
+    this.lastAnswer = undefined;
+    return undefined;
+  }
 
   value(): unknown {
     return JSON.parse(this.json);
@@ -23,6 +46,22 @@ export class RawResult {
   toJSON(): unknown {
     return this.value();
   }
+}
+
+/** No id: what a RawResult remembers before its first answer, or after one whose id it does not keep bytes for. */
+const NO_ID = Symbol("noId");
+
+/**
+ * A whole answer as bytes, in a buffer of its own (one cut from node's shared pool would hold the rest of that pool for
+ * as long as the answer is kept).
+ */
+function answerBuffer(id: number | string | null, json: string): Buffer {
+  const head = `{"jsonrpc":"2.0","id":${typeof id === "string" ? `"${id}"` : String(id)},"result":`;
+  const bytes = Buffer.allocUnsafeSlow(head.length + json.length + 1);
+  bytes.write(head, 0, "latin1");
+  bytes.write(json, head.length, "latin1");
+  bytes[bytes.length - 1] = 0x7d; // }
+  return bytes;
 }
 
 /** The JSON text a node wrote an error in, kept beside the parsed error (which the gateway may read). */
@@ -100,7 +139,7 @@ export function serializeResponse(response: JsonRpcResponse): string {
 
 /** A result kept to be answered many times (the response cache): whether it is ASCII is found out once, here. */
 export function keptResult(json: string): RawResult {
-  return new RawResult(json, Buffer.byteLength(json) === json.length);
+  return new RawResult(json, Buffer.byteLength(json) === json.length, true);
 }
 
 /** Whether a short text (an id as JSON) is ASCII. */
@@ -120,6 +159,13 @@ export function asciiAnswer(response: JsonRpcResponse): string | undefined {
   if (typeof id === "number" || id === null) return serializeResponse(response);
   const idText = idJson(id);
   return asciiText(idText) ? `{"jsonrpc":"2.0","id":${idText},"result":${response.result.json}}` : undefined;
+}
+
+/** A single answer as the bytes its kept result holds for its id (see RawResult.answerBytes), else undefined. */
+export function keptAnswerBytes(body: JsonRpcResponse | JsonRpcResponse[]): Buffer | undefined {
+  if (Array.isArray(body) || !("result" in body)) return undefined;
+  const result = body.result;
+  return result instanceof RawResult ? result.answerBytes(body.id) : undefined;
 }
 
 /** A single or batch answer's text when all of it is known to be ASCII (see asciiAnswer), else undefined. */

@@ -115,6 +115,20 @@ describe("an answer written to the client", () => {
     await expectWrittenAsSerialized([await forwarded(block("0x6869"), "é✓"), hit]);
   });
 
+  it("a cache hit asked for again and again, with the same id or another: the same bytes every time, gzip too", async () => {
+    const transactions = Array.from({ length: 60 }, (_, i) => `"0x${i.toString(16).padStart(64, "0")}"`);
+    const large = keptResult(`{"number":"0x3","transactions":[${transactions.join(",")}]}`);
+    const small = keptResult(block("0x6869"));
+    for (const id of [7, 7, 7, "client-id", "client-id", null, null, 8, "é✓", "é✓"] as JsonRpcId[]) {
+      await expectWrittenAsSerialized({ jsonrpc: "2.0", id, result: small });
+      const body: JsonRpcResponse = { jsonrpc: "2.0", id, result: large };
+      answered = { body };
+      const zipped = await fetchAnswer({ "accept-encoding": "gzip" });
+      expect(zipped.headers["content-encoding"]).toBe("gzip");
+      expect(gunzipSync(zipped.body).toString("hex")).toBe(Buffer.from(serializeBody(body)).toString("hex"));
+    }
+  });
+
   it("a large forwarded block to a client that takes gzip: compressed, the same bytes once inflated", async () => {
     const transactions = Array.from({ length: 60 }, (_, i) => `"0x${i.toString(16).padStart(64, "0")}"`);
     for (const extraData of ["0x6869", "é ✓"]) {

@@ -240,6 +240,50 @@ describe("ResponseCache", () => {
       expect(c.get(plan("eth_getBlockByHash", [HASH, true], undefined)!.key)).toBe("2");
     });
 
+    it("answers a call repeating the last one found in a final entry, while that entry is kept, and no other", () => {
+      const { c, standings } = cache(2_000, 1_000);
+      const repeated = (method: string, params: unknown[]) => c.repeated(call(method, params))?.json;
+      standings.set(HASH, "final");
+      standings.set(OTHER, "current");
+      kept(c, "eth_getBlockByHash", [HASH, false], "1");
+      kept(c, "eth_getBlockByHash", [HASH, true], "2");
+      kept(c, "eth_getBalance", [ACCOUNT, HASH], "4");
+      expect(repeated("eth_getBlockByHash", [HASH, false])).toBeUndefined();
+      expect(found(c, "eth_getBlockByHash", [HASH, false])).toBe("1");
+      expect(repeated("eth_getBlockByHash", [HASH, false])).toBe("1");
+      expect(repeated("eth_getBlockByHash", [`${HASH}`, false])).toBe("1");
+      for (const [method, params] of [
+        ["eth_getBlockByHash", [HASH, true]],
+        ["eth_getBlockByHash", [HASH]],
+        ["eth_getBlockByHash", [HASH, false, 1]],
+        ["eth_getBlockByHash", [HASH.toUpperCase().replace("0X", "0x"), false]],
+        ["eth_getBlockTransactionCountByHash", [HASH, false]],
+      ] as const)
+        expect(repeated(method, [...params])).toBeUndefined();
+      expect(
+        c.repeated({ jsonrpc: "2.0", id: 1, method: "eth_getBlockByHash", params: { hash: HASH } }),
+      ).toBe(undefined);
+      // The last hit is the one repeated.
+      expect(found(c, "eth_getBalance", [ACCOUNT, HASH])).toBe("4");
+      expect(repeated("eth_getBalance", [ACCOUNT, HASH])).toBe("4");
+      expect(repeated("eth_getBlockByHash", [HASH, false])).toBeUndefined();
+      // Replaced: the new entry is found the ordinary way.
+      kept(c, "eth_getBalance", [ACCOUNT, HASH], "5");
+      expect(repeated("eth_getBalance", [ACCOUNT, HASH])).toBeUndefined();
+      expect(found(c, "eth_getBalance", [ACCOUNT, HASH])).toBe("5");
+      // Evicted: not answered.
+      expect(repeated("eth_getBalance", [ACCOUNT, HASH])).toBe("5");
+      for (let i = 0; i < 4; i++)
+        kept(c, "eth_getTransactionCount", [ACCOUNT.replace("f", String(i)), HASH], "6".repeat(250));
+      expect(c.holds(plan("eth_getBalance", [ACCOUNT, HASH], undefined)!.key)).toBe(false);
+      expect(repeated("eth_getBalance", [ACCOUNT, HASH])).toBeUndefined();
+      // An entry not final yet is checked on every look-up, never answered as a repeat.
+      const p = plan("eth_getBlockByHash", [OTHER, false], undefined)!;
+      c.set(p.key, "7", { hash: OTHER }, p.lookup);
+      expect(c.find(plan("eth_getBlockByHash", [OTHER, false], undefined)!)?.json).toBe("7");
+      expect(repeated("eth_getBlockByHash", [OTHER, false])).toBeUndefined();
+    });
+
     it("leaves the look-up with the entry: evicted, replaced, dropped after a reorg, never kept", () => {
       const { c, standings } = cache(2_000, 1_000);
       standings.set(HASH, "current");

@@ -5,11 +5,13 @@ import { cachePlan } from "../../../src/gateway/rpc/responseCache.js";
 import {
   RawResult,
   asciiAnswer,
+  keptAnswerBytes,
   keptResult,
   paramsJson,
   serializeResponse,
   stringifyJson,
 } from "../../../src/gateway/rpc/serialize.js";
+import type { JsonRpcId, JsonRpcResponse } from "../../../src/rpc/jsonRpc.js";
 import { ExactNumber, ExactString } from "../../../src/rpc/jsonRpc.js";
 
 /** Strings of the characters the shortcuts must tell apart: quotes, backslashes, controls, non-ASCII, surrogates. */
@@ -124,6 +126,55 @@ describe("a kept result's answer written as ASCII", () => {
     expect(asciiAnswer({ jsonrpc: "2.0", id: 1, result: new RawResult('"0x1"') })).toBeUndefined();
     expect(asciiAnswer({ jsonrpc: "2.0", id: 1, result: "0x1" })).toBeUndefined();
     expect(asciiAnswer({ jsonrpc: "2.0", id: 1, error: { code: 1, message: "m" } })).toBeUndefined();
+  });
+});
+
+describe("a kept result's answer to a repeated id, as bytes", () => {
+  const json = JSON.stringify({ number: "0x3", hash: `0x${"ab".repeat(32)}`, extraData: "0x6869" });
+  const answerTo = (result: RawResult, id: JsonRpcId) => ({ jsonrpc: "2.0" as const, id, result });
+
+  it("are the answer's UTF-8 bytes, built once for a run of the same id, and built again for another id", () => {
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.oneof(fc.constantFrom(1, 0, -1.5, 1e21, null, "a", "é", 'q"'), fc.integer(), fc.string()),
+          {
+            maxLength: 12,
+          },
+        ),
+        (ids) => {
+          const result = keptResult(json);
+          let before: { id: unknown; bytes: Buffer | undefined } = { id: Symbol("none"), bytes: undefined };
+          for (const id of ids) {
+            const bytes = keptAnswerBytes(answerTo(result, id));
+            if (bytes !== undefined) {
+              expect(bytes.equals(Buffer.from(serializeResponse(answerTo(result, id))))).toBe(true);
+              // Only the id of the answer before is answered from bytes, and the same bytes from the third on.
+              expect(id).toBe(before.id);
+              if (before.bytes !== undefined) expect(bytes).toBe(before.bytes);
+            } else if (id === before.id) {
+              // Ids whose JSON needs a scan (a string with escapes or beyond ASCII) are never kept as bytes.
+              expect(typeof id === "string" && JSON.stringify(id) !== `"${id}"`).toBe(true);
+            }
+            before = { id, bytes };
+          }
+        },
+      ),
+    );
+  });
+
+  it("never for a result not kept, not ASCII, an id kept as written, an error or a batch", () => {
+    const twice = (response: JsonRpcResponse | JsonRpcResponse[]) => {
+      keptAnswerBytes(response);
+      return keptAnswerBytes(response);
+    };
+    expect(twice(answerTo(keptResult(json), 7))).toBeDefined();
+    expect(twice(answerTo(new RawResult(json, true), 7))).toBeUndefined();
+    expect(twice(answerTo(keptResult('"0x6869 é"'), 7))).toBeUndefined();
+    expect(twice(answerTo(keptResult(json), new ExactNumber("12345678901234567890")))).toBeUndefined();
+    expect(twice(answerTo(keptResult(json), new ExactString('"a\\u0041"', "aA")))).toBeUndefined();
+    expect(twice({ jsonrpc: "2.0", id: 7, error: { code: 1, message: "m" } })).toBeUndefined();
+    expect(twice([answerTo(keptResult(json), 7)])).toBeUndefined();
   });
 });
 
