@@ -38,6 +38,23 @@ async function anvilNode(port = 0): Promise<AnvilNode> {
   return node;
 }
 
+/** A callInto call as a promise of what `read` makes of its answer's text (a throw in `read` fails the call). */
+function readAnswer<T>(
+  client: WsRpcClient,
+  method: string,
+  params: unknown[],
+  timeoutMs: number,
+  read: (text: string, ascii: boolean) => T,
+): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const sent = client.callInto(method, params, timeoutMs, {
+      answered: (text, ascii) => resolve(read(text, ascii)),
+      failed: reject,
+    });
+    if (!sent) reject(new Error("not sent"));
+  });
+}
+
 describe("backoffDelay", () => {
   it("doubles up to the cap, with half of it jittered", () => {
     expect(backoffDelay(0, 100, 1_000, () => 0)).toBe(50);
@@ -131,11 +148,11 @@ describe("WsRpcClient against anvil", () => {
       );
     const late = settledAt(client.callText("eth_hang", [], 600));
     const soon = settledAt(client.callText("eth_hang", [], 200));
-    const answered = await client.callText("eth_chainId", [], 100, (text) => JSON.parse(text) as unknown);
+    const answered = await readAnswer(client, "eth_chainId", [], 100, (text) => JSON.parse(text) as unknown);
     expect(answered).toMatchObject({ result: "0x1" });
-    // A reading that throws rejects its call.
+    // A sink that throws reading the answer is told its call failed.
     await expect(
-      client.callText("eth_chainId", [], 100, () => {
+      readAnswer(client, "eth_chainId", [], 100, () => {
         throw new Error("unreadable");
       }),
     ).rejects.toThrow("unreadable");
@@ -173,11 +190,11 @@ describe("WsRpcClient against anvil", () => {
     await waitFor(() => client.connected, { what: "connection" });
     expect(JSON.parse(await client.callText("eth_text", []))).toMatchObject({ result: "é ✓ \u{1F600}" });
     // Its reader is told the answer was not ASCII (an ASCII one is: it goes on to a client as Latin-1).
-    expect(await client.callText("eth_text", [], undefined, (text, ascii) => ({ text, ascii }))).toEqual({
+    expect(await readAnswer(client, "eth_text", [], 5_000, (text, ascii) => ({ text, ascii }))).toEqual({
       text: expect.stringContaining("é ✓ \u{1F600}") as string,
       ascii: false,
     });
-    expect(await client.callText("eth_ascii", [], undefined, (text, ascii) => ({ text, ascii }))).toEqual({
+    expect(await readAnswer(client, "eth_ascii", [], 5_000, (text, ascii) => ({ text, ascii }))).toEqual({
       text: expect.stringContaining('"result":"0x1"') as string,
       ascii: true,
     });
@@ -195,8 +212,13 @@ describe("WsRpcClient against anvil", () => {
     const inFlight = client.callText("eth_chainId", []);
     client.closeWhenIdle();
     await expect(client.callText("eth_chainId", [])).rejects.toMatchObject({ reason: "connection" });
+    // callInto says so at once, and never calls its sink.
+    const told: string[] = [];
+    const sink = { answered: () => told.push("answered"), failed: () => told.push("failed") };
+    expect(client.callInto("eth_chainId", [], 1_000, sink)).toBe(false);
     expect(JSON.parse(await inFlight)).toMatchObject({ result: "0x7a69" });
     await waitFor(() => !client.connected, { what: "the socket closed" });
+    expect(told).toEqual([]);
   });
 
   it("rejects calls while disconnected and times out unanswered calls", async () => {
