@@ -1,8 +1,10 @@
 import { isAscii, isUtf8 } from "node:buffer";
 import { EventEmitter } from "node:events";
+import type { createConnection } from "node:net";
 import type { Duplex } from "node:stream";
 import WebSocket from "ws";
 import { leadingId } from "./answerLayout.js";
+import { oneBufferConnection } from "./oneBufferConnection.js";
 import { backoffDelay } from "./backoff.js";
 import type { JsonRpcErrorObject } from "./jsonRpc.js";
 import { RpcError, RpcTransportError } from "./jsonRpc.js";
@@ -122,6 +124,10 @@ export class WsRpcClient extends EventEmitter {
       handshakeTimeout: this.options.timeoutMs,
       generateMask: zeroMask,
       skipUTF8Validation: true,
+      // wss: goes through TLS, ws's own connection. (ws calls it with options only, not net's other overloads.)
+      ...(this.options.url.startsWith("ws:")
+        ? { createConnection: oneBufferConnection as typeof createConnection }
+        : {}),
     });
     this.socket = socket;
     socket.on("open", () => {

@@ -131,6 +131,26 @@ describe("WsRpcClient against anvil", () => {
     expect(new Set(answers).size).toBe(50);
   });
 
+  it("reads answers larger than one read of its connection, and frames split across reads, whole", async () => {
+    // Each answer several reads long (a read takes at most 64 KiB), its text its own: a part of one frame kept from an
+    // earlier read and overwritten by a later one would show as another answer's bytes.
+    const result = (id: number) => `0x${String(id % 10).repeat(150_000 + id * 997)}`;
+    const port = await fakeNode((ws, data) => {
+      const { id } = JSON.parse(String(data)) as { id: number };
+      ws.send(`{"jsonrpc":"2.0","id":${id},"result":"${result(id)}"}`);
+    });
+    const client = new WsRpcClient({ url: `ws://127.0.0.1:${port}`, timeoutMs: 5_000 });
+    cleanup.push(() => client.close());
+    client.connect();
+    await waitFor(() => client.connected, { what: "connection" });
+    const answers = await Promise.all(Array.from({ length: 12 }, () => client.callText("eth_big", [])));
+    for (const answer of answers) {
+      const { id, result: got } = JSON.parse(answer) as { id: number; result: string };
+      expect(got).toBe(result(id));
+    }
+    expect(new Set(answers).size).toBe(12);
+  });
+
   it("times out each unanswered call at its own timeout, never sooner, while the others are answered", async () => {
     const port = await fakeNode((ws, data) => {
       const { id, method } = JSON.parse(String(data)) as { id: number; method: string };
