@@ -4,6 +4,7 @@ import type { createConnection } from "node:net";
 import type { Duplex } from "node:stream";
 import WebSocket from "ws";
 import { leadingId } from "./answerLayout.js";
+import { maskedTextFrame } from "./maskedTextFrame.js";
 import { oneBufferConnection } from "./oneBufferConnection.js";
 import { backoffDelay } from "./backoff.js";
 import type { JsonRpcErrorObject } from "./jsonRpc.js";
@@ -261,7 +262,8 @@ export class WsRpcClient extends EventEmitter {
    */
   private write(socket: WebSocket, text: string): void {
     const wire = this.wire;
-    if (wire && !this.flushScheduled) {
+    if (!wire) return socket.send(text);
+    if (!this.flushScheduled) {
       this.flushScheduled = true;
       wire.cork();
       setImmediate(() => {
@@ -269,7 +271,10 @@ export class WsRpcClient extends EventEmitter {
         wire.uncork();
       });
     }
-    socket.send(text);
+    // One chunk per call, its frame written whole (maskedTextFrame); text beyond ASCII goes through ws.
+    const frame = maskedTextFrame(text);
+    if (frame === undefined) socket.send(text);
+    else wire.write(frame, "latin1");
   }
 
   /** Subscribes (e.g. `["newHeads"]`) now if connected and again after every reconnect. */

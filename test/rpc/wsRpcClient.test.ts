@@ -1,7 +1,7 @@
 import type { AddressInfo } from "node:net";
 import { Socket } from "node:net";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { WebSocketServer } from "ws";
+import WsSocket, { WebSocketServer } from "ws";
 import type { WebSocket } from "ws";
 import type { AnvilNode } from "../../src/devnet/anvil.js";
 import { startAnvil } from "../../src/devnet/anvil.js";
@@ -149,6 +149,30 @@ describe("WsRpcClient against anvil", () => {
       expect(got).toBe(result(id));
     }
     expect(new Set(answers).size).toBe(12);
+  });
+
+  it("writes each call as one masked frame the node's server reads, at every length, and text beyond ASCII through ws", async () => {
+    const port = await fakeNode((ws, data) => {
+      const { id, params } = JSON.parse(String(data)) as { id: number; params: [string] };
+      ws.send(JSON.stringify({ jsonrpc: "2.0", id, result: params[0] }));
+    });
+    const client = new WsRpcClient({ url: `ws://127.0.0.1:${port}`, timeoutMs: 5_000 });
+    cleanup.push(() => client.close());
+    client.connect();
+    await waitFor(() => client.connected, { what: "connection" });
+    const sent = vi.spyOn(WsSocket.prototype, "send");
+    cleanup.push(() => sent.mockRestore());
+    // Texts across the lengths where a frame's length field changes form (125/126 and 65,535/65,536 bytes).
+    const lengths = [
+      ...Array.from({ length: 60 }, (_, i) => 40 + i),
+      ...Array.from({ length: 60 }, (_, i) => 65_440 + i * 2),
+    ];
+    const texts = [...lengths.map((n) => "x".repeat(n)), "é ✓ \u{1F600}"];
+    const answers = await Promise.all(texts.map((text) => client.call("eth_echo", [text])));
+    expect(answers).toEqual(texts);
+    // Only the text beyond ASCII went through ws's own framing (the node's answers are sent with ws too).
+    const calls = sent.mock.calls.filter(([data]) => String(data).includes('"method":"eth_echo"'));
+    expect(calls).toHaveLength(1);
   });
 
   it("times out each unanswered call at its own timeout, never sooner, while the others are answered", async () => {
