@@ -334,14 +334,15 @@ export class ForwardedCall {
     // attempt: the hedge, then the hung bound; a read moved on for a hung node needs no hedge. A larger budget goes
     // to a second hedge as well, to a third node, while the read is still unanswered (see hedgeQuantiles).
     const { tracker } = shared;
-    attempt.hungAfter = tracker.hungBound(node);
-    attempt.started = attempt.ticket.started;
-    const hedgeAfter = kind === "first" && this.hedged ? tracker.hedgeDelay(node, request.method) : Infinity;
+    const { ticket } = attempt;
+    attempt.hungAfter = tracker.hungBoundOf(ticket);
+    attempt.started = ticket.started;
+    const hedgeAfter = kind === "first" && this.hedged ? tracker.hedgeDelayOf(ticket) : Infinity;
     if (hedgeAfter >= attempt.hungAfter) {
       this.after(attempt.hungAfter, () => attempt.onHung());
       return true;
     }
-    const secondAfter = tracker.secondHedgeDelay(node, request.method);
+    const secondAfter = tracker.secondHedgeDelayOf(ticket);
     this.after(hedgeAfter, () => attempt.onHedgeDelay(hedgeAfter, secondAfter));
     return true;
   }
