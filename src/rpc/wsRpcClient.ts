@@ -1,8 +1,11 @@
 import { isAscii, isUtf8 } from "node:buffer";
 import { EventEmitter } from "node:events";
+import type { createConnection } from "node:net";
 import type { Duplex } from "node:stream";
 import WebSocket from "ws";
 import { leadingId } from "./answerLayout.js";
+import { maskedTextFrame } from "./maskedTextFrame.js";
+import { oneBufferConnection } from "./oneBufferConnection.js";
 import { backoffDelay } from "./backoff.js";
 import type { JsonRpcErrorObject } from "./jsonRpc.js";
 import { RpcError, RpcTransportError } from "./jsonRpc.js";
@@ -18,11 +21,22 @@ export interface WsRpcClientOptions {
   pingIntervalMs?: number;
 }
 
+/**
+ * Where the answer to a call made with `callInto` goes: one of the two, once, never in the turn the call was made.
+ */
+export interface TextSink {
+  /**
+   * The answer's JSON text as the node sent it, errors included; `ascii`: its bytes were ASCII (see frameText), so the
+   * text is as many bytes as characters. A throw goes to `failed`.
+   */
+  answered(text: string, ascii: boolean): void;
+  failed(error: Error): void;
+}
+
 interface Pending {
-  /** The answer's JSON text is wanted as it came, errors included (callText). */
-  text: boolean;
-  /** What callText's caller makes of that text, done as it settles (no further promise); `ascii`: see frameText. */
-  read: ((text: string, ascii: boolean) => unknown) | undefined;
+  /** A callInto call's: the answer's text goes there as it came. Undefined for `call` (the answer is parsed). */
+  sink: TextSink | undefined;
+  /** A `call`'s parsed result or error (unused with a sink). */
   resolve: (value: unknown) => void;
   reject: (error: Error) => void;
   method: string;
@@ -30,6 +44,8 @@ interface Pending {
   /** When the call times out (performance.now()). */
   deadline: number;
 }
+
+const unused = () => {};
 
 /**
  * A client's frames are masked with this key: none. Masking keeps a browser's script from choosing the bytes an
@@ -109,6 +125,10 @@ export class WsRpcClient extends EventEmitter {
       handshakeTimeout: this.options.timeoutMs,
       generateMask: zeroMask,
       skipUTF8Validation: true,
+      // wss: goes through TLS, ws's own connection. (ws calls it with options only, not net's other overloads.)
+      ...(this.options.url.startsWith("ws:")
+        ? { createConnection: oneBufferConnection as typeof createConnection }
+        : {}),
     });
     this.socket = socket;
     socket.on("open", () => {
@@ -150,51 +170,56 @@ export class WsRpcClient extends EventEmitter {
   }
 
   call<T = unknown>(method: string, params: unknown[] = [], timeoutMs = this.options.timeoutMs): Promise<T> {
-    return this.send(method, params, timeoutMs, true, undefined) as Promise<T>;
+    if (!this.open()) return Promise.reject(this.notConnected());
+    return new Promise((resolve, reject) =>
+      this.send(method, params, timeoutMs, undefined, resolve as (value: unknown) => void, reject),
+    );
+  }
+
+  /** One call whose answer comes back as the node's JSON text, whatever it says (errors included); see callInto. */
+  callText(method: string, params: unknown, timeoutMs = this.options.timeoutMs): Promise<string> {
+    if (!this.open()) return Promise.reject(this.notConnected());
+    return new Promise((resolve, reject) =>
+      this.send(method, params, timeoutMs, { answered: resolve, failed: reject }, unused, unused),
+    );
   }
 
   /**
-   * One call whose answer comes back as the node's JSON text, whatever it says (errors included), for a caller that
-   * passes it on: an answer that begins with its id (as geth, reth and anvil write them) is matched without being
-   * parsed. Rejects only when there is no answer. With `read`, the promise gives what `read` makes of the text (a
-   * throw rejects it): one promise per call where a `.then` would add a second; `read` is told whether the frame was
-   * ASCII (then its text is as many bytes as characters).
+   * One call whose answer's text goes to `sink` as the node sent it (errors included), for a caller that passes it on:
+   * an answer that begins with its id (as geth, reth and anvil write them) is matched without being parsed. No
+   * promise: the answer is handed on in the turn its frame is read. False, and the sink is never called, when the
+   * connection is not open (or closing when idle): the caller sends the call another way.
    */
-  callText(method: string, params: unknown, timeoutMs?: number): Promise<string>;
-  callText<T>(
-    method: string,
-    params: unknown,
-    timeoutMs: number | undefined,
-    read: (text: string, ascii: boolean) => T | Promise<T>,
-  ): Promise<T>;
-  callText(
-    method: string,
-    params: unknown,
-    timeoutMs = this.options.timeoutMs,
-    read?: (text: string, ascii: boolean) => unknown,
-  ): Promise<unknown> {
-    return this.send(method, params, timeoutMs, false, read);
+  callInto(method: string, params: unknown, timeoutMs: number, sink: TextSink): boolean {
+    if (!this.open()) return false;
+    this.send(method, params, timeoutMs, sink, unused, unused);
+    return true;
   }
 
-  /** `read` undefined: the answer is parsed, its result given or its error thrown (call). */
+  /** Open and taking calls. */
+  private open(): boolean {
+    return this.socket !== undefined && this.socket.readyState === WebSocket.OPEN && !this.closing;
+  }
+
+  private notConnected(): RpcTransportError {
+    return new RpcTransportError(`${this.options.url} is not connected`, "connection");
+  }
+
+  /** Sends one call on the open socket: its answer goes to `sink`, or is parsed for `resolve` and `reject`. */
   private send(
     method: string,
     params: unknown,
     timeoutMs: number,
-    parse: boolean,
-    read: ((text: string, ascii: boolean) => unknown) | undefined,
-  ): Promise<unknown> {
-    const socket = this.socket;
-    if (!socket || socket.readyState !== WebSocket.OPEN || this.closing) {
-      return Promise.reject(new RpcTransportError(`${this.options.url} is not connected`, "connection"));
-    }
+    sink: TextSink | undefined,
+    resolve: (value: unknown) => void,
+    reject: (error: Error) => void,
+  ): void {
+    const socket = this.socket!;
     const id = this.nextId++;
-    return new Promise((resolve, reject) => {
-      const deadline = performance.now() + timeoutMs;
-      this.pending.set(id, { text: !parse, read, resolve, reject, method, timeoutMs, deadline });
-      if (deadline < this.sweepAt) this.sweepAfter(timeoutMs, deadline);
-      this.write(socket, requestText(id, method, params));
-    });
+    const deadline = performance.now() + timeoutMs;
+    this.pending.set(id, { sink, resolve, reject, method, timeoutMs, deadline });
+    if (deadline < this.sweepAt) this.sweepAfter(timeoutMs, deadline);
+    this.write(socket, requestText(id, method, params));
   }
 
   /** Sets the one timeout timer to go off at `at`, `ms` from now. */
@@ -218,7 +243,8 @@ export class WsRpcClient extends EventEmitter {
         continue;
       }
       this.pending.delete(id);
-      pending.reject(
+      failed(
+        pending,
         new RpcTransportError(
           `${pending.method}: no answer from ${this.options.url} within ${pending.timeoutMs} ms`,
           "timeout",
@@ -236,7 +262,8 @@ export class WsRpcClient extends EventEmitter {
    */
   private write(socket: WebSocket, text: string): void {
     const wire = this.wire;
-    if (wire && !this.flushScheduled) {
+    if (!wire) return socket.send(text);
+    if (!this.flushScheduled) {
       this.flushScheduled = true;
       wire.cork();
       setImmediate(() => {
@@ -244,7 +271,10 @@ export class WsRpcClient extends EventEmitter {
         wire.uncork();
       });
     }
-    socket.send(text);
+    // One chunk per call, its frame written whole (maskedTextFrame); text beyond ASCII goes through ws.
+    const frame = maskedTextFrame(text);
+    if (frame === undefined) socket.send(text);
+    else wire.write(frame, "latin1");
   }
 
   /** Subscribes (e.g. `["newHeads"]`) now if connected and again after every reconnect. */
@@ -288,7 +318,7 @@ export class WsRpcClient extends EventEmitter {
   private onMessage(text: string, ascii: boolean): void {
     const lead = leadingId(text);
     const answered = lead && this.pending.get(lead.id);
-    if (answered && answered.text) return this.settle(lead.id, answered, text, ascii);
+    if (answered && answered.sink) return this.settle(lead.id, answered.sink, text, ascii);
     let message: {
       id?: number;
       result?: unknown;
@@ -312,7 +342,7 @@ export class WsRpcClient extends EventEmitter {
     if (typeof message.id !== "number") return;
     const pending = this.pending.get(message.id);
     if (!pending) return;
-    if (pending.text) return this.settle(message.id, pending, text, ascii);
+    if (pending.sink) return this.settle(message.id, pending.sink, text, ascii);
     this.pending.delete(message.id);
     if (message.error)
       pending.reject(new RpcError(message.error.code, message.error.message, message.error.data));
@@ -320,13 +350,13 @@ export class WsRpcClient extends EventEmitter {
     this.closeIfDone();
   }
 
-  /** A call answered with its text: given as it came, or as its caller reads it. */
-  private settle(id: number, pending: Pending, text: string, ascii: boolean): void {
+  /** A callInto call answered: its text to its sink (a throw there fails the call). */
+  private settle(id: number, sink: TextSink, text: string, ascii: boolean): void {
     this.pending.delete(id);
     try {
-      pending.resolve(pending.read ? pending.read(text, ascii) : text);
+      sink.answered(text, ascii);
     } catch (error) {
-      pending.reject(error instanceof Error ? error : new Error(String(error)));
+      sink.failed(error instanceof Error ? error : new Error(String(error)));
     }
     this.closeIfDone();
   }
@@ -376,10 +406,16 @@ export class WsRpcClient extends EventEmitter {
     this.sweepTimer = undefined;
     this.sweepAt = Infinity;
     for (const [id, p] of this.pending) {
-      p.reject(new RpcTransportError(`${this.options.url}: ${reason}`, "connection"));
+      failed(p, new RpcTransportError(`${this.options.url}: ${reason}`, "connection"));
       this.pending.delete(id);
     }
     // A connection lost while closing when idle is not made again.
     this.closeIfDone();
   }
+}
+
+/** A call that got no answer: its sink told, or its promise rejected. */
+function failed(pending: Pending, error: Error): void {
+  if (pending.sink) pending.sink.failed(error);
+  else pending.reject(error);
 }

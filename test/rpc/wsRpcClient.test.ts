@@ -1,7 +1,7 @@
 import type { AddressInfo } from "node:net";
 import { Socket } from "node:net";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { WebSocketServer } from "ws";
+import WsSocket, { WebSocketServer } from "ws";
 import type { WebSocket } from "ws";
 import type { AnvilNode } from "../../src/devnet/anvil.js";
 import { startAnvil } from "../../src/devnet/anvil.js";
@@ -36,6 +36,23 @@ async function anvilNode(port = 0): Promise<AnvilNode> {
   });
   cleanup.push(() => node.stop());
   return node;
+}
+
+/** A callInto call as a promise of what `read` makes of its answer's text (a throw in `read` fails the call). */
+function readAnswer<T>(
+  client: WsRpcClient,
+  method: string,
+  params: unknown[],
+  timeoutMs: number,
+  read: (text: string, ascii: boolean) => T,
+): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const sent = client.callInto(method, params, timeoutMs, {
+      answered: (text, ascii) => resolve(read(text, ascii)),
+      failed: reject,
+    });
+    if (!sent) reject(new Error("not sent"));
+  });
 }
 
 describe("backoffDelay", () => {
@@ -114,6 +131,50 @@ describe("WsRpcClient against anvil", () => {
     expect(new Set(answers).size).toBe(50);
   });
 
+  it("reads answers larger than one read of its connection, and frames split across reads, whole", async () => {
+    // Each answer several reads long (a read takes at most 64 KiB), its text its own: a part of one frame kept from an
+    // earlier read and overwritten by a later one would show as another answer's bytes.
+    const result = (id: number) => `0x${String(id % 10).repeat(150_000 + id * 997)}`;
+    const port = await fakeNode((ws, data) => {
+      const { id } = JSON.parse(String(data)) as { id: number };
+      ws.send(`{"jsonrpc":"2.0","id":${id},"result":"${result(id)}"}`);
+    });
+    const client = new WsRpcClient({ url: `ws://127.0.0.1:${port}`, timeoutMs: 5_000 });
+    cleanup.push(() => client.close());
+    client.connect();
+    await waitFor(() => client.connected, { what: "connection" });
+    const answers = await Promise.all(Array.from({ length: 12 }, () => client.callText("eth_big", [])));
+    for (const answer of answers) {
+      const { id, result: got } = JSON.parse(answer) as { id: number; result: string };
+      expect(got).toBe(result(id));
+    }
+    expect(new Set(answers).size).toBe(12);
+  });
+
+  it("writes each call as one masked frame the node's server reads, at every length, and text beyond ASCII through ws", async () => {
+    const port = await fakeNode((ws, data) => {
+      const { id, params } = JSON.parse(String(data)) as { id: number; params: [string] };
+      ws.send(JSON.stringify({ jsonrpc: "2.0", id, result: params[0] }));
+    });
+    const client = new WsRpcClient({ url: `ws://127.0.0.1:${port}`, timeoutMs: 5_000 });
+    cleanup.push(() => client.close());
+    client.connect();
+    await waitFor(() => client.connected, { what: "connection" });
+    const sent = vi.spyOn(WsSocket.prototype, "send");
+    cleanup.push(() => sent.mockRestore());
+    // Texts across the lengths where a frame's length field changes form (125/126 and 65,535/65,536 bytes).
+    const lengths = [
+      ...Array.from({ length: 60 }, (_, i) => 40 + i),
+      ...Array.from({ length: 60 }, (_, i) => 65_440 + i * 2),
+    ];
+    const texts = [...lengths.map((n) => "x".repeat(n)), "é ✓ \u{1F600}"];
+    const answers = await Promise.all(texts.map((text) => client.call("eth_echo", [text])));
+    expect(answers).toEqual(texts);
+    // Only the text beyond ASCII went through ws's own framing (the node's answers are sent with ws too).
+    const calls = sent.mock.calls.filter(([data]) => String(data).includes('"method":"eth_echo"'));
+    expect(calls).toHaveLength(1);
+  });
+
   it("times out each unanswered call at its own timeout, never sooner, while the others are answered", async () => {
     const port = await fakeNode((ws, data) => {
       const { id, method } = JSON.parse(String(data)) as { id: number; method: string };
@@ -131,11 +192,11 @@ describe("WsRpcClient against anvil", () => {
       );
     const late = settledAt(client.callText("eth_hang", [], 600));
     const soon = settledAt(client.callText("eth_hang", [], 200));
-    const answered = await client.callText("eth_chainId", [], 100, (text) => JSON.parse(text) as unknown);
+    const answered = await readAnswer(client, "eth_chainId", [], 100, (text) => JSON.parse(text) as unknown);
     expect(answered).toMatchObject({ result: "0x1" });
-    // A reading that throws rejects its call.
+    // A sink that throws reading the answer is told its call failed.
     await expect(
-      client.callText("eth_chainId", [], 100, () => {
+      readAnswer(client, "eth_chainId", [], 100, () => {
         throw new Error("unreadable");
       }),
     ).rejects.toThrow("unreadable");
@@ -173,11 +234,11 @@ describe("WsRpcClient against anvil", () => {
     await waitFor(() => client.connected, { what: "connection" });
     expect(JSON.parse(await client.callText("eth_text", []))).toMatchObject({ result: "é ✓ \u{1F600}" });
     // Its reader is told the answer was not ASCII (an ASCII one is: it goes on to a client as Latin-1).
-    expect(await client.callText("eth_text", [], undefined, (text, ascii) => ({ text, ascii }))).toEqual({
+    expect(await readAnswer(client, "eth_text", [], 5_000, (text, ascii) => ({ text, ascii }))).toEqual({
       text: expect.stringContaining("é ✓ \u{1F600}") as string,
       ascii: false,
     });
-    expect(await client.callText("eth_ascii", [], undefined, (text, ascii) => ({ text, ascii }))).toEqual({
+    expect(await readAnswer(client, "eth_ascii", [], 5_000, (text, ascii) => ({ text, ascii }))).toEqual({
       text: expect.stringContaining('"result":"0x1"') as string,
       ascii: true,
     });
@@ -195,8 +256,13 @@ describe("WsRpcClient against anvil", () => {
     const inFlight = client.callText("eth_chainId", []);
     client.closeWhenIdle();
     await expect(client.callText("eth_chainId", [])).rejects.toMatchObject({ reason: "connection" });
+    // callInto says so at once, and never calls its sink.
+    const told: string[] = [];
+    const sink = { answered: () => told.push("answered"), failed: () => told.push("failed") };
+    expect(client.callInto("eth_chainId", [], 1_000, sink)).toBe(false);
     expect(JSON.parse(await inFlight)).toMatchObject({ result: "0x7a69" });
     await waitFor(() => !client.connected, { what: "the socket closed" });
+    expect(told).toEqual([]);
   });
 
   it("rejects calls while disconnected and times out unanswered calls", async () => {

@@ -7,7 +7,7 @@ import type { Candidate } from "../upstreams/balancer.js";
 import type { CallTicket, CallTracker } from "../upstreams/callTracker.js";
 import type { Deadline, Deadlines } from "../upstreams/deadlines.js";
 import type { HedgeBudget } from "../upstreams/hedgeBudget.js";
-import type { Upstreams } from "../upstreams/upstreams.js";
+import type { ResponseSink, Upstreams } from "../upstreams/upstreams.js";
 import { isIdempotent } from "../rpc/methodPolicy.js";
 import { errorResponse } from "../rpc/parseRequest.js";
 import type { Answered } from "./failureAnswer.js";
@@ -81,22 +81,24 @@ export function atHungBound(s: {
  */
 type AttemptKind = "first" | "retry" | "move" | "hedge";
 
-/** One attempt of a call on one node. */
-class Attempt {
+/** One attempt of a call on one node: the node's answer comes straight to it (no promise between). */
+class Attempt implements ResponseSink {
   settled = false;
   /** When it was sent, and after how long its node counts as hung (reads only). */
   started = 0;
   hungAfter = 0;
+  /** Set once the node took the call (see launch). */
+  ticket!: CallTicket;
+  release!: () => void;
 
   constructor(
     readonly call: ForwardedCall,
     readonly node: string,
     readonly kind: AttemptKind,
-    readonly ticket: CallTicket,
-    readonly release: () => void,
   ) {}
 
   answered(response: JsonRpcResponse): void {
+    if (this.settled) return;
     const call = this.call;
     const shared = call.shared;
     this.settle();
@@ -109,6 +111,7 @@ class Attempt {
   }
 
   failed(error: unknown): void {
+    if (this.settled) return;
     const call = this.call;
     const shared = call.shared;
     this.settle();
@@ -305,9 +308,10 @@ export class ForwardedCall {
     const shared = this.shared;
     const { upstreams, metrics, network } = shared;
     const request = this.plan.request;
-    const answer = choice && upstreams.call(choice.name, request, shared.upstreamTimeoutMs, this.raw);
-    if (!choice || !answer) return false;
+    if (!choice) return false;
     const node = choice.name;
+    const attempt = new Attempt(this, node, kind);
+    if (!upstreams.call(node, request, shared.upstreamTimeoutMs, this.raw, attempt)) return false;
     this.tried.add(node);
     // The autoscaler's count, as lightfleet_gateway_upstream_requests_total: what the gateway answers itself or
     // refuses never reaches a node and must not grow the pool.
@@ -319,33 +323,26 @@ export class ForwardedCall {
       // The token may be a waiting read's, longest waiting first (this call's own hedge is not set up yet).
       for (const waiting of shared.waitingHedges) if (!waiting()) break;
     }
-    const attempt = new Attempt(
-      this,
-      node,
-      kind,
-      shared.tracker.start(node, request.method),
-      upstreams.acquire(node),
-    );
+    // The answer comes in a later turn (Upstreams.call), so the attempt is complete before it can settle.
+    attempt.ticket = shared.tracker.start(node, request.method);
+    attempt.release = upstreams.acquire(node);
     this.attempts.push(attempt);
     shared.inFlight.n++;
     this.pending++;
-    answer.then(
-      (response) => attempt.answered(response),
-      (error: unknown) => attempt.failed(error),
-    );
     if (!this.idempotent) return true;
     // Past its node's hung bound this read moves on to another node (see atHungBound). One timer at a time per
     // attempt: the hedge, then the hung bound; a read moved on for a hung node needs no hedge. A larger budget goes
     // to a second hedge as well, to a third node, while the read is still unanswered (see hedgeQuantiles).
     const { tracker } = shared;
-    attempt.hungAfter = tracker.hungBound(node);
-    attempt.started = attempt.ticket.started;
-    const hedgeAfter = kind === "first" && this.hedged ? tracker.hedgeDelay(node, request.method) : Infinity;
+    const { ticket } = attempt;
+    attempt.hungAfter = tracker.hungBoundOf(ticket);
+    attempt.started = ticket.started;
+    const hedgeAfter = kind === "first" && this.hedged ? tracker.hedgeDelayOf(ticket) : Infinity;
     if (hedgeAfter >= attempt.hungAfter) {
       this.after(attempt.hungAfter, () => attempt.onHung());
       return true;
     }
-    const secondAfter = tracker.secondHedgeDelay(node, request.method);
+    const secondAfter = tracker.secondHedgeDelayOf(ticket);
     this.after(hedgeAfter, () => attempt.onHedgeDelay(hedgeAfter, secondAfter));
     return true;
   }

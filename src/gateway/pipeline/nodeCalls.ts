@@ -173,13 +173,12 @@ export class NodeCalls {
       );
     };
     const call = (name: string) => (method: string, params: unknown[]) => {
-      const answer = upstreams.call(
-        name,
-        { jsonrpc: "2.0", id: 1, method, params },
-        upstreamTimeoutMs,
-        false,
-      );
-      return answer
+      let sent = false;
+      const answer = new Promise<JsonRpcResponse>((resolve, reject) => {
+        const request: JsonRpcRequest = { jsonrpc: "2.0", id: 1, method, params };
+        sent = upstreams.call(name, request, upstreamTimeoutMs, false, { answered: resolve, failed: reject });
+      });
+      return sent
         ? counted(name, answer)
         : Promise.reject(new RpcTransportError(`${name} left the pool`, "connection"));
     };

@@ -44,10 +44,16 @@ export interface CallTicket {
   latencyClass: LatencyClass;
   started: number;
   id: number;
+  /**
+   * The node's records it counts in, found once as it starts (a node forgotten meanwhile keeps them to itself): its
+   * answer and the call's hedge delay and hung bound are then worked out with no look-up.
+   */
+  readonly record: NodeRecord;
+  readonly kind: ClassRecord;
 }
 
 /** One node's calls of one kind: recent latencies, the calls in flight, the last answer. */
-interface ClassRecord {
+export interface ClassRecord {
   window: LatencyWindow;
   /** Calls in flight by ticket id to their start, oldest first (a Map keeps insertion order). */
   outstanding: Map<number, number>;
@@ -55,7 +61,7 @@ interface ClassRecord {
   answeredAt: number;
 }
 
-interface NodeRecord {
+export interface NodeRecord {
   byClass: Map<LatencyClass, ClassRecord>;
   all: LatencyWindow;
   failedAt: number | undefined;
@@ -91,15 +97,17 @@ export class CallTracker {
   }
 
   start(node: string, method: string): CallTicket {
-    const ticket = { node, latencyClass: latencyClass(method), started: this.now(), id: this.nextId++ };
-    this.classRecord(node, ticket.latencyClass).outstanding.set(ticket.id, ticket.started);
+    const record = this.record(node);
+    const kindOf = latencyClass(method);
+    const kind = classRecordOf(record, kindOf);
+    const ticket = { node, latencyClass: kindOf, started: this.now(), id: this.nextId++, record, kind };
+    kind.outstanding.set(ticket.id, ticket.started);
     return ticket;
   }
 
   /** The node answered (a result or a JSON-RPC error: either way it works). */
   answered(ticket: CallTicket): void {
-    const record = this.record(ticket.node);
-    const kind = this.classRecord(ticket.node, ticket.latencyClass);
+    const { record, kind } = ticket;
     kind.outstanding.delete(ticket.id);
     const now = this.now();
     const ms = now - ticket.started;
@@ -114,13 +122,18 @@ export class CallTracker {
 
   /** The call failed without an answer (connection lost, timeout, garbled answer). */
   failed(ticket: CallTicket): void {
-    this.classRecord(ticket.node, ticket.latencyClass).outstanding.delete(ticket.id);
-    this.record(ticket.node).failedAt = this.now();
+    ticket.kind.outstanding.delete(ticket.id);
+    ticket.record.failedAt = this.now();
   }
 
   /** How long a call of this node may be outstanding before the node counts as hung. */
   hungBound(node: string): number {
     return this.boundOf(this.nodes.get(node));
+  }
+
+  /** hungBound of a call's node, as it starts. */
+  hungBoundOf(ticket: CallTicket): number {
+    return this.boundOf(ticket.record);
   }
 
   private boundOf(record: NodeRecord | undefined): number {
@@ -134,18 +147,32 @@ export class CallTracker {
    * for this kind of call, else (fewer than ten answers of its own yet) every node's, else maxDelay.
    */
   hedgeDelay(node: string, method: string): number {
-    return this.delayAt(node, method, this.quantiles.first);
+    const kind = latencyClass(method);
+    return this.delayAt(this.nodes.get(node)?.byClass.get(kind), kind, this.quantiles.first);
   }
 
   /** When such a read, still unanswered, should go to a third node too; undefined: one hedge only. */
   secondHedgeDelay(node: string, method: string): number | undefined {
+    const kind = latencyClass(method);
     const quantile = this.quantiles.second;
-    return quantile === undefined ? undefined : this.delayAt(node, method, quantile);
+    return quantile === undefined
+      ? undefined
+      : this.delayAt(this.nodes.get(node)?.byClass.get(kind), kind, quantile);
   }
 
-  private delayAt(node: string, method: string, quantile: number): number {
-    const kind = latencyClass(method);
-    const own = this.nodes.get(node)?.byClass.get(kind)?.window;
+  /** hedgeDelay of a call, as it starts. */
+  hedgeDelayOf(ticket: CallTicket): number {
+    return this.delayAt(ticket.kind, ticket.latencyClass, this.quantiles.first);
+  }
+
+  /** secondHedgeDelay of a call, as it starts. */
+  secondHedgeDelayOf(ticket: CallTicket): number | undefined {
+    const quantile = this.quantiles.second;
+    return quantile === undefined ? undefined : this.delayAt(ticket.kind, ticket.latencyClass, quantile);
+  }
+
+  private delayAt(record: ClassRecord | undefined, kind: LatencyClass, quantile: number): number {
+    const own = record?.window;
     const pooled = this.pool.get(kind);
     const window =
       own && own.count >= MIN_SAMPLES ? own : pooled && pooled.count >= MIN_SAMPLES ? pooled : undefined;
@@ -209,14 +236,14 @@ export class CallTracker {
     }
     return record;
   }
+}
 
-  private classRecord(node: string, latencyClass: LatencyClass): ClassRecord {
-    const record = this.record(node);
-    let kind = record.byClass.get(latencyClass);
-    if (!kind) {
-      kind = { window: new LatencyWindow(), outstanding: new Map(), answeredAt: -Infinity };
-      record.byClass.set(latencyClass, kind);
-    }
-    return kind;
+/** A node's record of one kind of call, made on first use. */
+function classRecordOf(record: NodeRecord, latencyClass: LatencyClass): ClassRecord {
+  let kind = record.byClass.get(latencyClass);
+  if (!kind) {
+    kind = { window: new LatencyWindow(), outstanding: new Map(), answeredAt: -Infinity };
+    record.byClass.set(latencyClass, kind);
   }
+  return kind;
 }

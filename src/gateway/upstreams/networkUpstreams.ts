@@ -1,14 +1,12 @@
-import type { Upstreams } from "./upstreams.js";
+import type { ResponseSink, Upstreams } from "./upstreams.js";
 import { EventEmitter } from "node:events";
 import type { PeerConfig } from "../../config/sections/network.js";
 import type { PeerObservation } from "../../health/types.js";
 import type { BlockRef } from "../../chain/blockRef.js";
 import type { Logger } from "../../log/logger.js";
 import { PeerFollower } from "../../probe/peerFollower.js";
-import type { JsonRpcRequest, JsonRpcResponse } from "../../rpc/jsonRpc.js";
-import { RpcTransportError } from "../../rpc/jsonRpc.js";
+import type { JsonRpcRequest } from "../../rpc/jsonRpc.js";
 import { isKnownMethod } from "../rpc/methodPolicy.js";
-import { leadingId } from "../../rpc/answerLayout.js";
 import { WsRpcClient } from "../../rpc/wsRpcClient.js";
 import type { Candidate } from "./balancer.js";
 import { agreeOnHead, type HeadAgreement } from "./agreedHead.js";
@@ -16,7 +14,7 @@ import { AgreedTags, type TagSource } from "./agreedTags.js";
 import { inPanic } from "./balancer.js";
 import { forward } from "./forward.js";
 import { NodeFollowers } from "./nodeFollowers.js";
-import { readNodeAnswer } from "./nodeAnswer.js";
+import { WsCallAnswer } from "./wsCallAnswer.js";
 import type { Upstream, UpstreamSource } from "./upstreamSource.js";
 
 const CALLS_PING_MS = 15_000;
@@ -28,22 +26,6 @@ const TAGS_RETRY_MS = 5_000;
  * or 250 ms chain cost the sources calls that mostly found them where they were.
  */
 const TAGS_MIN_INTERVAL_MS = 2_000;
-
-/** A -32602 (invalid params) answer, as node software writes it. */
-const INVALID_PARAMS_ANSWER = /"error":\s*\{\s*"code":\s*-32602\b/;
-
-/**
- * Whether a node's answer is a -32602 refusal. A result in the usual layout is not, known from its first bytes: the
- * pattern scanned every forwarded answer (a block is kilobytes), which cost more than the rest of reading it.
- */
-function refusesParams(text: string): boolean {
-  const lead = leadingId(text);
-  if (lead && text.startsWith(',"result":', lead.end)) return false;
-  return INVALID_PARAMS_ANSWER.test(text);
-}
-
-const wsMalformed = (cause: unknown) =>
-  new RpcTransportError("the node's answer over WebSocket is not JSON-RPC", "malformed", { cause });
 
 interface Member {
   upstream: Upstream;
@@ -332,30 +314,30 @@ export class NetworkUpstreams extends EventEmitter implements Upstreams {
 
   /**
    * Sends one call to a node (see `forward` for `raw` and the errors): over its WebSocket when that is open, else over
-   * HTTP. Undefined when the node has left the set.
+   * HTTP. Its answer goes to `sink`, never in this turn. False when the node has left the set (`sink` is not called).
    */
-  call(
-    name: string,
-    request: JsonRpcRequest,
-    timeoutMs: number,
-    raw: boolean,
-  ): Promise<JsonRpcResponse> | undefined {
+  call(name: string, request: JsonRpcRequest, timeoutMs: number, raw: boolean, sink: ResponseSink): boolean {
     const member = this.members.get(name);
-    if (!member) return undefined;
+    if (!member) return false;
     const ws = member.calls;
-    if (!ws?.connected || ws.backlog > MAX_CALL_BACKLOG_BYTES || !overWebSocket(request.method))
-      return forward(member.upstream.httpUrl, request, timeoutMs, raw);
-    return ws.callText(request.method, request.params, timeoutMs, (text, ascii) =>
-      // Node software differs in how its WebSocket refuses a call it cannot read (anvil says -32602 "data did not
-      // match any variant of untagged enum EthRpcCall" where its HTTP names the problem or says -32601): such an
-      // answer is asked again over HTTP, so a client gets the same error on either transport.
-      // HTTP out of reach: the WebSocket's answer is still the node's.
-      refusesParams(text)
-        ? forward(member.upstream.httpUrl, request, timeoutMs, raw).catch(() =>
-            readNodeAnswer(text, request.id ?? null, raw, wsMalformed, ascii),
-          )
-        : readNodeAnswer(text, request.id ?? null, raw, wsMalformed, ascii),
+    const { httpUrl } = member.upstream;
+    if (
+      ws?.connected &&
+      ws.backlog <= MAX_CALL_BACKLOG_BYTES &&
+      overWebSocket(request.method) &&
+      ws.callInto(
+        request.method,
+        request.params,
+        timeoutMs,
+        new WsCallAnswer(request, raw, timeoutMs, httpUrl, sink),
+      )
+    )
+      return true;
+    forward(httpUrl, request, timeoutMs, raw).then(
+      (response) => sink.answered(response),
+      (error: unknown) => sink.failed(error),
     );
+    return true;
   }
 
   /** Counts a request in flight on a node (for least-outstanding balancing); call the returned function when done. */

@@ -2,6 +2,12 @@ import type { BlockRef } from "../../chain/blockRef.js";
 import type { JsonRpcRequest, JsonRpcResponse } from "../../rpc/jsonRpc.js";
 import type { Candidate } from "./balancer.js";
 
+/** Where one call's answer goes: one of the two, once. */
+export interface ResponseSink {
+  answered(response: JsonRpcResponse): void;
+  failed(error: unknown): void;
+}
+
 /**
  * What the call path asks of one network's nodes (NetworkUpstreams in the gateway; a fake in a test): their state for
  * planning and choosing, and calls to one of them.
@@ -18,13 +24,11 @@ export interface Upstreams {
   /** The height of a recent block hash that a node serving now (routed; any in panic mode) holds on its chain. */
   servedHeightOfHash(hash: string): number | undefined;
   candidates(): Candidate[];
-  /** One call to one node; undefined when the node has left the set. */
-  call(
-    name: string,
-    request: JsonRpcRequest,
-    timeoutMs: number,
-    raw: boolean,
-  ): Promise<JsonRpcResponse> | undefined;
+  /**
+   * One call to one node, its answer (or failure: RpcTransportError) to `sink`, never in the turn it was sent; false
+   * when the node has left the set, and then `sink` is not called.
+   */
+  call(name: string, request: JsonRpcRequest, timeoutMs: number, raw: boolean, sink: ResponseSink): boolean;
   /** Counts a call in flight on a node; call the returned function when it is done. */
   acquire(name: string): () => void;
   /** "change": the served head or the set of nodes changed; "nodeHead": a node's own head moved. */

@@ -6,7 +6,6 @@ import { NodeCalls } from "../../../src/gateway/pipeline/nodeCalls.js";
 import type { Candidate } from "../../../src/gateway/upstreams/balancer.js";
 import type { Upstreams } from "../../../src/gateway/upstreams/upstreams.js";
 import { createGatewayMetrics } from "../../../src/metrics/gatewayMetrics.js";
-import type { JsonRpcResponse } from "../../../src/rpc/jsonRpc.js";
 import { RpcTransportError } from "../../../src/rpc/jsonRpc.js";
 
 beforeEach(() => {
@@ -51,14 +50,13 @@ function slowFleet(
         head: 10,
         outstanding: outstanding.get(name) ?? 0,
       })),
-    call: (name, request, timeoutMs) => {
+    call: (name, request, timeoutMs, _raw, sink) => {
       calls++;
       const ms = delay(name);
-      return new Promise<JsonRpcResponse>((resolve, reject) =>
-        ms < timeoutMs
-          ? setTimeout(() => resolve({ jsonrpc: "2.0", id: request.id ?? null, result: "0x" }), ms)
-          : setTimeout(() => reject(new RpcTransportError(`${name}: timeout`, "timeout")), timeoutMs),
-      );
+      if (ms < timeoutMs)
+        setTimeout(() => sink.answered({ jsonrpc: "2.0", id: request.id ?? null, result: "0x" }), ms);
+      else setTimeout(() => sink.failed(new RpcTransportError(`${name}: timeout`, "timeout")), timeoutMs);
+      return true;
     },
     acquire: (name) => {
       outstanding.set(name, (outstanding.get(name) ?? 0) + 1);

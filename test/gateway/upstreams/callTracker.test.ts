@@ -78,6 +78,29 @@ describe("hedge delay", () => {
     expect(t.hedgeDelay("a", "eth_call")).toBe(180);
   });
 
+  it("gives a started call the same hedge delays and hung bound as its node and method do", () => {
+    const { t, answer } = tracker({ hedge: { budget: 0.32 } });
+    const same = (node: string, method: string) => {
+      const ticket = t.start(node, method);
+      expect([t.hedgeDelayOf(ticket), t.secondHedgeDelayOf(ticket), t.hungBoundOf(ticket)]).toEqual([
+        t.hedgeDelay(node, method),
+        t.secondHedgeDelay(node, method),
+        t.hungBound(node),
+      ]);
+      t.answered(ticket);
+    };
+    // No history; then every node's; then the node's own, per kind of call.
+    same("a", "eth_call");
+    for (let i = 1; i <= 30; i++) answer("b", "eth_call", i * 7);
+    same("a", "eth_call");
+    for (let i = 1; i <= 30; i++) answer("a", "eth_call", i * 3);
+    for (let i = 1; i <= 30; i++) answer("a", "eth_getBlockByNumber", i);
+    same("a", "eth_call");
+    same("a", "eth_getBlockByNumber");
+    same("a", "eth_getLogs");
+    same("b", "eth_getBalance");
+  });
+
   it("follows the budget: hedged after the node's (1 - budget) quantile, unless a quantile is configured", () => {
     const spread = (t: ReturnType<typeof tracker>) => {
       for (let i = 1; i <= 100; i++) t.answer("a", "eth_call", i * 10);
