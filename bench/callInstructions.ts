@@ -82,10 +82,17 @@ const devnet = await startDevnet({
 const agent = new Agent({ connections: CONNECTIONS, pipelining: 1 });
 const stops: Array<() => Promise<void>> = [];
 /** One call sent to one server: counted, and set against another row's count when `against` names it. */
+/** A body made anew for each call from the call's number. */
+class Changing {
+  constructor(readonly call: (n: number) => unknown) {}
+}
+const changing = (call: (n: number) => unknown) => new Changing(call);
+
 interface Row {
   name: string;
   server: ChildServer;
   dumps: string;
+  /** The call, or the call to send as the n-th (a body that changes from call to call). */
   body: unknown;
   against?: string;
   /** The server's workers (a row of node:cluster workers, set against one process). */
@@ -107,6 +114,11 @@ try {
   };
   const finalized = await nodeCall("eth_getBlockByNumber", ["finalized", false]);
   const head = await nodeCall("eth_getBlockByNumber", ["latest", false]);
+  // The block before the finalized one: a second final block, for hits that change from call to call.
+  const beforeFinalized = await nodeCall("eth_getBlockByNumber", [
+    `0x${(BigInt(finalized.number!) - 1n).toString(16)}`,
+    false,
+  ]);
 
   /** A gateway under callgrind with `workers` processes (1: one process, no cluster). */
   const startGateway = async (workers: number, dumps: string) => {
@@ -200,6 +212,20 @@ try {
         body: hit,
         against: "bare block",
       },
+      {
+        // What a shared gateway sees more often than one call repeated: every call a new id (as client libraries
+        // number them) and two final blocks asked for in turn, so no answer is the one just written.
+        name: "hit, ids changing",
+        server: gateway,
+        dumps: "gateway",
+        body: changing((n) => ({
+          jsonrpc: "2.0",
+          id: n,
+          method: "eth_getBlockByHash",
+          params: [n % 2 === 0 ? finalized.hash : beforeFinalized.hash, false],
+        })),
+        against: "bare block",
+      },
       { name: "eth_getBlockByNumber", server: gateway, dumps: "gateway", body: forwarded },
     );
   }
@@ -237,7 +263,7 @@ try {
       execFileSync("callgrind_control", ["--zero", String(pid)], { stdio: "ignore" });
   };
   const send = async (url: string, body: unknown, count: number) => {
-    const text = JSON.stringify(body);
+    const fixed = body instanceof Changing ? undefined : JSON.stringify(body);
     let next = 0;
     await Promise.all(
       Array.from({ length: CONNECTIONS }, async () => {
@@ -245,7 +271,7 @@ try {
           const response = await request(url, {
             method: "POST",
             headers: { "content-type": "application/json" },
-            body: text,
+            body: fixed ?? JSON.stringify((body as Changing).call(next)),
             dispatcher: agent,
           });
           const answer = (await response.body.json()) as { result?: unknown };
