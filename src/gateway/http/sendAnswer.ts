@@ -23,7 +23,7 @@ export function sendAnswer(req: IncomingMessage, res: ServerResponse, answered: 
     answered.retryAfterMs === undefined
       ? undefined
       : { "retry-after": String(Math.ceil(answered.retryAfterMs / 1000)) };
-  // A cached answer with an id that needs no scan: written as one buffer, the result copied in.
+  // A cached answer asked for again with the same id: written as the bytes built for the call before.
   const bytes = keptAnswerBytes(body);
   if (bytes !== undefined) {
     if (!takesGzip(req, bytes.length)) replyBytes(res, status, bytes, extra);

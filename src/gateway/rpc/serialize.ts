@@ -6,10 +6,14 @@ import { ExactNumber, ExactString } from "../../rpc/jsonRpc.js";
  * parsed and serialized again (a block is kilobytes of JSON). Parsed only where the gateway reads the value itself.
  */
 export class RawResult {
+  /** The id of the last answer written with this result, and that answer's bytes (see answerBytes). */
+  private lastId: unknown = NO_ID;
+  private lastAnswer: Buffer | undefined = undefined;
+
   /**
    * `ascii`: the text is known to be ASCII (see keptResult), so an answer with it and a numeric id is as many bytes as
    * characters, written without counting or encoding them. `kept`: the result is answered many times (the response
-   * cache), so its answers are written as bytes.
+   * cache), so the whole answer is worth keeping as bytes.
    */
   constructor(
     readonly json: string,
@@ -18,16 +22,19 @@ export class RawResult {
   ) {}
 
   /**
-   * The whole answer with this result and `id` as bytes, for a kept ASCII result and an id whose JSON is known without
-   * a scan (a number, null, a string that needs no escapes): one buffer, the result copied into it, written as a bare
-   * server writes its answer (no text of the block's size made and flattened with the response header). Undefined
-   * otherwise (an id kept as the client wrote it, a result not kept or beyond ASCII): the answer is then written as
-   * text.
+   * The whole answer with this result and `id` as bytes, for a kept ASCII result asked for again with the id of the
+   * answer before it (a poller or script repeating a call with `"id":1`): those bytes are built on the second such
+   * answer and written as they are from then on, as a bare server writes a constant. Undefined otherwise (another id,
+   * an id kept as written, a result not kept): the answer is then written as text.
    */
   answerBytes(id: JsonRpcId): Buffer | undefined {
     if (!this.kept || !this.ascii) return undefined;
-    if (typeof id === "number" || id === null || (typeof id === "string" && plainString(id)))
-      return answerBuffer(id, this.json);
+    if (id === this.lastId)
+      return (this.lastAnswer ??= answerBuffer(id as number | string | null, this.json));
+    // Only ids whose JSON is known without a scan: numbers, null, strings that need no escapes.
+    this.lastId =
+      typeof id === "number" || id === null || (typeof id === "string" && plainString(id)) ? id : NO_ID;
+    this.lastAnswer = undefined;
     return undefined;
   }
 
@@ -41,10 +48,16 @@ export class RawResult {
   }
 }
 
-/** A whole answer as bytes: held only until written, so cut from node's shared pool when small. */
+/** No id: what a RawResult remembers before its first answer, or after one whose id it does not keep bytes for. */
+const NO_ID = Symbol("noId");
+
+/**
+ * A whole answer as bytes, in a buffer of its own (one cut from node's shared pool would hold the rest of that pool for
+ * as long as the answer is kept).
+ */
 function answerBuffer(id: number | string | null, json: string): Buffer {
   const head = `{"jsonrpc":"2.0","id":${typeof id === "string" ? `"${id}"` : String(id)},"result":`;
-  const bytes = Buffer.allocUnsafe(head.length + json.length + 1);
+  const bytes = Buffer.allocUnsafeSlow(head.length + json.length + 1);
   bytes.write(head, 0, "latin1");
   bytes.write(json, head.length, "latin1");
   bytes[bytes.length - 1] = 0x7d; // }
