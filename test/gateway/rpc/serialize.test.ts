@@ -154,7 +154,9 @@ describe("a kept result's answer to a repeated id, as bytes", () => {
               if (before.bytes !== undefined) expect(bytes).toBe(before.bytes);
             } else if (id === before.id) {
               // Ids whose JSON needs a scan (a string with escapes or beyond ASCII) are never kept as bytes.
-              expect(typeof id === "string" && JSON.stringify(id) !== `"${id}"`).toBe(true);
+              expect(
+                typeof id === "string" && (JSON.stringify(id) !== `"${id}"` || !/^[ -~]*$/.test(id)),
+              ).toBe(true);
             }
             before = { id, bytes };
           }
