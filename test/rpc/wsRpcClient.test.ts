@@ -26,6 +26,15 @@ async function fakeNode(answer: (ws: WebSocket, data: Buffer) => void): Promise<
   return (server.address() as AddressInfo).port;
 }
 
+/** A client of the node on `port`, connected (closed after the test). */
+async function connectedTo(port: number): Promise<WsRpcClient> {
+  const client = new WsRpcClient({ url: `ws://127.0.0.1:${port}`, timeoutMs: 5_000 });
+  cleanup.push(() => client.close());
+  client.connect();
+  await waitFor(() => client.connected, { what: "connection" });
+  return client;
+}
+
 async function anvilNode(port = 0): Promise<AnvilNode> {
   const node = await startAnvil({
     name: "rpc-ws",
@@ -113,10 +122,7 @@ describe("WsRpcClient against anvil", () => {
       const { id } = JSON.parse(String(data)) as { id: number };
       ws.send(`{"jsonrpc":"2.0","id":${id},"result":"0x${id.toString(16)}"}`);
     });
-    const client = new WsRpcClient({ url: `ws://127.0.0.1:${port}`, timeoutMs: 5_000 });
-    cleanup.push(() => client.close());
-    client.connect();
-    await waitFor(() => client.connected, { what: "connection" });
+    const client = await connectedTo(port);
     // What reaches the kernel: each flush of a socket's writes is one call of node:net's _writeGeneric.
     const flushes = vi.spyOn(Socket.prototype as unknown as { _writeGeneric: () => void }, "_writeGeneric");
     cleanup.push(() => flushes.mockRestore());
@@ -139,10 +145,7 @@ describe("WsRpcClient against anvil", () => {
       const { id } = JSON.parse(String(data)) as { id: number };
       ws.send(`{"jsonrpc":"2.0","id":${id},"result":"${result(id)}"}`);
     });
-    const client = new WsRpcClient({ url: `ws://127.0.0.1:${port}`, timeoutMs: 5_000 });
-    cleanup.push(() => client.close());
-    client.connect();
-    await waitFor(() => client.connected, { what: "connection" });
+    const client = await connectedTo(port);
     const answers = await Promise.all(Array.from({ length: 12 }, () => client.callText("eth_big", [])));
     for (const answer of answers) {
       const { id, result: got } = JSON.parse(answer) as { id: number; result: string };
@@ -156,10 +159,7 @@ describe("WsRpcClient against anvil", () => {
       const { id, params } = JSON.parse(String(data)) as { id: number; params: [string] };
       ws.send(JSON.stringify({ jsonrpc: "2.0", id, result: params[0] }));
     });
-    const client = new WsRpcClient({ url: `ws://127.0.0.1:${port}`, timeoutMs: 5_000 });
-    cleanup.push(() => client.close());
-    client.connect();
-    await waitFor(() => client.connected, { what: "connection" });
+    const client = await connectedTo(port);
     const sent = vi.spyOn(WsSocket.prototype, "send");
     cleanup.push(() => sent.mockRestore());
     // Texts across the lengths where a frame's length field changes form (125/126 and 65,535/65,536 bytes).
@@ -180,10 +180,7 @@ describe("WsRpcClient against anvil", () => {
       const { id, method } = JSON.parse(String(data)) as { id: number; method: string };
       if (method === "eth_chainId") ws.send(`{"jsonrpc":"2.0","id":${id},"result":"0x1"}`);
     });
-    const client = new WsRpcClient({ url: `ws://127.0.0.1:${port}`, timeoutMs: 5_000 });
-    cleanup.push(() => client.close());
-    client.connect();
-    await waitFor(() => client.connected, { what: "connection" });
+    const client = await connectedTo(port);
     const started = performance.now();
     const settledAt = (call: Promise<unknown>) =>
       call.then(
