@@ -12,39 +12,27 @@ function utf8Length(text: string): number {
   return text.length;
 }
 
-/** A JSON answer with its length; `ascii` when the text is known to be ASCII (then written as Latin-1, uncounted). */
+/**
+ * A JSON answer with its length: text, or bytes already built (a cached answer). `ascii` when the text is known to be
+ * ASCII (then written as Latin-1, uncounted).
+ */
 export function reply(
   res: ServerResponse,
   status: number,
-  text: string,
+  body: string | Buffer,
   extra?: Record<string, string>,
   ascii = false,
 ): void {
-  const length = ascii ? text.length : utf8Length(text);
+  const text = typeof body === "string";
+  const length = !text || ascii ? body.length : utf8Length(body);
   res.writeHead(
     status,
     extra === undefined
       ? { "content-type": "application/json", "content-length": length }
       : { "content-type": "application/json", "content-length": length, ...extra },
   );
-  if (ascii) res.end(text, "latin1");
-  else res.end(text);
-}
-
-/** A JSON answer already in bytes (an answer the response cache keeps for a repeated call). */
-export function replyBytes(
-  res: ServerResponse,
-  status: number,
-  bytes: Buffer,
-  extra?: Record<string, string>,
-): void {
-  res.writeHead(
-    status,
-    extra === undefined
-      ? { "content-type": "application/json", "content-length": bytes.length }
-      : { "content-type": "application/json", "content-length": bytes.length, ...extra },
-  );
-  res.end(bytes);
+  if (text && ascii) res.end(body, "latin1");
+  else res.end(body);
 }
 
 /** A JSON-RPC error answer with no id, for a request refused before its body was read or parsed. */

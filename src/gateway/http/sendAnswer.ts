@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { gzip } from "node:zlib";
 import type { Answer } from "../pipeline/answer.js";
 import { asciiBody, keptAnswerBytes, serializeBody } from "../rpc/serialize.js";
-import { reply, replyBytes } from "./replies.js";
+import { reply } from "./replies.js";
 
 /** Answers smaller than this go out uncompressed even to clients that take gzip: compressing them gains nothing. */
 const GZIP_MIN_BYTES = 1024;
@@ -26,8 +26,8 @@ export function sendAnswer(req: IncomingMessage, res: ServerResponse, answered: 
   // A cached answer asked for again with the same id: written as the bytes built for the call before.
   const bytes = keptAnswerBytes(body);
   if (bytes !== undefined) {
-    if (!takesGzip(req, bytes.length)) replyBytes(res, status, bytes, extra);
-    else sendGzipped(res, status, bytes, extra, () => replyBytes(res, status, bytes, extra));
+    if (!takesGzip(req, bytes.length)) reply(res, status, bytes, extra);
+    else sendGzipped(res, status, bytes, extra);
     return;
   }
   // An ASCII answer (cached, or as a node sent it) is as many bytes as characters: written as Latin-1, nothing counted
@@ -35,7 +35,7 @@ export function sendAnswer(req: IncomingMessage, res: ServerResponse, answered: 
   const ascii = asciiBody(body);
   const text = ascii ?? serializeBody(body);
   if (!takesGzip(req, text.length)) reply(res, status, text, extra, ascii !== undefined);
-  else sendGzipped(res, status, text, extra, () => reply(res, status, text, extra));
+  else sendGzipped(res, status, text, extra);
 }
 
 /** Whether an answer this long goes compressed: the header is read only for answers large enough to gain from it. */
@@ -50,10 +50,9 @@ function sendGzipped(
   status: number,
   answer: string | Buffer,
   extra: Record<string, string> | undefined,
-  uncompressed: () => void,
 ): void {
   gzip(answer, (error, zipped) => {
-    if (error) return uncompressed();
+    if (error) return reply(res, status, answer, extra);
     res.writeHead(status, {
       "content-type": "application/json",
       "content-encoding": "gzip",
