@@ -6,17 +6,6 @@ import { replyError, replyTooLarge } from "./replies.js";
 /** The content types geth takes for JSON-RPC (with any parameters, such as a charset). */
 const JSON_TYPE = /^application\/(?:json|jsonrequest|json-rpc)\s*(?:;|$)/i;
 
-/** How many digits the limit has, written once (the limit is the same for every request). */
-let limit = -1;
-let limitDigits = 0;
-function digitsOf(maxBodyBytes: number): number {
-  if (maxBodyBytes !== limit) {
-    limit = maxBodyBytes;
-    limitDigits = String(maxBodyBytes).length;
-  }
-  return limitDigits;
-}
-
 /**
  * Reads a JSON-RPC POST body as text, at most `maxBodyBytes` (also once inflated), and hands it to `onText`. A
  * request that is not a POST, has a content type other than JSON's, an encoding other than gzip, or a body over
@@ -60,7 +49,7 @@ export function readRequestBody(
   const declared = headers["content-length"];
   if (
     declared !== undefined &&
-    declared.length >= digitsOf(maxBodyBytes) &&
+    declared.length >= String(maxBodyBytes).length &&
     Number(declared) > maxBodyBytes
   ) {
     replyTooLarge(res, maxBodyBytes);
