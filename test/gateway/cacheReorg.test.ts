@@ -55,10 +55,23 @@ describe.each(IMPLEMENTATIONS)("the gateway across a reorg on %s", (implementati
         { what: "the gateway on the new branch" },
       );
       const full = new HttpRpcClient(devnet.nodes(NETWORK).find((n) => n.role === "full")!.httpUrl, 5_000);
-      const newReceipt = await full.call<Json>("eth_getTransactionReceipt", [sent.hash]);
+      // geth indexes a reorged chain's transactions after its head moves: until then a node answers null for them.
+      const newReceipt = await waitFor(
+        () => full.call<Json | null>("eth_getTransactionReceipt", [sent.hash]),
+        {
+          what: "the full node's receipt on the new branch",
+        },
+      );
       expect(newReceipt.blockHash).not.toBe(oldHash);
-      // What the gateway answers is what the new chain has: the new receipt, and at the old block's height a new block.
-      expect((await ask("eth_getTransactionReceipt", [sent.hash])).result).toEqual(newReceipt);
+      // What the gateway answers is what the new chain has: the new receipt (once its node has indexed it: the old
+      // receipt, if the cache served it, is never null), and at the old block's height a new block.
+      const served = await waitFor(
+        async () => (await ask("eth_getTransactionReceipt", [sent.hash])).result as Json,
+        {
+          what: "the gateway's receipt on the new branch",
+        },
+      );
+      expect(served).toEqual(newReceipt);
       const atOldHeight = (await ask("eth_getBlockByNumber", [receipt.blockNumber, false])).result;
       expect(atOldHeight.hash).not.toBe(oldHash);
       // The replaced block by hash is never served from the cache, however often asked: each call goes to a node, and
