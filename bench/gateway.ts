@@ -33,6 +33,12 @@
  * HTTP only, ROUNDS times each in turn, with the median of each workers row's CPU per call against its one process's:
  * the gateway's split against the machine's.
  *
+ * With `one-core`: one core each, as a machine with a core per process would run them (bench/cpuPinning.ts): the bare
+ * node:http server, nginx, the peers (GOMAXPROCS=1) and the gateway as one process, each pinned to the last core,
+ * while the bench, its load generator and the node share the others; HTTP only, ROUNDS times each in turn, with the
+ * median of the gateway's ratios to each of them and of its CPU per call. Each run says how busy the load side's cores
+ * were: near 100%, the load side and not the server bounds that row's rate.
+ *
  * With `redis`: only the gateway with in-process state and the gateway with its state in Redis, HTTP only, ROUNDS
  * times each in turn (the machine's other load shifts between runs), with the ratio of their CPU per call.
  */
@@ -50,6 +56,7 @@ import { spawnGatewayProcess, spawnListening } from "./gatewayProcess.js";
 import { mineUntilFinalized } from "./peers/chainForPeers.js";
 import { PEERS, notBuiltReason } from "./peers/peers.js";
 import { startPeer } from "./peers/startPeer.js";
+import { LOAD_CPU_COUNT, pinLoadSide, pinningUnavailable, pinServer, SERVER_CPU } from "./cpuPinning.js";
 import { cpuSeconds, residentBytes, settledMemory } from "./processUsage.js";
 import { startSubscribers, type Subscribers } from "./subscriberProcess.js";
 
@@ -63,9 +70,13 @@ const HTTP_ONLY = process.argv[4] === "http";
 const FAN_OUT_ONLY = process.argv[4] === "fan-out";
 /** Only the bare server and the gateway, one process and workers each, compared round after round. */
 const WORKERS_ONLY = process.argv[4] === "workers";
+/** Each one-process server pinned to a core of its own, the load on the others, compared round after round. */
+const ONE_CORE = process.argv[4] === "one-core";
 /** Servers beside the gateway and the bare server: anvil, nginx, the peers, the gateway with Redis. */
 const OTHERS = !REDIS_ONLY && !WORKERS_ONLY;
-const ROUNDS = REDIS_ONLY ? 5 : WORKERS_ONLY ? 3 : 1;
+/** Rows that take more than the one-process servers: anvil's own, workers, Redis, the fan-out. */
+const ALL_ROWS = OTHERS && !ONE_CORE;
+const ROUNDS = REDIS_ONLY ? 5 : WORKERS_ONLY || ONE_CORE ? 3 : 1;
 const FAN_OUT_SIZES = [1_000, 5_000];
 const LARGE_FAN_OUT = 20_000;
 const FAN_OUT_BLOCKS = 5;
@@ -77,6 +88,17 @@ const CHAIN_ID = 31_337;
 const [load1, load5, load15] = loadavg().map((l) => l.toFixed(2));
 const loadLine = `load average ${load1} / ${load5} / ${load15} (1 / 5 / 15 min) on ${cpus().length} cores`;
 console.log(`machine before the run: ${loadLine}`);
+if (ONE_CORE) {
+  const reason = pinningUnavailable();
+  if (reason) throw new Error(`one-core cannot run here: ${reason}`);
+  // Before anything starts: the node and every server inherit the load cores until a server is moved to its own.
+  pinLoadSide();
+  // The Go peers on one core, as the gateway's one process: their runtime reads it at start.
+  process.env.GOMAXPROCS = "1";
+  console.log(
+    `one core each: every server on CPU ${SERVER_CPU}, the load generator and the node on the others`,
+  );
+}
 
 const devnet = await startDevnet({
   networks: [{ name: "bench", chainId: CHAIN_ID, lightNodes: 1 }],
@@ -173,7 +195,7 @@ http {
   };
 }
 
-if (!OTHERS) targets.length = 0;
+if (!ALL_ROWS) targets.length = 0;
 const nginx = OTHERS && !FAN_OUT_ONLY ? await startNginx(light.httpUrl) : undefined;
 if (nginx) targets.push(nginx);
 else if (OTHERS && !FAN_OUT_ONLY) absent.set("nginx", "not installed (apt-get install nginx)");
@@ -195,7 +217,7 @@ if (!REDIS_ONLY) {
   });
   // The same bare server as node:cluster workers: what splitting the calls over processes costs on these cores with
   // no gateway code, beside what it costs the gateway's workers.
-  if (!FAN_OUT_ONLY) {
+  if (!FAN_OUT_ONLY && !ONE_CORE) {
     const bareCluster = await spawnListening("bareHttp.ts", [`--workers=${WORKERS}`]);
     targets.push({
       name: `bare node:http x${WORKERS}`,
@@ -224,7 +246,7 @@ for (const [name, reason] of absent) console.log(`${name}: not in this run, ${re
 // workers under each of node:cluster's scheduling policies.
 for (const [name, workers, policy] of [
   ["gateway x1", 1, "none"],
-  ...(REDIS_ONLY
+  ...(REDIS_ONLY || ONE_CORE
     ? []
     : ([
         [`gateway x${WORKERS} rr`, WORKERS, "rr"],
@@ -246,7 +268,7 @@ for (const [name, workers, policy] of [
 
 // The gateway with its state in Redis (gateway.sharedState), when Debian's redis-server is installed. HTTP only: a
 // WebSocket holds no shared state.
-const redis = (OTHERS && !FAN_OUT_ONLY) || REDIS_ONLY ? await startRedis() : undefined;
+const redis = (ALL_ROWS && !FAN_OUT_ONLY) || REDIS_ONLY ? await startRedis() : undefined;
 if (redis) {
   const redisClient = new Redis(redis.url);
   const g = await spawnGatewayProcess({
@@ -271,8 +293,9 @@ if (redis) {
       redis.stop();
     },
   });
-} else if ((OTHERS && !FAN_OUT_ONLY) || REDIS_ONLY)
+} else if ((ALL_ROWS && !FAN_OUT_ONLY) || REDIS_ONLY)
   absent.set("gateway x1 redis", "redis-server is not installed (apt-get install redis-server)");
+if (ONE_CORE) for (const target of targets) if (target.pid !== undefined) pinServer(target.pid);
 
 /** A redis-server on a free loopback port, nothing on disk; undefined without the binary. */
 async function startRedis(): Promise<{ url: string; stop: () => void } | undefined> {
@@ -311,10 +334,18 @@ interface Run {
   callCpuPerCall: number;
   /** Redis commands per call (the gateway with its state in Redis): a measure the machine's load does not move. */
   redisPerCall?: number;
+  /** With `one-core`: how busy the load side (the bench, its load generator, the node) kept its cores, 0-1. */
+  loadBusy?: number;
 }
+
+/** CPU seconds of the load side so far: this process (the load generator's thread included) and the node. */
+const loadSideCpuSeconds = () =>
+  (process.cpuUsage().user + process.cpuUsage().system) / 1e6 +
+  (anvilPid === undefined ? 0 : cpuSeconds(anvilPid));
 
 async function run(target: Target, body: unknown): Promise<Run> {
   const cpuBefore = target.pid === undefined ? NaN : cpuSeconds(target.pid);
+  const loadBefore = ONE_CORE ? loadSideCpuSeconds() : NaN;
   const started = performance.now();
   const redisBefore = await target.redisCommands?.();
   const result = await autocannon({
@@ -328,11 +359,14 @@ async function run(target: Target, body: unknown): Promise<Run> {
     workers: 1,
   });
   const cpuAfter = target.pid === undefined ? NaN : cpuSeconds(target.pid);
+  const loadBusy =
+    (loadSideCpuSeconds() - loadBefore) / ((performance.now() - started) / 1000) / LOAD_CPU_COUNT;
   const redisAfter = await target.redisCommands?.();
   return {
     ...(redisBefore === undefined || redisAfter === undefined
       ? {}
       : { redisPerCall: (redisAfter - redisBefore) / Math.max(1, result.requests.total) }),
+    ...(ONE_CORE ? { loadBusy } : {}),
     rps: result.requests.average,
     p50: result.latency.p50,
     p99: result.latency.p99,
@@ -447,6 +481,7 @@ const fmt = (r: Run) =>
   `${fixed(r.rps).padStart(6)} req/s p50 ${String(r.p50).padStart(3)} ms p99 ${String(r.p99).padStart(3)} ms ` +
   `${fixed(r.cpuPerCall, 1).padStart(5)} us CPU/call (${fixed(r.callCpuPerCall, 1)} less idle)` +
   (r.redisPerCall === undefined ? "" : `, ${r.redisPerCall.toFixed(3)} Redis commands/call`) +
+  (r.loadBusy === undefined ? "" : `, load side ${(r.loadBusy * 100).toFixed(0)}% busy`) +
   (r.errors > 0 ? `, ${r.errors} errors` : "");
 /**
  * The gateway's ratio of requests/s to each other server's of the same call; for the gateway with its state in Redis,
@@ -485,6 +520,19 @@ const ratios = (target: Target, r: Run, others: Map<string, Run>) => {
 /** The ratios as `format` puts them, or nothing for a row with none. */
 const withRatios = (text: string, format: (text: string) => string) => (text ? format(text) : "");
 
+/**
+ * For each round of `call` (modes of several rounds), what `pick` reads from that round's runs, sorted; rounds where
+ * it reads nothing are left out.
+ */
+const overRounds = (call: string, pick: (results: Map<string, Run>) => number | undefined) =>
+  [...http]
+    .filter(([key]) => key.startsWith(`${call} `))
+    .flatMap(([, results]) => {
+      const value = pick(results);
+      return value === undefined || !Number.isFinite(value) ? [] : [value];
+    })
+    .sort((a, b) => a - b);
+const median = (sorted: number[]) => sorted[Math.floor(sorted.length / 2)] ?? NaN;
 const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error));
 const http = new Map<string, Map<string, Run>>();
 const fanOuts = new Map<number, Map<string, FanOut | string>>();
@@ -518,47 +566,68 @@ try {
         );
       }
     }
-  if (REDIS_ONLY) {
-    // The median over the rounds of the Redis gateway's CPU per call against the in-process one's, each round's two
-    // runs taken close together.
+  // Modes of several rounds: medians over the rounds, each round's runs taken close together.
+  if (REDIS_ONLY)
+    // The Redis gateway's CPU per call against the in-process one's.
     for (const call of Object.keys(calls)) {
-      const median = (pick: (r: Run) => number) => {
-        const ratios = [...http]
-          .filter(([key]) => key.startsWith(`${call} `))
-          .map(([, results]) => pick(results.get("gateway x1 redis")!) / pick(results.get("gateway x1")!))
-          .sort((a, b) => a - b);
-        return ratios[Math.floor(ratios.length / 2)]!.toFixed(2);
-      };
+      const ratio = (pick: (r: Run) => number) =>
+        fixed(
+          median(
+            overRounds(
+              call,
+              (results) => pick(results.get("gateway x1 redis")!) / pick(results.get("gateway x1")!),
+            ),
+          ),
+          2,
+        );
       console.log(
-        `${call}: CPU per call with Redis / in process, median of ${ROUNDS} rounds: ${median((r) => r.cpuPerCall)}x ` +
-          `(less idle CPU: ${median((r) => r.callCpuPerCall)}x)`,
+        `${call}: CPU per call with Redis / in process, median of ${ROUNDS} rounds: ${ratio((r) => r.cpuPerCall)}x ` +
+          `(less idle CPU: ${ratio((r) => r.callCpuPerCall)}x)`,
       );
     }
-  }
 
-  if (WORKERS_ONLY) {
-    // The median over the rounds of each workers row's CPU per call against its one process's.
+  if (WORKERS_ONLY)
+    // Each workers row's CPU per call against its one process's.
     for (const call of Object.keys(calls))
       for (const many of targets.filter((t) => t.workersOf !== undefined)) {
         const ratiosOf = (pick: (r: Run) => number) =>
-          [...http]
-            .filter(([key]) => key.startsWith(`${call} `))
-            .flatMap(([, results]) => {
-              const [r, one] = [results.get(many.name), results.get(many.workersOf!)];
-              return r && one ? [pick(r) / pick(one)] : [];
-            })
-            .sort((a, b) => a - b);
+          overRounds(call, (results) => {
+            const [r, one] = [results.get(many.name), results.get(many.workersOf!)];
+            return r && one ? pick(r) / pick(one) : undefined;
+          });
         const all = ratiosOf((r) => r.cpuPerCall);
         if (all.length === 0) continue;
-        const median = (sorted: number[]) => sorted[Math.floor(sorted.length / 2)]!.toFixed(2);
         console.log(
-          `${call}, ${many.name}: CPU per call /x1, median of ${all.length} rounds: ${median(all)}x ` +
-            `(rounds ${all.map((r) => r.toFixed(2)).join(", ")}; less idle CPU: ${median(ratiosOf((r) => r.callCpuPerCall))}x)`,
+          `${call}, ${many.name}: CPU per call /x1, median of ${all.length} rounds: ${fixed(median(all), 2)}x ` +
+            `(rounds ${all.map((r) => r.toFixed(2)).join(", ")}; less idle CPU: ${fixed(median(ratiosOf((r) => r.callCpuPerCall)), 2)}x)`,
         );
       }
-  }
 
-  if (OTHERS && !HTTP_ONLY) {
+  if (ONE_CORE)
+    // The gateway's CPU per call, and its rate against each other server's.
+    for (const call of Object.keys(calls)) {
+      const gateway = (results: Map<string, Run>) => results.get("gateway x1");
+      const cpu = overRounds(call, (results) => gateway(results)?.cpuPerCall);
+      const against = targets
+        .filter((t) => !t.gateway)
+        .flatMap((other) => {
+          const all = overRounds(call, (results) => {
+            const [g, o] = [gateway(results), results.get(other.name)];
+            return g && o ? g.rps / o.rps : undefined;
+          });
+          return all.length === 0
+            ? []
+            : [
+                `/${other.name.split(" ")[0]} ${fixed(median(all), 2)}x (${all.map((r) => r.toFixed(2)).join(", ")})`,
+              ];
+        });
+      console.log(
+        `${call}, gateway x1, one core each, median of ${cpu.length} rounds: ${fixed(median(cpu), 1)} us CPU/call; ` +
+          `rate ${against.join(", ")}`,
+      );
+    }
+
+  if (ALL_ROWS && !HTTP_ONLY) {
     console.log(
       `WebSocket newHeads fan-out (${FAN_OUT_BLOCKS} blocks each, from the node's own announcement):`,
     );

@@ -1,0 +1,40 @@
+import { execFileSync } from "node:child_process";
+import { cpus } from "node:os";
+import { processTree } from "./processUsage.js";
+
+/**
+ * One core each, on a machine of two or more: the server measured on the last core, everything else (the bench with
+ * its load generator, the node it forwards to) on the others. Rates then compare servers as a machine with a core per
+ * process would, which a shared pair of cores does not: there the load generator and the node take the same cores as
+ * the server, and a server's own cost shows in its rate only in part.
+ */
+export const SERVER_CPU = cpus().length - 1;
+const LOAD_CPUS = SERVER_CPU > 1 ? `0-${SERVER_CPU - 1}` : "0";
+/** How many cores the load side has. */
+export const LOAD_CPU_COUNT = SERVER_CPU;
+
+/** Why the machine cannot pin, or undefined when it can (util-linux's taskset, two cores or more). */
+export function pinningUnavailable(): string | undefined {
+  if (cpus().length < 2) return "one core: nothing to pin apart";
+  try {
+    execFileSync("taskset", ["-p", String(process.pid)], { stdio: "ignore" });
+    return undefined;
+  } catch {
+    return "taskset is missing (apt-get install util-linux)";
+  }
+}
+
+/** This process (the bench, its load generator's threads) and what it starts from now on, on the load cores. */
+export function pinLoadSide(): void {
+  pin(process.pid, LOAD_CPUS);
+}
+
+/** A server, every thread of it and of its child processes (workers, nginx's worker), on the server core. */
+export function pinServer(pid: number): void {
+  for (const p of processTree(pid)) pin(p, String(SERVER_CPU));
+}
+
+function pin(pid: number, cpuList: string): void {
+  // -a: every thread the process has; threads it starts later inherit the mask of the thread starting them.
+  execFileSync("taskset", ["-a", "-p", "-c", cpuList, String(pid)], { stdio: "ignore" });
+}
