@@ -1,6 +1,6 @@
 import { execFileSync } from "node:child_process";
 import { cpus } from "node:os";
-import { processTree } from "./processUsage.js";
+import { cpuSeconds, processTree } from "./processUsage.js";
 
 /**
  * One core each, on a machine of two or more: the server measured on the last core, everything else (the bench with
@@ -38,3 +38,15 @@ function pin(pid: number, cpuList: string): void {
   // -a: every thread the process has; threads it starts later inherit the mask of the thread starting them.
   execFileSync("taskset", ["-a", "-p", "-c", cpuList, String(pid)], { stdio: "ignore" });
 }
+
+/**
+ * CPU seconds the load side has used so far: this process (its load generator's thread included) and the node.
+ * Over a run, against the run's time on the load cores, it says which side bounded the rate.
+ */
+export function loadSideCpuSeconds(nodePid: number | undefined): number {
+  const own = process.cpuUsage();
+  return (own.user + own.system) / 1e6 + (nodePid === undefined ? 0 : cpuSeconds(nodePid));
+}
+
+/** How busy the load side kept its cores over `seconds`, 0-1, from two readings of loadSideCpuSeconds. */
+export const loadBusy = (usedSeconds: number, seconds: number) => usedSeconds / seconds / LOAD_CPU_COUNT;

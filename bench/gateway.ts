@@ -56,7 +56,14 @@ import { spawnGatewayProcess, spawnListening } from "./gatewayProcess.js";
 import { mineUntilFinalized } from "./peers/chainForPeers.js";
 import { PEERS, notBuiltReason } from "./peers/peers.js";
 import { startPeer } from "./peers/startPeer.js";
-import { LOAD_CPU_COUNT, pinLoadSide, pinningUnavailable, pinServer, SERVER_CPU } from "./cpuPinning.js";
+import {
+  loadBusy,
+  loadSideCpuSeconds,
+  pinLoadSide,
+  pinningUnavailable,
+  pinServer,
+  SERVER_CPU,
+} from "./cpuPinning.js";
 import { cpuSeconds, residentBytes, settledMemory } from "./processUsage.js";
 import { startSubscribers, type Subscribers } from "./subscriberProcess.js";
 
@@ -338,14 +345,9 @@ interface Run {
   loadBusy?: number;
 }
 
-/** CPU seconds of the load side so far: this process (the load generator's thread included) and the node. */
-const loadSideCpuSeconds = () =>
-  (process.cpuUsage().user + process.cpuUsage().system) / 1e6 +
-  (anvilPid === undefined ? 0 : cpuSeconds(anvilPid));
-
 async function run(target: Target, body: unknown): Promise<Run> {
   const cpuBefore = target.pid === undefined ? NaN : cpuSeconds(target.pid);
-  const loadBefore = ONE_CORE ? loadSideCpuSeconds() : NaN;
+  const loadBefore = ONE_CORE ? loadSideCpuSeconds(anvilPid) : NaN;
   const started = performance.now();
   const redisBefore = await target.redisCommands?.();
   const result = await autocannon({
@@ -359,14 +361,16 @@ async function run(target: Target, body: unknown): Promise<Run> {
     workers: 1,
   });
   const cpuAfter = target.pid === undefined ? NaN : cpuSeconds(target.pid);
-  const loadBusy =
-    (loadSideCpuSeconds() - loadBefore) / ((performance.now() - started) / 1000) / LOAD_CPU_COUNT;
   const redisAfter = await target.redisCommands?.();
   return {
     ...(redisBefore === undefined || redisAfter === undefined
       ? {}
       : { redisPerCall: (redisAfter - redisBefore) / Math.max(1, result.requests.total) }),
-    ...(ONE_CORE ? { loadBusy } : {}),
+    ...(ONE_CORE
+      ? {
+          loadBusy: loadBusy(loadSideCpuSeconds(anvilPid) - loadBefore, (performance.now() - started) / 1000),
+        }
+      : {}),
     rps: result.requests.average,
     p50: result.latency.p50,
     p99: result.latency.p99,

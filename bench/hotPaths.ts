@@ -11,7 +11,11 @@
  * (from /proc, steadier than rates on a shared machine), also less the server's CPU while idle (measured first, for a
  * few seconds: the gateway follows its node's head and recounts every second). A few seconds per row and round.
  *
- *   npm run bench:hot-paths -- [seconds=5] [rounds=3]
+ *   npm run bench:hot-paths -- [seconds=5] [rounds=3] [one-core]
+ *
+ * With `one-core`, each server is pinned to the last core and the bench, its load generator and the node to the others
+ * (bench/cpuPinning.ts), as a machine with a core per process runs them; each row then says how busy the load side
+ * kept its cores (near 100%, the load side and not the server bounded its rate).
  *
  * The gateway and the bare servers run compiled (tsc, as the image runs them); with LIGHTFLEET_BENCH_TSX=1 under tsx,
  * as before (tsx adds work to every function created, which a request makes several of). With
@@ -21,6 +25,14 @@ import autocannon from "autocannon";
 import { startDevnet } from "../src/devnet/devnet.js";
 import { compileForBench, spawnGatewayProcess, spawnListening } from "./gatewayProcess.js";
 import { mineUntilFinalized } from "./peers/chainForPeers.js";
+import {
+  loadBusy,
+  loadSideCpuSeconds,
+  pinLoadSide,
+  pinningUnavailable,
+  pinServer,
+  SERVER_CPU,
+} from "./cpuPinning.js";
 import { cpuSeconds } from "./processUsage.js";
 import { expectSameAnswer } from "./sameAnswer.js";
 
@@ -28,6 +40,15 @@ const SECONDS = Number(process.argv[2] ?? 5);
 const ROUNDS = Number(process.argv[3] ?? 3);
 const CONNECTIONS = 16;
 const IDLE_SECONDS = 3;
+const ONE_CORE = process.argv[4] === "one-core";
+if (ONE_CORE) {
+  const reason = pinningUnavailable();
+  if (reason) throw new Error(`one-core cannot run here: ${reason}`);
+  pinLoadSide();
+  console.log(
+    `one core each: every server on CPU ${SERVER_CPU}, the load generator and the node on the others`,
+  );
+}
 
 const compiled = process.env.LIGHTFLEET_BENCH_TSX === "1" ? undefined : compileForBench();
 console.log(compiled ? `servers compiled into ${compiled}` : "servers under tsx");
@@ -93,6 +114,8 @@ try {
   // Each server's CPU while idle (the gateway's head following and recounts), taken out of its CPU per call.
   const idleMsPerSecond = new Map<number, number>();
   const pids = [gateway.pid, bare.pid, bareBlock.pid];
+  if (ONE_CORE) for (const pid of pids) pinServer(pid);
+  const nodePid = devnet.status().nodes.find((n) => n.name === light.name)?.pid;
   const idleBefore = pids.map((pid) => cpuSeconds(pid));
   await new Promise((resolve) => setTimeout(resolve, IDLE_SECONDS * 1000));
   for (const [i, pid] of pids.entries())
@@ -107,9 +130,12 @@ try {
     /** CPU per call, and the same less the server's idle CPU over the run. */
     cpu: number;
     callCpu: number;
+    /** With `one-core`: how busy the load side kept its cores, 0-1. */
+    loadBusy: number;
   }
   const run = async (url: string, pid: number, body: unknown): Promise<Run> => {
     const before = cpuSeconds(pid);
+    const loadBefore = loadSideCpuSeconds(nodePid);
     const started = performance.now();
     const result = await autocannon({
       url,
@@ -121,6 +147,7 @@ try {
       workers: 1,
     });
     const used = cpuSeconds(pid) - before;
+    const busy = loadBusy(loadSideCpuSeconds(nodePid) - loadBefore, (performance.now() - started) / 1000);
     const idle = (idleMsPerSecond.get(pid)! / 1000) * ((performance.now() - started) / 1000);
     const calls = Math.max(1, result.requests.total);
     if (result.errors + result.non2xx > 0) throw new Error(`${url}: ${result.errors + result.non2xx} errors`);
@@ -128,6 +155,7 @@ try {
       rps: result.requests.average,
       cpu: (used / calls) * 1e6,
       callCpu: ((used - idle) / calls) * 1e6,
+      loadBusy: busy,
     };
   };
   /** Each row: what it runs, and the row of the same round its rate is compared with. */
@@ -173,6 +201,7 @@ try {
         .toFixed(1)
         .padStart(5)} us CPU/call (${median(row.runs.map((r) => r.callCpu)).toFixed(1)} less idle)` +
         (base ? ` ${median(ratios).toFixed(2)}x ${base.name}` : "") +
+        (ONE_CORE ? `, load side ${(median(row.runs.map((r) => r.loadBusy)) * 100).toFixed(0)}% busy` : "") +
         ` (rounds: ${row.runs.map((r) => `${r.rps.toFixed(0)}/s ${r.cpu.toFixed(1)} us`).join(", ")})`,
     );
   }
