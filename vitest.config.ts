@@ -51,6 +51,7 @@ const UNIT = [
   "test/kubernetes/status/keyedWrites.test.ts",
   "test/kubernetes/status/statusWriter.test.ts",
   "test/kubernetes/status/writeThrottle.test.ts",
+  "test/lint/docLinks.test.ts",
   "test/lint/layers.test.ts",
   "test/log/logger.test.ts",
   "test/metrics/pendingHistogram.test.ts",
