@@ -325,7 +325,7 @@ try {
           : row.workers === undefined
             ? `; bare/gateway ${(base / main).toFixed(2)}`
             : `; x${row.workers}/x1 ${(main / base).toFixed(3)}`) +
-        // node's nextTick on its slow path (docs/gateway.md): about 18 per request when on, none when off.
+        // node's nextTick on its slow path (docs/performance.md): about 18 per request when on, none when off.
         `; nextTick fields through the runtime ${(sum(busy.map((b) => b.tickFieldsThroughRuntime)) / CALLS).toFixed(1)}/call`,
     );
   }

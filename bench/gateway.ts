@@ -20,7 +20,7 @@
  *
  * Each server's CPU with no calls at all (its own polling) is measured first and printed beside it: it is in its
  * CPU per call too. Prints the machine's load before the run, each result as it comes, and at the end the run as one
- * markdown table (docs/gateway.md keeps one per run). Bounded: a few seconds per HTTP run, a few blocks per fan-out
+ * markdown table (docs/performance.md keeps one per run). Bounded: a few seconds per HTTP run, a few blocks per fan-out
  * size.
  *
  *   npm run bench:gateway -- [seconds=5] [connections=16] [redis|http|workers]

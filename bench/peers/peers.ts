@@ -41,5 +41,5 @@ export function notBuiltReason(peer: Peer, env: NodeJS.ProcessEnv = process.env)
   const named = env[peer.variable]
     ? `${peer.variable} names ${binary}, which does not exist`
     : `no binary at ${binary}`;
-  return `not built: ${named}; build ${peer.name} from its public source (${peer.source}) and put the binary there or name it in ${peer.variable} (docs/gateway.md, "The peers")`;
+  return `not built: ${named}; build ${peer.name} from its public source (${peer.source}) and put the binary there or name it in ${peer.variable} (docs/performance.md, "The peers")`;
 }
