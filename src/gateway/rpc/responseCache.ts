@@ -18,6 +18,9 @@ export interface HashLookup {
   hash: string;
   method: string;
   rest: string;
+  /** The hash parameter's index, and the parameters' values (a final entry is found by them, see `finalHit`). */
+  at: number;
+  params: readonly unknown[];
 }
 
 /**
@@ -45,13 +48,6 @@ export class CachePlan {
   get params(): unknown {
     return this.forwarded.params;
   }
-}
-
-/** The last call found by its look-up in a final entry: its method, its parameters' values, and that entry. */
-interface LastHit {
-  method: string;
-  params: unknown[];
-  entry: Entry;
 }
 
 /** Transactions and receipts by their own hash: the answer says which block holds them. */
@@ -110,6 +106,8 @@ function keyed(forwarded: JsonRpcRequest, block: CachePlan["block"], hashAt = -1
     hash: params[hashAt] as string,
     method: forwarded.method,
     rest: paramsJson(params, hashAt, true),
+    at: hashAt,
+    params,
   };
   return new CachePlan(forwarded, block, hashAt, lookup);
 }
@@ -196,6 +194,18 @@ interface Entry {
   /** Its key in the map (the same string: looked up again by it, its hash is already computed). */
   key: string;
   lookup: HashLookup | undefined;
+  /** The parameters' values of the call kept, for `finalHit` (none without a look-up). */
+  params: readonly unknown[] | undefined;
+}
+
+/**
+ * Whether two calls' parameters are the same values, compared as strings, numbers, booleans and null are (an object
+ * parameter never is the same: such a call is found by its key).
+ */
+function sameValues(kept: readonly unknown[], params: readonly unknown[]): boolean {
+  if (kept.length !== params.length) return false;
+  for (let i = 0; i < params.length; i++) if (params[i] !== kept[i]) return false;
+  return true;
 }
 
 /** Bytes an entry is charged beyond its key and answer (the map's own bookkeeping). */
@@ -210,8 +220,13 @@ export class ResponseCache {
   private readonly entries: LRUCache<string, Entry>;
   /** Entries kept with a HashLookup, by its hash: each leaves this index as it leaves the map. */
   private readonly byHash = new Map<string, Entry[]>();
-  /** See repeated. */
-  private lastHit: LastHit | undefined = undefined;
+  /** The index of the hash parameter of each method kept with a look-up (see `finalHit`). */
+  private readonly hashAt = new Map<string, number>();
+  /** The method `finalHit` looked up last and its hash parameter's index. */
+  private lastMethod: string | undefined = undefined;
+  private lastAt: number | undefined = undefined;
+  /** The entry `finalHit` answered last. */
+  private lastHit: Entry | undefined = undefined;
 
   /**
    * `becameFinal` is told of an entry kept before its block was known final, once it is (an entry final when kept is
@@ -257,30 +272,44 @@ export class ResponseCache {
     for (let i = 0; i < kept.length; i++) {
       const entry = kept[i]!;
       if (entry.lookup!.method !== lookup.method || entry.lookup!.rest !== lookup.rest) continue;
-      const served = this.served(entry.key);
-      if (served?.final)
-        this.lastHit = { method: lookup.method, params: [...(plan.params as unknown[])], entry };
-      return served?.result;
+      return this.served(entry.key)?.result;
     }
     return undefined;
   }
 
   /**
-   * The result of a call that repeats the last one found by its look-up in a final entry (the same method, the same
-   * parameter values: a poller asking for one block or receipt again and again), while that entry is kept (its recency
-   * renewed as any hit's); else undefined. Such a call would be planned, keyed and found to the same entry: a final
-   * answer named by a hash depends on nothing else (not the head, not the finalized height), so it is answered here
-   * with none of that work.
+   * The result of a call naming a final entry by its hash parameter, with the same method and the same parameter
+   * values as the call kept (a client asking for finalized blocks or receipts by hash, again and again), while that
+   * entry is kept (its recency renewed as any hit's); else undefined. Such a call would be planned, keyed and found to
+   * the same entry: a final answer named by a hash depends on nothing else (not the head, not the finalized height),
+   * so it is answered here with none of that work. An entry not final yet is left to `find`, which checks its block.
    */
-  repeated(request: JsonRpcRequest): RawResult | undefined {
-    const last = this.lastHit;
-    if (last === undefined || request.method !== last.method) return undefined;
+  finalHit(request: JsonRpcRequest): RawResult | undefined {
+    const method = request.method;
     const params = request.params;
-    if (!Array.isArray(params) || params.length !== last.params.length) return undefined;
-    // Parameters are compared by value only when they are strings, numbers, booleans or null (an object never is).
-    for (let i = 0; i < params.length; i++) if (params[i] !== last.params[i]) return undefined;
-    if (this.entries.get(last.entry.key) === last.entry) return last.entry.result;
-    this.lastHit = undefined;
+    if (!Array.isArray(params)) return undefined;
+    // The same call as the last one answered here (a poller): compared, where the maps would hash its new strings.
+    const last = this.lastHit;
+    if (last !== undefined && method === last.lookup!.method && sameValues(last.params!, params)) {
+      if (this.entries.get(last.key) === last) return last.result;
+      this.lastHit = undefined;
+    }
+    const at = method === this.lastMethod ? this.lastAt : this.hashAt.get(method);
+    if (at === undefined) return undefined;
+    this.lastMethod = method;
+    this.lastAt = at;
+    const hash: unknown = params[at];
+    if (typeof hash !== "string") return undefined;
+    const kept = this.byHash.get(hash);
+    if (kept === undefined) return undefined;
+    for (let i = 0; i < kept.length; i++) {
+      const entry = kept[i]!;
+      if (!entry.final || entry.lookup!.method !== method || !sameValues(entry.params!, params)) continue;
+      // Through the map, for its recency; an entry in the index is in the map.
+      if (this.entries.get(entry.key) !== entry) return undefined;
+      this.lastHit = entry;
+      return entry.result;
+    }
     return undefined;
   }
 
@@ -308,10 +337,19 @@ export class ResponseCache {
   set(key: string, json: string, block: AnswerBlock, lookup?: HashLookup): BlockStanding {
     const standing = this.standing(block);
     if (standing === "unknown") return standing;
-    const entry: Entry = { json, result: keptResult(json), block, final: standing === "final", key, lookup };
+    const entry: Entry = {
+      json,
+      result: keptResult(json),
+      block,
+      final: standing === "final",
+      key,
+      lookup,
+      params: lookup?.params.slice(),
+    };
     this.entries.set(key, entry);
     // Not kept when larger than an entry may be.
     if (lookup !== undefined && this.entries.peek(key) === entry) {
+      this.hashAt.set(lookup.method, lookup.at);
       const kept = this.byHash.get(lookup.hash);
       if (kept === undefined) this.byHash.set(lookup.hash, [entry]);
       else kept.push(entry);
