@@ -200,11 +200,11 @@ interface Entry {
 
 /**
  * Whether two calls' parameters are the same values, compared as strings, numbers, booleans and null are (an object
- * parameter never is the same: such a call is found by its key).
+ * parameter never is the same: such a call is found by its key), but for the one at `skip` (compared already).
  */
-function sameValues(kept: readonly unknown[], params: readonly unknown[]): boolean {
+function sameValues(kept: readonly unknown[], params: readonly unknown[], skip = -1): boolean {
   if (kept.length !== params.length) return false;
-  for (let i = 0; i < params.length; i++) if (params[i] !== kept[i]) return false;
+  for (let i = 0; i < params.length; i++) if (i !== skip && params[i] !== kept[i]) return false;
   return true;
 }
 
@@ -304,7 +304,8 @@ export class ResponseCache {
     if (kept === undefined) return undefined;
     for (let i = 0; i < kept.length; i++) {
       const entry = kept[i]!;
-      if (!entry.final || entry.lookup!.method !== method || !sameValues(entry.params!, params)) continue;
+      // The hash parameter is the map's key, compared already.
+      if (!entry.final || entry.lookup!.method !== method || !sameValues(entry.params!, params, at)) continue;
       // Through the map, for its recency; an entry in the index is in the map.
       if (this.entries.get(entry.key) !== entry) return undefined;
       this.lastHit = entry;
