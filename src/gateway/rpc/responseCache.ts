@@ -208,6 +208,17 @@ function sameValues(kept: readonly unknown[], params: readonly unknown[], skip =
   return true;
 }
 
+/**
+ * The hash index's key for a hash: its last seven characters' low four bits, a number (a small integer, which a map
+ * hashes at once, where it would hash all 66 characters of a string the client's call made new). Hashes that share
+ * it are told apart by the hash itself; any string has one.
+ */
+export function hashKey(hash: string): number {
+  let key = 0;
+  for (let i = hash.length - 7; i < hash.length; i++) key = (key << 4) | (hash.charCodeAt(i) & 15);
+  return key;
+}
+
 /** Bytes an entry is charged beyond its key and answer (the map's own bookkeeping). */
 const ENTRY_OVERHEAD_BYTES = 128;
 
@@ -218,8 +229,8 @@ const ENTRY_OVERHEAD_BYTES = 128;
  */
 export class ResponseCache {
   private readonly entries: LRUCache<string, Entry>;
-  /** Entries kept with a HashLookup, by its hash: each leaves this index as it leaves the map. */
-  private readonly byHash = new Map<string, Entry[]>();
+  /** Entries kept with a HashLookup, by its hash's key (hashKey): each leaves this index as it leaves the map. */
+  private readonly byHash = new Map<number, Entry[]>();
   /** The index of the hash parameter of each method kept with a look-up (see `finalHit`). */
   private readonly hashAt = new Map<string, number>();
   /** The method `finalHit` looked up last and its hash parameter's index. */
@@ -267,11 +278,13 @@ export class ResponseCache {
   find(plan: CachePlan): RawResult | undefined {
     const lookup = plan.lookup;
     if (lookup === undefined) return this.served(plan.key)?.result;
-    const kept = this.byHash.get(lookup.hash);
+    const kept = this.byHash.get(hashKey(lookup.hash));
     if (kept === undefined) return undefined;
     for (let i = 0; i < kept.length; i++) {
       const entry = kept[i]!;
-      if (entry.lookup!.method !== lookup.method || entry.lookup!.rest !== lookup.rest) continue;
+      const other = entry.lookup!;
+      if (other.hash !== lookup.hash || other.method !== lookup.method || other.rest !== lookup.rest)
+        continue;
       return this.served(entry.key)?.result;
     }
     return undefined;
@@ -300,12 +313,19 @@ export class ResponseCache {
     this.lastAt = at;
     const hash: unknown = params[at];
     if (typeof hash !== "string") return undefined;
-    const kept = this.byHash.get(hash);
+    const kept = this.byHash.get(hashKey(hash));
     if (kept === undefined) return undefined;
     for (let i = 0; i < kept.length; i++) {
       const entry = kept[i]!;
-      // The hash parameter is the map's key, compared already.
-      if (!entry.final || entry.lookup!.method !== method || !sameValues(entry.params!, params, at)) continue;
+      const other = entry.lookup!;
+      // The hash parameter is compared first, then skipped among the others.
+      if (
+        !entry.final ||
+        other.hash !== hash ||
+        other.method !== method ||
+        !sameValues(entry.params!, params, at)
+      )
+        continue;
       // Through the map, for its recency; an entry in the index is in the map.
       if (this.entries.get(entry.key) !== entry) return undefined;
       this.lastHit = entry;
@@ -351,8 +371,9 @@ export class ResponseCache {
     // Not kept when larger than an entry may be.
     if (lookup !== undefined && this.entries.peek(key) === entry) {
       this.hashAt.set(lookup.method, lookup.at);
-      const kept = this.byHash.get(lookup.hash);
-      if (kept === undefined) this.byHash.set(lookup.hash, [entry]);
+      const key = hashKey(lookup.hash);
+      const kept = this.byHash.get(key);
+      if (kept === undefined) this.byHash.set(key, [entry]);
       else kept.push(entry);
     }
     return standing;
@@ -360,10 +381,11 @@ export class ResponseCache {
 
   private unindex(entry: Entry): void {
     if (entry.lookup === undefined) return;
-    const kept = this.byHash.get(entry.lookup.hash);
+    const key = hashKey(entry.lookup.hash);
+    const kept = this.byHash.get(key);
     const at = kept?.indexOf(entry) ?? -1;
     if (at < 0) return;
-    if (kept!.length === 1) this.byHash.delete(entry.lookup.hash);
+    if (kept!.length === 1) this.byHash.delete(key);
     else kept!.splice(at, 1);
   }
 

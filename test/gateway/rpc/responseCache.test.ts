@@ -5,6 +5,7 @@ import {
   blockOfAnswer,
   blockStanding,
   cachePlan,
+  hashKey,
   withNumberFromAnswer,
 } from "../../../src/gateway/rpc/responseCache.js";
 
@@ -288,6 +289,42 @@ describe("ResponseCache", () => {
       standings.set(OTHER, "final");
       expect(c.find(plan("eth_getBlockByHash", [OTHER, false], undefined)!)?.json).toBe("7");
       expect(hit("eth_getBlockByHash", [OTHER, false])).toBe("7");
+    });
+
+    it("tells apart hashes that share the index's key, each found and answered as its own", () => {
+      const { c, standings } = cache();
+      // The same last seven characters as HASH; and HASH with its last letter in capitals (the same low bits).
+      const sameTail = `0x${"cd".repeat(28)}${"ab".repeat(4)}`;
+      const capital = `${HASH.slice(0, -1)}B`;
+      expect(hashKey(sameTail)).toBe(hashKey(HASH));
+      expect(hashKey(capital)).toBe(hashKey(HASH));
+      for (const [hash, json] of [
+        [HASH, "1"],
+        [sameTail, "2"],
+        [capital, "3"],
+      ] as const) {
+        standings.set(hash.toLowerCase(), "final");
+        const p = plan("eth_getBlockByHash", [hash, false], undefined)!;
+        c.set(p.key, json, { hash: hash.toLowerCase() }, p.lookup);
+      }
+      const hit = (hash: string) => c.finalHit(call("eth_getBlockByHash", [hash, false]))?.json;
+      for (let i = 0; i < 2; i++) {
+        expect(found(c, "eth_getBlockByHash", [HASH, false])).toBe("1");
+        expect(found(c, "eth_getBlockByHash", [sameTail, false])).toBe("2");
+        expect(found(c, "eth_getBlockByHash", [capital, false])).toBe("3");
+        expect([hit(HASH), hit(sameTail), hit(capital)]).toEqual(["1", "2", "3"]);
+      }
+      expect(c.looksUp).toBe(3);
+      // An entry of the same key not final yet, then reorged away: dropped from the index, the others still found.
+      standings.set(sameTail, "current");
+      const p = plan("eth_getBlockByHash", [sameTail, true], undefined)!;
+      c.set(p.key, "4", { hash: sameTail }, p.lookup);
+      expect(c.looksUp).toBe(4);
+      expect(found(c, "eth_getBlockByHash", [sameTail, true])).toBe("4");
+      standings.set(sameTail, "unknown");
+      expect(found(c, "eth_getBlockByHash", [sameTail, true])).toBeUndefined();
+      expect(c.looksUp).toBe(3);
+      expect([hit(HASH), hit(sameTail), hit(capital)]).toEqual(["1", "2", "3"]);
     });
 
     it("leaves the look-up with the entry: evicted, replaced, dropped after a reorg, never kept", () => {
