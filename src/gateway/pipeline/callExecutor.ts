@@ -1,3 +1,4 @@
+import { performance } from "node:perf_hooks";
 import type { HedgeConfig, HungNodesConfig, ResponseCacheConfig } from "../../config/sections/latency.js";
 import { hedgeSchema, hungNodesSchema } from "../../config/sections/latency.js";
 import type { Logger } from "../../log/logger.js";
@@ -85,7 +86,7 @@ export class CallExecutor {
   private lastSeries: { method: string; series: MethodSeries } | undefined = undefined;
   /** The response cache's counts per result, looked up once. */
   private readonly cacheCells = new Map<string, CountCell>();
-  /** Its hits, the count a repeated hit adds to (a field: no look-up). */
+  /** Its hits, the count a hit found with no planning adds to (a field: no look-up). */
   private hits: CountCell | undefined = undefined;
   /** Served heads of the last block time, for the eth_getLogs window. */
   private readonly recentHeads: RecentServedHeads;
@@ -163,11 +164,11 @@ export class CallExecutor {
    */
   handle(request: JsonRpcRequest, client = ""): JsonRpcResponse | Promise<JsonRpcResponse> {
     const started = performance.now();
-    // The last cache hit asked for again: answered from its entry, with no planning (see ResponseCache.repeated).
-    const repeated = this.cache?.repeated(request);
-    if (repeated !== undefined) {
+    // A final answer named by its hash parameter: answered from its entry, with no planning (ResponseCache.finalHit).
+    const hit = this.cache?.finalHit(request);
+    if (hit !== undefined) {
       (this.hits ??= this.cacheCount("hit")).n++;
-      return this.cachedAnswer(request, repeated, started);
+      return this.cachedAnswer(request, hit, started);
     }
     const shared = this.options.sharedHead;
     if (shared && resolvesAgainstHead(request.method)) {

@@ -18,6 +18,9 @@ export interface HashLookup {
   hash: string;
   method: string;
   rest: string;
+  /** The hash parameter's index, and the parameters' values (a final entry is found by them, see `finalHit`). */
+  at: number;
+  params: readonly unknown[];
 }
 
 /**
@@ -45,13 +48,6 @@ export class CachePlan {
   get params(): unknown {
     return this.forwarded.params;
   }
-}
-
-/** The last call found by its look-up in a final entry: its method, its parameters' values, and that entry. */
-interface LastHit {
-  method: string;
-  params: unknown[];
-  entry: Entry;
 }
 
 /** Transactions and receipts by their own hash: the answer says which block holds them. */
@@ -110,6 +106,8 @@ function keyed(forwarded: JsonRpcRequest, block: CachePlan["block"], hashAt = -1
     hash: params[hashAt] as string,
     method: forwarded.method,
     rest: paramsJson(params, hashAt, true),
+    at: hashAt,
+    params,
   };
   return new CachePlan(forwarded, block, hashAt, lookup);
 }
@@ -196,6 +194,29 @@ interface Entry {
   /** Its key in the map (the same string: looked up again by it, its hash is already computed). */
   key: string;
   lookup: HashLookup | undefined;
+  /** The parameters' values of the call kept, for `finalHit` (none without a look-up). */
+  params: readonly unknown[] | undefined;
+}
+
+/**
+ * Whether two calls' parameters are the same values, compared as strings, numbers, booleans and null are (an object
+ * parameter never is the same: such a call is found by its key), but for the one at `skip` (compared already).
+ */
+function sameValues(kept: readonly unknown[], params: readonly unknown[], skip = -1): boolean {
+  if (kept.length !== params.length) return false;
+  for (let i = 0; i < params.length; i++) if (i !== skip && params[i] !== kept[i]) return false;
+  return true;
+}
+
+/**
+ * The hash index's key for a hash: its last seven characters' low four bits, a number (a small integer, which a map
+ * hashes at once, where it would hash all 66 characters of a string the client's call made new). Hashes that share
+ * it are told apart by the hash itself; any string has one.
+ */
+export function hashKey(hash: string): number {
+  let key = 0;
+  for (let i = hash.length - 7; i < hash.length; i++) key = (key << 4) | (hash.charCodeAt(i) & 15);
+  return key;
 }
 
 /** Bytes an entry is charged beyond its key and answer (the map's own bookkeeping). */
@@ -208,10 +229,15 @@ const ENTRY_OVERHEAD_BYTES = 128;
  */
 export class ResponseCache {
   private readonly entries: LRUCache<string, Entry>;
-  /** Entries kept with a HashLookup, by its hash: each leaves this index as it leaves the map. */
-  private readonly byHash = new Map<string, Entry[]>();
-  /** See repeated. */
-  private lastHit: LastHit | undefined = undefined;
+  /** Entries kept with a HashLookup, by its hash's key (hashKey): each leaves this index as it leaves the map. */
+  private readonly byHash = new Map<number, Entry[]>();
+  /** The index of the hash parameter of each method kept with a look-up (see `finalHit`). */
+  private readonly hashAt = new Map<string, number>();
+  /** The method `finalHit` looked up last and its hash parameter's index. */
+  private lastMethod: string | undefined = undefined;
+  private lastAt: number | undefined = undefined;
+  /** The entry `finalHit` answered last. */
+  private lastHit: Entry | undefined = undefined;
 
   /**
    * `becameFinal` is told of an entry kept before its block was known final, once it is (an entry final when kept is
@@ -252,35 +278,59 @@ export class ResponseCache {
   find(plan: CachePlan): RawResult | undefined {
     const lookup = plan.lookup;
     if (lookup === undefined) return this.served(plan.key)?.result;
-    const kept = this.byHash.get(lookup.hash);
+    const kept = this.byHash.get(hashKey(lookup.hash));
     if (kept === undefined) return undefined;
     for (let i = 0; i < kept.length; i++) {
       const entry = kept[i]!;
-      if (entry.lookup!.method !== lookup.method || entry.lookup!.rest !== lookup.rest) continue;
-      const served = this.served(entry.key);
-      if (served?.final)
-        this.lastHit = { method: lookup.method, params: [...(plan.params as unknown[])], entry };
-      return served?.result;
+      const other = entry.lookup!;
+      if (other.hash !== lookup.hash || other.method !== lookup.method || other.rest !== lookup.rest)
+        continue;
+      return this.served(entry.key)?.result;
     }
     return undefined;
   }
 
   /**
-   * The result of a call that repeats the last one found by its look-up in a final entry (the same method, the same
-   * parameter values: a poller asking for one block or receipt again and again), while that entry is kept (its recency
-   * renewed as any hit's); else undefined. Such a call would be planned, keyed and found to the same entry: a final
-   * answer named by a hash depends on nothing else (not the head, not the finalized height), so it is answered here
-   * with none of that work.
+   * The result of a call naming a final entry by its hash parameter, with the same method and the same parameter
+   * values as the call kept (a client asking for finalized blocks or receipts by hash, again and again), while that
+   * entry is kept (its recency renewed as any hit's); else undefined. Such a call would be planned, keyed and found to
+   * the same entry: a final answer named by a hash depends on nothing else (not the head, not the finalized height),
+   * so it is answered here with none of that work. An entry not final yet is left to `find`, which checks its block.
    */
-  repeated(request: JsonRpcRequest): RawResult | undefined {
-    const last = this.lastHit;
-    if (last === undefined || request.method !== last.method) return undefined;
+  finalHit(request: JsonRpcRequest): RawResult | undefined {
+    const method = request.method;
     const params = request.params;
-    if (!Array.isArray(params) || params.length !== last.params.length) return undefined;
-    // Parameters are compared by value only when they are strings, numbers, booleans or null (an object never is).
-    for (let i = 0; i < params.length; i++) if (params[i] !== last.params[i]) return undefined;
-    if (this.entries.get(last.entry.key) === last.entry) return last.entry.result;
-    this.lastHit = undefined;
+    if (!Array.isArray(params)) return undefined;
+    // The same call as the last one answered here (a poller): compared, where the maps would hash its new strings.
+    const last = this.lastHit;
+    if (last !== undefined && method === last.lookup!.method && sameValues(last.params!, params)) {
+      if (this.entries.get(last.key) === last) return last.result;
+      this.lastHit = undefined;
+    }
+    const at = method === this.lastMethod ? this.lastAt : this.hashAt.get(method);
+    if (at === undefined) return undefined;
+    this.lastMethod = method;
+    this.lastAt = at;
+    const hash: unknown = params[at];
+    if (typeof hash !== "string") return undefined;
+    const kept = this.byHash.get(hashKey(hash));
+    if (kept === undefined) return undefined;
+    for (let i = 0; i < kept.length; i++) {
+      const entry = kept[i]!;
+      const other = entry.lookup!;
+      // The hash parameter is compared first, then skipped among the others.
+      if (
+        !entry.final ||
+        other.hash !== hash ||
+        other.method !== method ||
+        !sameValues(entry.params!, params, at)
+      )
+        continue;
+      // Through the map, for its recency; an entry in the index is in the map.
+      if (this.entries.get(entry.key) !== entry) return undefined;
+      this.lastHit = entry;
+      return entry.result;
+    }
     return undefined;
   }
 
@@ -308,12 +358,22 @@ export class ResponseCache {
   set(key: string, json: string, block: AnswerBlock, lookup?: HashLookup): BlockStanding {
     const standing = this.standing(block);
     if (standing === "unknown") return standing;
-    const entry: Entry = { json, result: keptResult(json), block, final: standing === "final", key, lookup };
+    const entry: Entry = {
+      json,
+      result: keptResult(json),
+      block,
+      final: standing === "final",
+      key,
+      lookup,
+      params: lookup?.params.slice(),
+    };
     this.entries.set(key, entry);
     // Not kept when larger than an entry may be.
     if (lookup !== undefined && this.entries.peek(key) === entry) {
-      const kept = this.byHash.get(lookup.hash);
-      if (kept === undefined) this.byHash.set(lookup.hash, [entry]);
+      this.hashAt.set(lookup.method, lookup.at);
+      const key = hashKey(lookup.hash);
+      const kept = this.byHash.get(key);
+      if (kept === undefined) this.byHash.set(key, [entry]);
       else kept.push(entry);
     }
     return standing;
@@ -321,10 +381,11 @@ export class ResponseCache {
 
   private unindex(entry: Entry): void {
     if (entry.lookup === undefined) return;
-    const kept = this.byHash.get(entry.lookup.hash);
+    const key = hashKey(entry.lookup.hash);
+    const kept = this.byHash.get(key);
     const at = kept?.indexOf(entry) ?? -1;
     if (at < 0) return;
-    if (kept!.length === 1) this.byHash.delete(entry.lookup.hash);
+    if (kept!.length === 1) this.byHash.delete(key);
     else kept!.splice(at, 1);
   }
 

@@ -5,6 +5,7 @@ import {
   blockOfAnswer,
   blockStanding,
   cachePlan,
+  hashKey,
   withNumberFromAnswer,
 } from "../../../src/gateway/rpc/responseCache.js";
 
@@ -240,48 +241,90 @@ describe("ResponseCache", () => {
       expect(c.get(plan("eth_getBlockByHash", [HASH, true], undefined)!.key)).toBe("2");
     });
 
-    it("answers a call repeating the last one found in a final entry, while that entry is kept, and no other", () => {
-      const { c, standings } = cache(2_000, 1_000);
-      const repeated = (method: string, params: unknown[]) => c.repeated(call(method, params))?.json;
+    it("answers any call naming a final entry by its hash with the same values, with no check, while it is kept", () => {
+      const { c, standings, asked } = cache(2_000, 1_000);
+      const hit = (method: string, params: unknown[]) => c.finalHit(call(method, params))?.json;
       standings.set(HASH, "final");
       standings.set(OTHER, "current");
       kept(c, "eth_getBlockByHash", [HASH, false], "1");
       kept(c, "eth_getBlockByHash", [HASH, true], "2");
       kept(c, "eth_getBalance", [ACCOUNT, HASH], "4");
-      expect(repeated("eth_getBlockByHash", [HASH, false])).toBeUndefined();
-      expect(found(c, "eth_getBlockByHash", [HASH, false])).toBe("1");
-      expect(repeated("eth_getBlockByHash", [HASH, false])).toBe("1");
-      expect(repeated("eth_getBlockByHash", [`${HASH}`, false])).toBe("1");
+      // Calls in turn, as clients make them: each one found, none of them planned, keyed or its block checked again.
+      const checked = asked.length;
+      for (let i = 0; i < 3; i++) {
+        expect(hit("eth_getBlockByHash", [HASH, false])).toBe("1");
+        expect(hit("eth_getBalance", [ACCOUNT, HASH])).toBe("4");
+        expect(hit("eth_getBlockByHash", [`${HASH}`, true])).toBe("2");
+      }
+      expect(asked.length).toBe(checked);
       for (const [method, params] of [
-        ["eth_getBlockByHash", [HASH, true]],
         ["eth_getBlockByHash", [HASH]],
         ["eth_getBlockByHash", [HASH, false, 1]],
+        ["eth_getBlockByHash", [HASH, 0]],
         ["eth_getBlockByHash", [HASH.toUpperCase().replace("0X", "0x"), false]],
-        ["eth_getBlockTransactionCountByHash", [HASH, false]],
+        ["eth_getBlockByHash", [OTHER, false]],
+        ["eth_getBlockByHash", [{ hash: HASH }, false]],
+        ["eth_getBlockTransactionCountByHash", [HASH]],
+        ["eth_getBalance", [ACCOUNT.toUpperCase(), HASH]],
+        ["eth_getBalance", [HASH, ACCOUNT]],
       ] as const)
-        expect(repeated(method, [...params])).toBeUndefined();
+        expect(hit(method, [...params]), `${method} ${JSON.stringify(params)}`).toBeUndefined();
       expect(
-        c.repeated({ jsonrpc: "2.0", id: 1, method: "eth_getBlockByHash", params: { hash: HASH } }),
+        c.finalHit({ jsonrpc: "2.0", id: 1, method: "eth_getBlockByHash", params: { hash: HASH } }),
       ).toBe(undefined);
-      // The last hit is the one repeated.
-      expect(found(c, "eth_getBalance", [ACCOUNT, HASH])).toBe("4");
-      expect(repeated("eth_getBalance", [ACCOUNT, HASH])).toBe("4");
-      expect(repeated("eth_getBlockByHash", [HASH, false])).toBeUndefined();
-      // Replaced: the new entry is found the ordinary way.
+      // Replaced: the new entry is the one answered.
       kept(c, "eth_getBalance", [ACCOUNT, HASH], "5");
-      expect(repeated("eth_getBalance", [ACCOUNT, HASH])).toBeUndefined();
-      expect(found(c, "eth_getBalance", [ACCOUNT, HASH])).toBe("5");
+      expect(hit("eth_getBalance", [ACCOUNT, HASH])).toBe("5");
       // Evicted: not answered.
-      expect(repeated("eth_getBalance", [ACCOUNT, HASH])).toBe("5");
       for (let i = 0; i < 4; i++)
         kept(c, "eth_getTransactionCount", [ACCOUNT.replace("f", String(i)), HASH], "6".repeat(250));
       expect(c.holds(plan("eth_getBalance", [ACCOUNT, HASH], undefined)!.key)).toBe(false);
-      expect(repeated("eth_getBalance", [ACCOUNT, HASH])).toBeUndefined();
-      // An entry not final yet is checked on every look-up, never answered as a repeat.
+      expect(hit("eth_getBalance", [ACCOUNT, HASH])).toBeUndefined();
+      // An entry not final yet is left to find, which checks its block on every look-up; once final, it is answered.
       const p = plan("eth_getBlockByHash", [OTHER, false], undefined)!;
       c.set(p.key, "7", { hash: OTHER }, p.lookup);
+      expect(hit("eth_getBlockByHash", [OTHER, false])).toBeUndefined();
       expect(c.find(plan("eth_getBlockByHash", [OTHER, false], undefined)!)?.json).toBe("7");
-      expect(repeated("eth_getBlockByHash", [OTHER, false])).toBeUndefined();
+      expect(hit("eth_getBlockByHash", [OTHER, false])).toBeUndefined();
+      standings.set(OTHER, "final");
+      expect(c.find(plan("eth_getBlockByHash", [OTHER, false], undefined)!)?.json).toBe("7");
+      expect(hit("eth_getBlockByHash", [OTHER, false])).toBe("7");
+    });
+
+    it("tells apart hashes that share the index's key, each found and answered as its own", () => {
+      const { c, standings } = cache();
+      // The same last seven characters as HASH; and HASH with its last letter in capitals (the same low bits).
+      const sameTail = `0x${"cd".repeat(28)}${"ab".repeat(4)}`;
+      const capital = `${HASH.slice(0, -1)}B`;
+      expect(hashKey(sameTail)).toBe(hashKey(HASH));
+      expect(hashKey(capital)).toBe(hashKey(HASH));
+      for (const [hash, json] of [
+        [HASH, "1"],
+        [sameTail, "2"],
+        [capital, "3"],
+      ] as const) {
+        standings.set(hash.toLowerCase(), "final");
+        const p = plan("eth_getBlockByHash", [hash, false], undefined)!;
+        c.set(p.key, json, { hash: hash.toLowerCase() }, p.lookup);
+      }
+      const hit = (hash: string) => c.finalHit(call("eth_getBlockByHash", [hash, false]))?.json;
+      for (let i = 0; i < 2; i++) {
+        expect(found(c, "eth_getBlockByHash", [HASH, false])).toBe("1");
+        expect(found(c, "eth_getBlockByHash", [sameTail, false])).toBe("2");
+        expect(found(c, "eth_getBlockByHash", [capital, false])).toBe("3");
+        expect([hit(HASH), hit(sameTail), hit(capital)]).toEqual(["1", "2", "3"]);
+      }
+      expect(c.looksUp).toBe(3);
+      // An entry of the same key not final yet, then reorged away: dropped from the index, the others still found.
+      standings.set(sameTail, "current");
+      const p = plan("eth_getBlockByHash", [sameTail, true], undefined)!;
+      c.set(p.key, "4", { hash: sameTail }, p.lookup);
+      expect(c.looksUp).toBe(4);
+      expect(found(c, "eth_getBlockByHash", [sameTail, true])).toBe("4");
+      standings.set(sameTail, "unknown");
+      expect(found(c, "eth_getBlockByHash", [sameTail, true])).toBeUndefined();
+      expect(c.looksUp).toBe(3);
+      expect([hit(HASH), hit(sameTail), hit(capital)]).toEqual(["1", "2", "3"]);
     });
 
     it("leaves the look-up with the entry: evicted, replaced, dropped after a reorg, never kept", () => {
