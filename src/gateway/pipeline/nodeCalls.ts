@@ -123,6 +123,14 @@ export class NodeCalls {
     });
   }
 
+  /**
+   * As send, with the answer handed to `done` as the call finishes: no promise at all. A throw setting the call out
+   * goes to the caller.
+   */
+  sendInto(plan: ForwardPlan, raw: boolean, done: (answered: Answered) => void): void {
+    new ForwardedCall(this.shared, plan, raw, done).start();
+  }
+
   /** Whether a call that found no node should wait for one: it requires a block that reachable nodes lack. */
   private waitsForBlock({ requireBlock, minBlock }: ForwardPlan): boolean {
     if (!requireBlock || minBlock === undefined) return false;
