@@ -1,3 +1,4 @@
+import { performance } from "node:perf_hooks";
 import { isAscii, isUtf8 } from "node:buffer";
 import { EventEmitter } from "node:events";
 import type { createConnection } from "node:net";

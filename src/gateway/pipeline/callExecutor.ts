@@ -1,3 +1,4 @@
+import { performance } from "node:perf_hooks";
 import type { HedgeConfig, HungNodesConfig, ResponseCacheConfig } from "../../config/sections/latency.js";
 import { hedgeSchema, hungNodesSchema } from "../../config/sections/latency.js";
 import type { Logger } from "../../log/logger.js";

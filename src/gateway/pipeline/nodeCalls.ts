@@ -1,3 +1,4 @@
+import { performance } from "node:perf_hooks";
 import type { HedgeConfig, HungNodesConfig } from "../../config/sections/latency.js";
 import type { GatewayMetrics } from "../../metrics/gatewayMetrics.js";
 import type { CountCell } from "../../metrics/pendingCounts.js";
