@@ -1,41 +1,37 @@
-import * as ws from "ws";
-
-/** ws's framing: `Sender.frame` is public in ws (its `Sender` export), though not in its types. */
-interface Framing {
-  frame(
-    data: string | Buffer,
-    options: {
-      fin: boolean;
-      opcode: number;
-      mask: boolean;
-      readOnly: boolean;
-      rsv1: boolean;
-      generateMask: (mask: Buffer) => void;
-    },
-  ): Buffer[];
-}
-const { Sender } = ws as unknown as { Sender: Framing };
-
 /**
- * A final text frame, masked with a zero key (see the calls WebSocket's zeroMask): ws then leaves the payload as the
- * text's bytes. Made once: `ws.send` built an options object per call, keyed by a symbol, whose fields V8 can turn to
- * the runtime path after an idle collection (about 9k instructions a call).
+ * One final, masked WebSocket text frame (RFC 6455 section 5.2) around `text`, as Latin-1 text to write to the
+ * connection in one piece: undefined when `text` is not ASCII (then its bytes are not its characters).
+ *
+ * The mask key is zero (see the calls WebSocket's zeroMask): the payload is the text itself. Sent through `ws`, each
+ * call built an options object and wrote its frame as two chunks, a header and the text; written whole here it is one
+ * chunk, and `ws`'s object literal (keyed by a symbol) is not built at all: V8 drops such a literal's maps when an idle
+ * process collects its garbage, and every field of it then went through the runtime, about 9k instructions a call.
  */
-const MASKED_TEXT = {
-  fin: true,
-  opcode: 0x1,
-  mask: true,
-  readOnly: false,
-  rsv1: false,
-  generateMask: (mask: Buffer) => mask.fill(0),
-};
-
-/**
- * One final, masked WebSocket text frame (RFC 6455 section 5.2) around `text`, framed by ws and joined into one buffer
- * to write to the connection in one piece: `ws.send` wrote a header and the payload as two chunks. Counted per call
- * against the hand-framed Latin-1 string it replaces, framing and writing to a corked socket, this costs no more.
- */
-export function maskedTextFrame(text: string): Buffer {
-  const [header, payload] = Sender.frame(text, MASKED_TEXT);
-  return payload === undefined ? header! : Buffer.concat([header!, payload], header!.length + payload.length);
+export function maskedTextFrame(text: string): string | undefined {
+  const length = text.length;
+  // Bytes above 0x7f would be more than one byte each in UTF-8.
+  if (Buffer.byteLength(text, "utf8") !== length) return undefined;
+  if (length < 126) return SHORT_HEADERS[length]! + text;
+  if (length < 65_536) return `\x81\xfe${String.fromCharCode(length >>> 8, length & 0xff)}${ZERO_KEY}${text}`;
+  // A 64-bit length; a string is never 2^32 characters long, so its upper half is zero.
+  const long = String.fromCharCode(
+    0,
+    0,
+    0,
+    0,
+    (length >>> 24) & 0xff,
+    (length >>> 16) & 0xff,
+    (length >>> 8) & 0xff,
+    length & 0xff,
+  );
+  return `\x81\xff${long}${ZERO_KEY}${text}`;
 }
+
+/** The mask key: four zero bytes. */
+const ZERO_KEY = "\0\0\0\0";
+
+/** FIN and opcode 1 (text), the mask bit with a length under 126, the key: the header of every short frame. */
+const SHORT_HEADERS = Array.from(
+  { length: 126 },
+  (_, length) => `\x81${String.fromCharCode(0x80 | length)}${ZERO_KEY}`,
+);

@@ -284,8 +284,10 @@ export class WsRpcClient extends EventEmitter {
         wire.uncork();
       });
     }
-    // One chunk per call, its frame written whole (maskedTextFrame).
-    wire.write(maskedTextFrame(text));
+    // One chunk per call, its frame written whole (maskedTextFrame); text beyond ASCII goes through ws.
+    const frame = maskedTextFrame(text);
+    if (frame === undefined) socket.send(text);
+    else wire.write(frame, "latin1");
   }
 
   /** Subscribes (e.g. `["newHeads"]`) now if connected and again after every reconnect. */
