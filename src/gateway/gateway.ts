@@ -13,6 +13,7 @@ import { replyError } from "./http/replies.js";
 import { readRequestBody } from "./http/requestBody.js";
 import { RouteCache } from "./http/routeCache.js";
 import type { NetworkRoute } from "./http/routes.js";
+import { HttpAnswer } from "./http/httpAnswer.js";
 import { sendAnswer } from "./http/sendAnswer.js";
 import { clientAddress } from "./limits/clientAddress.js";
 import { ConnectionCounts } from "./limits/connectionCap.js";
@@ -22,7 +23,7 @@ import type { RateLimiter, RateVerdict } from "./limits/ipRateLimiter.js";
 import { callCount, callsOf, rateLimitRefusal } from "./limits/rateLimitRefusal.js";
 import { errorResponse, parseBody } from "./rpc/parseRequest.js";
 import type { ParsedBody } from "./rpc/parseRequest.js";
-import { answer } from "./pipeline/answer.js";
+import { answerInto } from "./pipeline/answer.js";
 import type { Answer, AnswerSteps, Refusal } from "./pipeline/answer.js";
 import { openNetworkRuntime } from "./networkRuntime.js";
 import type { FilterWorkers, NetworkRuntime } from "./networkRuntime.js";
@@ -174,27 +175,27 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     stepsOf.set(network, {
       ...(limiter ? { admit: (parsed: ParsedBody, client: string) => admit(runtime, parsed, client) } : {}),
       call: (request, client) => runtime.handler.handle(request, client),
+      callInto: (request, client, sink) => runtime.handler.handleInto(request, client, sink),
     });
 
-  /** Answers a body and writes the answer: at once when no node was asked (eth_blockNumber, refusals). */
+  /**
+   * Answers a body and writes the answer: at once when no node was asked (eth_blockNumber, refusals), else as the
+   * node's answer comes in, with no promise between (see answerInto).
+   */
   const answerText = (req: IncomingMessage, res: ServerResponse, steps: AnswerSteps, text: string): void => {
-    let answered: Answer | Promise<Answer>;
+    let answered: Answer | undefined;
     try {
-      answered = answer(
+      answered = answerInto(
         parseBody(text, settings.maxBatchLength),
         steps,
         clientAddress(req, settings.trustForwardedFor),
+        new HttpAnswer(req, res, failed),
       );
     } catch (error) {
       failed(res, error);
       return;
     }
-    if (!(answered instanceof Promise)) sendAnswer(req, res, answered);
-    else
-      answered.then(
-        (a) => sendAnswer(req, res, a),
-        (error: unknown) => failed(res, error),
-      );
+    if (answered !== undefined) sendAnswer(req, res, answered);
   };
 
   const server = createServer(

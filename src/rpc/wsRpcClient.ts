@@ -1,3 +1,4 @@
+import { performance } from "node:perf_hooks";
 import { isAscii, isUtf8 } from "node:buffer";
 import { EventEmitter } from "node:events";
 import type { createConnection } from "node:net";
@@ -33,19 +34,39 @@ export interface TextSink {
   failed(error: Error): void;
 }
 
+/** One call waiting for its answer: every kind of call is a sink for the answer's text (`call` parses it). */
 interface Pending {
-  /** A callInto call's: the answer's text goes there as it came. Undefined for `call` (the answer is parsed). */
-  sink: TextSink | undefined;
-  /** A `call`'s parsed result or error (unused with a sink). */
-  resolve: (value: unknown) => void;
-  reject: (error: Error) => void;
+  sink: TextSink;
   method: string;
   timeoutMs: number;
   /** When the call times out (performance.now()). */
   deadline: number;
 }
 
-const unused = () => {};
+/** A `call`'s answer: its result or its JSON-RPC error, parsed, to a promise. */
+class ParsedAnswer implements TextSink {
+  constructor(
+    private readonly resolve: (value: unknown) => void,
+    private readonly reject: (error: Error) => void,
+  ) {}
+
+  answered(text: string): void {
+    let message;
+    try {
+      message = JSON.parse(text) as { result?: unknown; error?: JsonRpcErrorObject };
+    } catch (cause) {
+      this.reject(new RpcTransportError("the node's answer is not JSON", "malformed", { cause }));
+      return;
+    }
+    if (message.error)
+      this.reject(new RpcError(message.error.code, message.error.message, message.error.data));
+    else this.resolve(message.result);
+  }
+
+  failed(error: Error): void {
+    this.reject(error);
+  }
+}
 
 /**
  * A client's frames are masked with this key: none. Masking keeps a browser's script from choosing the bytes an
@@ -172,7 +193,7 @@ export class WsRpcClient extends EventEmitter {
   call<T = unknown>(method: string, params: unknown[] = [], timeoutMs = this.options.timeoutMs): Promise<T> {
     if (!this.open()) return Promise.reject(this.notConnected());
     return new Promise((resolve, reject) =>
-      this.send(method, params, timeoutMs, undefined, resolve as (value: unknown) => void, reject),
+      this.send(method, params, timeoutMs, new ParsedAnswer(resolve as (value: unknown) => void, reject)),
     );
   }
 
@@ -180,7 +201,7 @@ export class WsRpcClient extends EventEmitter {
   callText(method: string, params: unknown, timeoutMs = this.options.timeoutMs): Promise<string> {
     if (!this.open()) return Promise.reject(this.notConnected());
     return new Promise((resolve, reject) =>
-      this.send(method, params, timeoutMs, { answered: resolve, failed: reject }, unused, unused),
+      this.send(method, params, timeoutMs, { answered: resolve, failed: reject }),
     );
   }
 
@@ -192,7 +213,7 @@ export class WsRpcClient extends EventEmitter {
    */
   callInto(method: string, params: unknown, timeoutMs: number, sink: TextSink): boolean {
     if (!this.open()) return false;
-    this.send(method, params, timeoutMs, sink, unused, unused);
+    this.send(method, params, timeoutMs, sink);
     return true;
   }
 
@@ -205,19 +226,12 @@ export class WsRpcClient extends EventEmitter {
     return new RpcTransportError(`${this.options.url} is not connected`, "connection");
   }
 
-  /** Sends one call on the open socket: its answer goes to `sink`, or is parsed for `resolve` and `reject`. */
-  private send(
-    method: string,
-    params: unknown,
-    timeoutMs: number,
-    sink: TextSink | undefined,
-    resolve: (value: unknown) => void,
-    reject: (error: Error) => void,
-  ): void {
+  /** Sends one call on the open socket: its answer's text goes to `sink`. */
+  private send(method: string, params: unknown, timeoutMs: number, sink: TextSink): void {
     const socket = this.socket!;
     const id = this.nextId++;
     const deadline = performance.now() + timeoutMs;
-    this.pending.set(id, { sink, resolve, reject, method, timeoutMs, deadline });
+    this.pending.set(id, { sink, method, timeoutMs, deadline });
     if (deadline < this.sweepAt) this.sweepAfter(timeoutMs, deadline);
     this.write(socket, requestText(id, method, params));
   }
@@ -243,8 +257,7 @@ export class WsRpcClient extends EventEmitter {
         continue;
       }
       this.pending.delete(id);
-      failed(
-        pending,
+      pending.sink.failed(
         new RpcTransportError(
           `${pending.method}: no answer from ${this.options.url} within ${pending.timeoutMs} ms`,
           "timeout",
@@ -318,7 +331,7 @@ export class WsRpcClient extends EventEmitter {
   private onMessage(text: string, ascii: boolean): void {
     const lead = leadingId(text);
     const answered = lead && this.pending.get(lead.id);
-    if (answered && answered.sink) return this.settle(lead.id, answered.sink, text, ascii);
+    if (answered) return this.settle(lead.id, answered.sink, text, ascii);
     let message: {
       id?: number;
       result?: unknown;
@@ -340,17 +353,12 @@ export class WsRpcClient extends EventEmitter {
       return;
     }
     if (typeof message.id !== "number") return;
+    // An answer in another layout than geth's, anvil's and reth's (a `call`'s is parsed again: rare).
     const pending = this.pending.get(message.id);
-    if (!pending) return;
-    if (pending.sink) return this.settle(message.id, pending.sink, text, ascii);
-    this.pending.delete(message.id);
-    if (message.error)
-      pending.reject(new RpcError(message.error.code, message.error.message, message.error.data));
-    else pending.resolve(message.result);
-    this.closeIfDone();
+    if (pending) this.settle(message.id, pending.sink, text, ascii);
   }
 
-  /** A callInto call answered: its text to its sink (a throw there fails the call). */
+  /** A call answered: its text to its sink (a throw there fails the call). */
   private settle(id: number, sink: TextSink, text: string, ascii: boolean): void {
     this.pending.delete(id);
     try {
@@ -406,16 +414,10 @@ export class WsRpcClient extends EventEmitter {
     this.sweepTimer = undefined;
     this.sweepAt = Infinity;
     for (const [id, p] of this.pending) {
-      failed(p, new RpcTransportError(`${this.options.url}: ${reason}`, "connection"));
+      p.sink.failed(new RpcTransportError(`${this.options.url}: ${reason}`, "connection"));
       this.pending.delete(id);
     }
     // A connection lost while closing when idle is not made again.
     this.closeIfDone();
   }
-}
-
-/** A call that got no answer: its sink told, or its promise rejected. */
-function failed(pending: Pending, error: Error): void {
-  if (pending.sink) pending.sink.failed(error);
-  else pending.reject(error);
 }

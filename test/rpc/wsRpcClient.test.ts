@@ -175,6 +175,28 @@ describe("WsRpcClient against anvil", () => {
     expect(calls).toHaveLength(1);
   });
 
+  it("gives a call its parsed result or the node's error, in either layout, and fails one whose answer is not JSON", async () => {
+    const port = await fakeNode((ws, data) => {
+      const { id, method } = JSON.parse(String(data)) as { id: number; method: string };
+      if (method === "eth_result") ws.send(`{"jsonrpc":"2.0","id":${id},"result":{"a":[1]}}`);
+      // The id after the result: not the layout matched without parsing.
+      else if (method === "eth_late") ws.send(`{"jsonrpc":"2.0","result":"0x2","id":${id}}`);
+      else if (method === "eth_refused")
+        ws.send(`{"jsonrpc":"2.0","id":${id},"error":{"code":-32601,"message":"no such method"}}`);
+      else ws.send(`{"jsonrpc":"2.0","id":${id},"result":`);
+    });
+    const client = await connectedTo(port);
+    expect(await client.call("eth_result")).toEqual({ a: [1] });
+    expect(await client.call("eth_late")).toBe("0x2");
+    await expect(client.call("eth_refused")).rejects.toMatchObject({
+      code: -32601,
+      message: "no such method",
+    });
+    await expect(client.call("eth_cut")).rejects.toMatchObject({ reason: "malformed" });
+    // Still usable.
+    expect(await client.call("eth_result")).toEqual({ a: [1] });
+  });
+
   it("times out each unanswered call at its own timeout, never sooner, while the others are answered", async () => {
     const port = await fakeNode((ws, data) => {
       const { id, method } = JSON.parse(String(data)) as { id: number; method: string };

@@ -22,6 +22,21 @@ export interface AnswerSteps {
   admit?: (parsed: ParsedBody, client: string) => Refusal | Promise<Refusal>;
   /** Answers one call (WebSocket adds its subscriptions in front of the network's handler). */
   call: (request: JsonRpcRequest, client: string) => JsonRpcResponse | Promise<JsonRpcResponse>;
+  /**
+   * As `call`, but an answer that comes later may go to `sink` instead (undefined returned): no promise between a
+   * node's answer and the client's. Optional; `call` is used without it.
+   */
+  callInto?: (
+    request: JsonRpcRequest,
+    client: string,
+    sink: (response: JsonRpcResponse) => void,
+  ) => JsonRpcResponse | Promise<JsonRpcResponse> | undefined;
+}
+
+/** Where answerInto's answer goes when it is not given at once. Neither may throw. */
+export interface AnswerSink {
+  answered(answer: Answer): void;
+  failed(error: unknown): void;
 }
 
 /**
@@ -34,6 +49,46 @@ export function answer(parsed: ParsedBody, steps: AnswerSteps, client = ""): Ans
   if (refused instanceof Promise) return refused.then((r) => (r ? r : admitted(parsed, steps, client)));
   if (refused) return refused;
   return admitted(parsed, steps, client);
+}
+
+/**
+ * As answer, with an answer that comes later handed to `sink` (undefined returned) rather than a promise: a single
+ * call answered by a node reaches `sink` from the node's answer with no promise between (see AnswerSteps.callInto).
+ */
+export function answerInto(
+  parsed: ParsedBody,
+  steps: AnswerSteps,
+  client: string,
+  sink: AnswerSink,
+): Answer | undefined {
+  const single = parsed.kind === "single" && parsed.item.ok ? parsed.item.request : undefined;
+  const callInto = steps.callInto;
+  // Batches, notifications and errors as answer does.
+  if (single === undefined || single.id === undefined || callInto === undefined)
+    return settled(answer(parsed, steps, client), sink);
+  const refused = steps.admit?.(parsed, client);
+  if (refused instanceof Promise)
+    return settled(
+      refused.then((r) => (r ? r : admitted(parsed, steps, client))),
+      sink,
+    );
+  if (refused) return refused;
+  const response = callInto(single, client, (r) => sink.answered({ body: r }));
+  if (response === undefined) return undefined;
+  return response instanceof Promise ? settled(admittedLater(response), sink) : { body: response };
+}
+
+const admittedLater = (response: Promise<JsonRpcResponse>): Promise<Answer> =>
+  response.then((body) => ({ body }));
+
+/** An answer now, or undefined with the later one to `sink`. */
+function settled(answered: Answer | Promise<Answer>, sink: AnswerSink): Answer | undefined {
+  if (!(answered instanceof Promise)) return answered;
+  answered.then(
+    (a) => sink.answered(a),
+    (error: unknown) => sink.failed(error),
+  );
+  return undefined;
 }
 
 function admitted(parsed: ParsedBody, steps: AnswerSteps, client: string): Answer | Promise<Answer> {

@@ -69,6 +69,9 @@ export interface CallExecutorOptions {
   finalizedNumber?: () => number | undefined;
 }
 
+/** Where a call's answer goes when a node gives it (CallExecutor.handleInto). Must not throw. */
+export type CallSink = (response: JsonRpcResponse) => void;
+
 interface MethodSeries {
   duration: { observe(seconds: number): void };
   outcome(outcome: GatewayOutcome): CountCell;
@@ -163,6 +166,18 @@ export class CallExecutor {
    * eth_chainId, refusals, cached answers), so the hot path allocates no promise.
    */
   handle(request: JsonRpcRequest, client = ""): JsonRpcResponse | Promise<JsonRpcResponse> {
+    return this.handleInto(request, client, undefined)!;
+  }
+
+  /**
+   * As handle, but an answer a node gives goes to `sink` as the call finishes (and undefined is returned): no promise
+   * between the node's answer and the client's. Any other answer comes back as handle's does.
+   */
+  handleInto(
+    request: JsonRpcRequest,
+    client: string,
+    sink: CallSink | undefined,
+  ): JsonRpcResponse | Promise<JsonRpcResponse> | undefined {
     const started = performance.now();
     // A final answer named by its hash parameter: answered from its entry, with no planning (ResponseCache.finalHit).
     const hit = this.cache?.finalHit(request);
@@ -180,15 +195,16 @@ export class CallExecutor {
         } catch (error) {
           return this.record(request, this.unexpected(request, error), started);
         }
+        // Already a promise: the answer comes through it (no sink, so carryOut answers).
         if (head instanceof Promise)
           return head.then(
-            (h) => this.carryOut(request, client, started, h),
+            (h) => this.carryOut(request, client, started, h)!,
             (error: unknown) => this.record(request, this.unexpected(request, error), started),
           );
-        if (head !== local) return this.carryOut(request, client, started, head);
+        if (head !== local) return this.carryOut(request, client, started, head, sink);
       }
     }
-    return this.carryOut(request, client, started, undefined);
+    return this.carryOut(request, client, started, undefined, sink);
   }
 
   /** Plans the call (against `served` when it is the shared head, not this replica's own) and carries it out. */
@@ -197,7 +213,8 @@ export class CallExecutor {
     client: string,
     started: number,
     served: number | undefined,
-  ): JsonRpcResponse | Promise<JsonRpcResponse> {
+    sink?: CallSink,
+  ): JsonRpcResponse | Promise<JsonRpcResponse> | undefined {
     let plan: Plan;
     try {
       plan = planCall(request, served === undefined ? this.context : { ...this.context, served });
@@ -214,7 +231,7 @@ export class CallExecutor {
       case "broadcast":
         return this.settle(request, () => this.broadcast(plan), started);
       case "forward":
-        return this.forward(request, plan, started);
+        return this.forward(request, plan, started, sink);
     }
   }
 
@@ -240,7 +257,8 @@ export class CallExecutor {
     request: JsonRpcRequest,
     plan: ForwardPlan,
     started: number,
-  ): JsonRpcResponse | Promise<JsonRpcResponse> {
+    sink: CallSink | undefined,
+  ): JsonRpcResponse | Promise<JsonRpcResponse> | undefined {
     let cached: CachePlan | undefined;
     if (this.cache) {
       try {
@@ -258,6 +276,16 @@ export class CallExecutor {
       if (this.options.sharedAnswers && this.mayBeFinal(cached))
         return this.fromShared(request, plan, cached, started);
       this.cacheCount("miss").n++;
+    }
+    if (sink) {
+      try {
+        this.nodes.sendInto(plan, true, (answered) =>
+          sink(this.fromNodeAnswered(request, cached, answered, started)),
+        );
+      } catch (error) {
+        return this.record(request, this.unexpected(request, error), started);
+      }
+      return undefined;
     }
     return this.fromNode(request, plan, cached, started);
   }
@@ -309,16 +337,24 @@ export class CallExecutor {
     return this.nodes.send(
       plan,
       true,
-      (answered) => {
-        try {
-          if (cached) this.keep(cached, answered.response);
-          return this.record(request, answered, started);
-        } catch (error) {
-          return this.record(request, this.unexpected(request, error), started);
-        }
-      },
+      (answered) => this.fromNodeAnswered(request, cached, answered, started),
       (error: unknown) => this.record(request, this.unexpected(request, error), started),
     );
+  }
+
+  /** A node's answer, kept when it may be and recorded: the client's answer. Never throws. */
+  private fromNodeAnswered(
+    request: JsonRpcRequest,
+    cached: CachePlan | undefined,
+    answered: Answered,
+    started: number,
+  ): JsonRpcResponse {
+    try {
+      if (cached) this.keep(cached, answered.response);
+      return this.record(request, answered, started);
+    } catch (error) {
+      return this.record(request, this.unexpected(request, error), started);
+    }
   }
 
   /** The answer of a step that may answer at once or later, recorded; a throw or rejection is an internal error. */

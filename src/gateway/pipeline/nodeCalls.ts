@@ -1,3 +1,4 @@
+import { performance } from "node:perf_hooks";
 import type { HedgeConfig, HungNodesConfig } from "../../config/sections/latency.js";
 import type { GatewayMetrics } from "../../metrics/gatewayMetrics.js";
 import type { CountCell } from "../../metrics/pendingCounts.js";
@@ -121,6 +122,14 @@ export class NodeCalls {
         resolve(failed(error));
       }
     });
+  }
+
+  /**
+   * As send, with the answer handed to `done` as the call finishes: no promise at all. A throw setting the call out
+   * goes to the caller.
+   */
+  sendInto(plan: ForwardPlan, raw: boolean, done: (answered: Answered) => void): void {
+    new ForwardedCall(this.shared, plan, raw, done).start();
   }
 
   /** Whether a call that found no node should wait for one: it requires a block that reachable nodes lack. */

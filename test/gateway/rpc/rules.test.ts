@@ -184,6 +184,33 @@ describe("block parameters", () => {
     expect(readBlockParam("0x", 9)).toEqual({ kind: "invalid" });
   });
 
+  it("reads a block number as the quantity pattern and parseInt did, whatever its digits and length", () => {
+    const pattern = /^0x(0|[1-9a-f][0-9a-f]*)$/i;
+    const asBefore = (text: string) =>
+      pattern.test(text) ? { kind: "number", number: Number.parseInt(text, 16) } : { kind: "invalid" };
+    const texts = [
+      "0x0",
+      "0x00",
+      "0x01",
+      "0X1f",
+      "0xAbCdEf",
+      "0x1g",
+      "0x 1",
+      "0x-1",
+      "0x1.5",
+      "1x10",
+      "0x@",
+      "0x`",
+      "0x\u00c1",
+      `0x${"f".repeat(13)}`,
+      `0x1${"0".repeat(13)}`,
+      `0x${"f".repeat(16)}`,
+      `0x${"F".repeat(20)}`,
+    ];
+    for (let n = 1; n < 2 ** 40; n = n * 7 + 3) texts.push(hex(n));
+    for (const text of texts) expect(readBlockParam(text, 9), text).toEqual(asBefore(text));
+  });
+
   it("reads every EIP-1898 form of a hash, and pins latest in either form to the served head", () => {
     const hash = `0x${"Ab".repeat(32)}`;
     const lower = hash.toLowerCase();
