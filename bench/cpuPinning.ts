@@ -13,20 +13,22 @@ const LOAD_CPUS = SERVER_CPU > 1 ? `0-${SERVER_CPU - 1}` : "0";
 /** How many cores the load side has. */
 export const LOAD_CPU_COUNT = SERVER_CPU;
 
-/** Why the machine cannot pin, or undefined when it can (util-linux's taskset, two cores or more). */
-export function pinningUnavailable(): string | undefined {
-  if (cpus().length < 2) return "one core: nothing to pin apart";
+/**
+ * Starts a one-core run: this process (the bench, its load generator's threads) and what it starts from now on on the
+ * load cores, until each server is moved to its own (pinServer). Throws where the machine cannot pin: fewer than two
+ * cores, or no taskset (util-linux).
+ */
+export function startOneCore(): void {
+  if (cpus().length < 2) throw new Error("one-core cannot run here: one core, nothing to pin apart");
   try {
     execFileSync("taskset", ["-p", String(process.pid)], { stdio: "ignore" });
-    return undefined;
   } catch {
-    return "taskset is missing (apt-get install util-linux)";
+    throw new Error("one-core cannot run here: taskset is missing (apt-get install util-linux)");
   }
-}
-
-/** This process (the bench, its load generator's threads) and what it starts from now on, on the load cores. */
-export function pinLoadSide(): void {
   pin(process.pid, LOAD_CPUS);
+  console.log(
+    `one core each: every server on CPU ${SERVER_CPU}, the load generator and the node on the others`,
+  );
 }
 
 /** A server, every thread of it and of its child processes (workers, nginx's worker), on the server core. */

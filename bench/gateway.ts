@@ -56,14 +56,7 @@ import { spawnGatewayProcess, spawnListening } from "./gatewayProcess.js";
 import { mineUntilFinalized } from "./peers/chainForPeers.js";
 import { PEERS, notBuiltReason } from "./peers/peers.js";
 import { startPeer } from "./peers/startPeer.js";
-import {
-  loadBusy,
-  loadSideCpuSeconds,
-  pinLoadSide,
-  pinningUnavailable,
-  pinServer,
-  SERVER_CPU,
-} from "./cpuPinning.js";
+import { loadBusy, loadSideCpuSeconds, pinServer, startOneCore } from "./cpuPinning.js";
 import { cpuSeconds, residentBytes, settledMemory } from "./processUsage.js";
 import { startSubscribers, type Subscribers } from "./subscriberProcess.js";
 
@@ -98,15 +91,10 @@ const [load1, load5, load15] = loadavg().map((l) => l.toFixed(2));
 const loadLine = `load average ${load1} / ${load5} / ${load15} (1 / 5 / 15 min) on ${cpus().length} cores`;
 console.log(`machine before the run: ${loadLine}`);
 if (ONE_CORE) {
-  const reason = pinningUnavailable();
-  if (reason) throw new Error(`one-core cannot run here: ${reason}`);
   // Before anything starts: the node and every server inherit the load cores until a server is moved to its own.
-  pinLoadSide();
+  startOneCore();
   // The Go peers on one core, as the gateway's one process: their runtime reads it at start.
   process.env.GOMAXPROCS = "1";
-  console.log(
-    `one core each: every server on CPU ${SERVER_CPU}, the load generator and the node on the others`,
-  );
 }
 
 const devnet = await startDevnet({

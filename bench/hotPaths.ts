@@ -25,14 +25,7 @@ import autocannon from "autocannon";
 import { startDevnet } from "../src/devnet/devnet.js";
 import { compileForBench, spawnGatewayProcess, spawnListening } from "./gatewayProcess.js";
 import { mineUntilFinalized } from "./peers/chainForPeers.js";
-import {
-  loadBusy,
-  loadSideCpuSeconds,
-  pinLoadSide,
-  pinningUnavailable,
-  pinServer,
-  SERVER_CPU,
-} from "./cpuPinning.js";
+import { loadBusy, loadSideCpuSeconds, pinServer, startOneCore } from "./cpuPinning.js";
 import { cpuSeconds } from "./processUsage.js";
 import { expectSameAnswer } from "./sameAnswer.js";
 
@@ -42,14 +35,7 @@ const CONNECTIONS = 16;
 const IDLE_SECONDS = 3;
 const WARM_UP_SECONDS = Number(process.env.LIGHTFLEET_BENCH_WARM_UP_SECONDS ?? 10);
 const ONE_CORE = process.argv[4] === "one-core";
-if (ONE_CORE) {
-  const reason = pinningUnavailable();
-  if (reason) throw new Error(`one-core cannot run here: ${reason}`);
-  pinLoadSide();
-  console.log(
-    `one core each: every server on CPU ${SERVER_CPU}, the load generator and the node on the others`,
-  );
-}
+if (ONE_CORE) startOneCore();
 
 const compiled = process.env.LIGHTFLEET_BENCH_TSX === "1" ? undefined : compileForBench();
 console.log(compiled ? `servers compiled into ${compiled}` : "servers under tsx");
