@@ -233,9 +233,6 @@ export class ResponseCache {
   private readonly byHash = new Map<number, Entry[]>();
   /** The index of the hash parameter of each method kept with a look-up (see `finalHit`). */
   private readonly hashAt = new Map<string, number>();
-  /** The method `finalHit` looked up last and its hash parameter's index. */
-  private lastMethod: string | undefined = undefined;
-  private lastAt: number | undefined = undefined;
   /** The entry `finalHit` answered last. */
   private lastHit: Entry | undefined = undefined;
 
@@ -307,10 +304,8 @@ export class ResponseCache {
       if (this.entries.get(last.key) === last) return last.result;
       this.lastHit = undefined;
     }
-    const at = method === this.lastMethod ? this.lastAt : this.hashAt.get(method);
+    const at = this.hashAt.get(method);
     if (at === undefined) return undefined;
-    this.lastMethod = method;
-    this.lastAt = at;
     const hash: unknown = params[at];
     if (typeof hash !== "string") return undefined;
     const kept = this.byHash.get(hashKey(hash));
