@@ -4,6 +4,7 @@ import type { Devnet } from "../../src/devnet/devnet.js";
 import { DEV_ACCOUNT } from "../../src/devnet/devTransactions.js";
 import type { Gateway } from "../../src/gateway/gateway.js";
 import { startTestDevnet } from "../support/devnet.js";
+import { waitFor } from "../support/waitFor.js";
 import { CHAIN_ID, NETWORK, post, startTestGateway, waitForServedHead } from "./support.js";
 import type { Json } from "./support.js";
 
@@ -110,6 +111,14 @@ describe("slow, hung and dead light nodes", () => {
       const sorted = [...load.durations].sort((a, b) => a - b);
       // The slow node's own p99 is 2 s.
       expect(p(sorted, 0.99)).toBeLessThan(1_000);
+      // A call's losing attempts are still out when its client has the answer, and an upstream call is counted by
+      // its outcome: the counts are read once every attempt is settled, or the calls still out on the slow node are
+      // missing from the budget's base while their hedges are counted.
+      await waitFor(async () => (await metric(registry, "lightfleet_gateway_upstream_in_flight", {})) === 0, {
+        // At most the upstream timeout (10 s) after the last attempt went.
+        timeoutMs: 20_000,
+        what: "every upstream call of the load settled",
+      });
       const sent = await metric(registry, "lightfleet_gateway_hedges_total", { outcome: "sent" });
       const slowMoves = await metric(registry, "lightfleet_gateway_retries_total", { reason: "slow" });
       const owed = await metric(registry, "lightfleet_gateway_retries_total", { reason: "stuck" });
