@@ -30,6 +30,7 @@ export function createLogger(
   destination: NodeJS.WritableStream = process.stdout,
   readableOptions: ReadableLogOptions = {},
 ): Logger {
+  outliveClosedOutput(destination);
   const format = config.format ?? "auto";
   const readable =
     format === "pretty" || (format === "auto" && (destination as NodeJS.WriteStream).isTTY === true);
@@ -52,6 +53,28 @@ export function createLogger(
     );
   }
   return pino(options, destination);
+}
+
+const guarded = new WeakSet<NodeJS.WritableStream>();
+
+/**
+ * A service outlives the reader of its logs: when the output fails (EPIPE once `lightfleet gateway | head` has exited,
+ * or a log shipper died), it says so once on stderr and drops records from then on, instead of dying of an unhandled
+ * stream error with every client's call in flight.
+ */
+function outliveClosedOutput(destination: NodeJS.WritableStream): void {
+  if (guarded.has(destination)) return;
+  guarded.add(destination);
+  let told = false;
+  destination.on("error", (error: NodeJS.ErrnoException) => {
+    if (told) return;
+    told = true;
+    if (destination === process.stderr) return;
+    process.stderr.on("error", () => {});
+    process.stderr.write(
+      `log output closed (${error.code ?? error.message}): log records are dropped from now on\n`,
+    );
+  });
 }
 
 /**

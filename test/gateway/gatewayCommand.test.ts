@@ -78,6 +78,33 @@ describe("lightfleet gateway", () => {
     expect(await exited).toBe(0);
   });
 
+  it("serves on and drains cleanly when the reader of its log output goes away", async () => {
+    const file = writeGatewayConfig(join(dir, "closed-stdout.yaml"), {
+      peer: node.httpUrl,
+      network: { upstreams: [{ name: "upstream", http: node.httpUrl, ws: node.wsUrl }] },
+    });
+    const serving = await spawnGateway(file);
+    const child = serving.child;
+    children.push(child);
+    let stderr = "";
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    await waitFor(async () => (await fetch(`${serving.admin}/readyz`)).status === 200, { what: "ready" });
+    // As `lightfleet gateway | head` once head has exited, or a log shipper that died: writes to stdout fail (EPIPE).
+    child.stdout.destroy();
+    const answer = await fetch(serving.url, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_blockNumber", params: [] }),
+    });
+    expect(await answer.json()).toMatchObject({ id: 1, result: "0x3" });
+    const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+    // Shutdown logs, into the closed pipe.
+    child.kill("SIGTERM");
+    expect(await exited).toBe(0);
+    expect(stderr).toMatch(/log output closed/);
+    expect(stderr).not.toMatch(/\n\s+at /);
+  });
+
   it("exits 2 with every problem by path on a bad config", async () => {
     const file = join(dir, "bad.yaml");
     writeFileSync(file, "gateway: { maxBatchLength: 0, rateLimit: { requestsPerSecond: -1 } }\n");
