@@ -45,10 +45,21 @@ export interface AnswerSink {
  * (eth_blockNumber, refusals), so the hot path allocates no promise.
  */
 export function answer(parsed: ParsedBody, steps: AnswerSteps, client = ""): Answer | Promise<Answer> {
+  return admission(parsed, steps, client) ?? admitted(parsed, steps, client);
+}
+
+/**
+ * The rate limit's word on a body: its refusal, or (when the limit answers later) the whole answer to come; undefined
+ * when admitted now.
+ */
+function admission(
+  parsed: ParsedBody,
+  steps: AnswerSteps,
+  client: string,
+): Answer | Promise<Answer> | undefined {
   const refused = steps.admit?.(parsed, client);
-  if (refused instanceof Promise) return refused.then((r) => (r ? r : admitted(parsed, steps, client)));
-  if (refused) return refused;
-  return admitted(parsed, steps, client);
+  if (refused instanceof Promise) return refused.then((r) => r ?? admitted(parsed, steps, client));
+  return refused;
 }
 
 /**
@@ -66,13 +77,8 @@ export function answerInto(
   // Batches, notifications and errors as answer does.
   if (single === undefined || single.id === undefined || callInto === undefined)
     return settled(answer(parsed, steps, client), sink);
-  const refused = steps.admit?.(parsed, client);
-  if (refused instanceof Promise)
-    return settled(
-      refused.then((r) => (r ? r : admitted(parsed, steps, client))),
-      sink,
-    );
-  if (refused) return refused;
+  const verdict = admission(parsed, steps, client);
+  if (verdict) return settled(verdict, sink);
   const response = callInto(single, client, (r) => sink.answered({ body: r }));
   if (response === undefined) return undefined;
   return response instanceof Promise ? settled(admittedLater(response), sink) : { body: response };
