@@ -76,6 +76,8 @@ const ONE_CORE = process.argv[4] === "one-core";
 const OTHERS = !REDIS_ONLY && !WORKERS_ONLY;
 /** Rows that take more than the one-process servers: anvil's own, workers, Redis, the fan-out. */
 const ALL_ROWS = OTHERS && !ONE_CORE;
+/** Node flags for a second one-process gateway row (`gateway x1 FLAGS`), e.g. a V8 flag under test; none by default. */
+const GATEWAY_NODE_ARGS = (process.env.LIGHTFLEET_BENCH_GATEWAY_NODE_ARGS ?? "").split(" ").filter(Boolean);
 const ROUNDS = REDIS_ONLY ? 5 : WORKERS_ONLY || ONE_CORE ? 3 : 1;
 /** Each server's unmeasured load before the HTTP runs, per call: until V8 has compiled its call path. */
 const WARM_UP_SECONDS = Number(process.env.LIGHTFLEET_BENCH_WARM_UP_SECONDS ?? 10);
@@ -241,8 +243,12 @@ if (!REDIS_ONLY) {
 for (const [name, reason] of absent) console.log(`${name}: not in this run, ${reason}`);
 // Every gateway is `lightfleet gateway` as a process of its own, as it runs in production: one process, and two
 // workers under each of node:cluster's scheduling policies.
-for (const [name, workers, policy] of [
+for (const [name, workers, policy, nodeArgs] of [
   ["gateway x1", 1, "none"],
+  // A second one-process gateway run by node with other flags, for a same-run comparison (the flags of the row).
+  ...(GATEWAY_NODE_ARGS.length > 0
+    ? ([[`gateway x1 ${GATEWAY_NODE_ARGS.join(" ")}`, 1, "none", GATEWAY_NODE_ARGS]] as const)
+    : []),
   ...(REDIS_ONLY || ONE_CORE
     ? []
     : ([
@@ -250,7 +256,7 @@ for (const [name, workers, policy] of [
         ...(WORKERS_ONLY ? [] : ([[`gateway x${WORKERS} none`, WORKERS, "none"]] as const)),
       ] as const)),
 ] as const) {
-  const g = await spawnGatewayProcess({ workers, policy, ...light });
+  const g = await spawnGatewayProcess({ workers, policy, ...light, nodeArgs: nodeArgs && [...nodeArgs] });
   targets.push({
     name,
     httpUrl: `${g.url}/`,
@@ -615,27 +621,28 @@ try {
 
   if (ONE_CORE)
     // The gateway's CPU per call, and its rate against each other server's.
-    for (const call of Object.keys(calls)) {
-      const gateway = (results: Map<string, Run>) => results.get("gateway x1");
-      const cpu = overRounds(call, (results) => gateway(results)?.cpuPerCall);
-      const against = targets
-        .filter((t) => !t.gateway)
-        .flatMap((other) => {
-          const all = overRounds(call, (results) => {
-            const [g, o] = [gateway(results), results.get(other.name)];
-            return g && o ? g.rps / o.rps : undefined;
+    for (const call of Object.keys(calls))
+      for (const one of targets.filter((t) => t.gateway && t.workersOf === undefined)) {
+        const gateway = (results: Map<string, Run>) => results.get(one.name);
+        const cpu = overRounds(call, (results) => gateway(results)?.cpuPerCall);
+        const against = targets
+          .filter((t) => !t.gateway)
+          .flatMap((other) => {
+            const all = overRounds(call, (results) => {
+              const [g, o] = [gateway(results), results.get(other.name)];
+              return g && o ? g.rps / o.rps : undefined;
+            });
+            return all.length === 0
+              ? []
+              : [
+                  `/${other.name.split(" ")[0]} ${fixed(median(all), 2)}x (${all.map((r) => r.toFixed(2)).join(", ")})`,
+                ];
           });
-          return all.length === 0
-            ? []
-            : [
-                `/${other.name.split(" ")[0]} ${fixed(median(all), 2)}x (${all.map((r) => r.toFixed(2)).join(", ")})`,
-              ];
-        });
-      console.log(
-        `${call}, gateway x1, one core each, median of ${cpu.length} rounds: ${fixed(median(cpu), 1)} us CPU/call; ` +
-          `rate ${against.join(", ")}`,
-      );
-    }
+        console.log(
+          `${call}, ${one.name}, one core each, median of ${cpu.length} rounds: ${fixed(median(cpu), 1)} us CPU/call; ` +
+            `rate ${against.join(", ")}`,
+        );
+      }
 
   if (ALL_ROWS && !HTTP_ONLY) {
     console.log(
