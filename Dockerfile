@@ -62,5 +62,7 @@ USER 10001:10001
 VOLUME ["/data"]
 # gateway (HTTP and WebSocket), key API, admin (/metrics, /healthz, /readyz)
 EXPOSE 8545 8080 9464
-ENTRYPOINT ["node", "dist/cli.js"]
+# Garbage collected on the service's own thread: it has about a core, which V8's helper threads would wait on
+# (src/process/serviceNodeFlags.ts says why; the bench's gateway runs with the same flags).
+ENTRYPOINT ["node", "--single-threaded-gc", "dist/cli.js"]
 CMD ["--help"]

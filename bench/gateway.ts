@@ -41,6 +41,10 @@
  *
  * With `redis`: only the gateway with in-process state and the gateway with its state in Redis, HTTP only, ROUNDS
  * times each in turn (the machine's other load shifts between runs), with the ratio of their CPU per call.
+ *
+ * Every gateway runs with the image's node flags (src/process/serviceNodeFlags.ts). With
+ * LIGHTFLEET_BENCH_GATEWAY_NODE_FLAGS set, one more one-process gateway runs with those flags in their place (`none`:
+ * node's defaults), in every mode: a flag measured against the shipped ones in the same run.
  */
 import { execFileSync, spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
@@ -76,8 +80,13 @@ const ONE_CORE = process.argv[4] === "one-core";
 const OTHERS = !REDIS_ONLY && !WORKERS_ONLY;
 /** Rows that take more than the one-process servers: anvil's own, workers, Redis, the fan-out. */
 const ALL_ROWS = OTHERS && !ONE_CORE;
-/** Node flags for a second one-process gateway row (`gateway x1 FLAGS`), e.g. a V8 flag under test; none by default. */
-const GATEWAY_NODE_ARGS = (process.env.LIGHTFLEET_BENCH_GATEWAY_NODE_ARGS ?? "").split(" ").filter(Boolean);
+/**
+ * Node's flags for a second one-process gateway row, in place of the image's (src/process/serviceNodeFlags.ts): a
+ * flag under test, or `none` for node's defaults. Unset: no such row.
+ */
+const VARIANT_FLAGS = process.env.LIGHTFLEET_BENCH_GATEWAY_NODE_FLAGS;
+const GATEWAY_NODE_FLAGS =
+  VARIANT_FLAGS === undefined ? undefined : VARIANT_FLAGS.split(" ").filter((f) => f !== "" && f !== "none");
 const ROUNDS = REDIS_ONLY ? 5 : WORKERS_ONLY || ONE_CORE ? 3 : 1;
 /** Each server's unmeasured load before the HTTP runs, per call: until V8 has compiled its call path. */
 const WARM_UP_SECONDS = Number(process.env.LIGHTFLEET_BENCH_WARM_UP_SECONDS ?? 10);
@@ -243,12 +252,14 @@ if (!REDIS_ONLY) {
 for (const [name, reason] of absent) console.log(`${name}: not in this run, ${reason}`);
 // Every gateway is `lightfleet gateway` as a process of its own, as it runs in production: one process, and two
 // workers under each of node:cluster's scheduling policies.
-for (const [name, workers, policy, nodeArgs] of [
+for (const [name, workers, policy, nodeFlags] of [
   ["gateway x1", 1, "none"],
   // A second one-process gateway run by node with other flags, for a same-run comparison (the flags of the row).
-  ...(GATEWAY_NODE_ARGS.length > 0
-    ? ([[`gateway x1 ${GATEWAY_NODE_ARGS.join(" ")}`, 1, "none", GATEWAY_NODE_ARGS]] as const)
-    : []),
+  ...(GATEWAY_NODE_FLAGS === undefined
+    ? []
+    : ([
+        [`gateway x1 node ${GATEWAY_NODE_FLAGS.join(" ") || "defaults"}`, 1, "none", GATEWAY_NODE_FLAGS],
+      ] as const)),
   ...(REDIS_ONLY || ONE_CORE
     ? []
     : ([
@@ -256,7 +267,7 @@ for (const [name, workers, policy, nodeArgs] of [
         ...(WORKERS_ONLY ? [] : ([[`gateway x${WORKERS} none`, WORKERS, "none"]] as const)),
       ] as const)),
 ] as const) {
-  const g = await spawnGatewayProcess({ workers, policy, ...light, nodeArgs: nodeArgs && [...nodeArgs] });
+  const g = await spawnGatewayProcess({ workers, policy, ...light, nodeFlags });
   targets.push({
     name,
     httpUrl: `${g.url}/`,

@@ -3,6 +3,7 @@ import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { SERVICE_NODE_FLAGS } from "../src/process/serviceNodeFlags.js";
 import { ensureBuilt } from "./builtGateway.js";
 import { MEMORY_PROBE_ENV, MEMORY_PROBE_NODE_ARGS } from "./processUsage.js";
 
@@ -38,8 +39,10 @@ export async function spawnGatewayProcess(options: {
   settings?: Record<string, unknown>;
   /** More settings of the network's `gateway:` section (its upstreams, by default the one node above). */
   networkGateway?: Record<string, unknown>;
-  /** Flags for node itself, e.g. `--cpu-prof` (which NODE_OPTIONS does not take). */
+  /** Flags for node itself, e.g. `--cpu-prof` (which NODE_OPTIONS does not take), after `nodeFlags`. */
   nodeArgs?: string[];
+  /** Node's flags in place of the image's (SERVICE_NODE_FLAGS), which the gateway runs with by default. */
+  nodeFlags?: readonly string[];
   /** A command that runs node, e.g. valgrind with its flags; the process id is then the wrapper's. */
   wrapper?: string[];
   /** How long it may take to get ready (longer under a wrapper such as valgrind); 60 s by default. */
@@ -80,6 +83,7 @@ export async function spawnGatewayProcess(options: {
     ...withRaisedFileLimit(command!, [
       ...wrapperArgs,
       ...MEMORY_PROBE_NODE_ARGS,
+      ...(options.nodeFlags ?? SERVICE_NODE_FLAGS),
       ...(options.nodeArgs ?? []),
       options.compiled ? join(options.compiled, "src/cli.js") : ensureBuilt(),
       "gateway",

@@ -9,6 +9,7 @@ import { builtImage, imageFacts } from "../support/image/lightfleetImage.js";
 import { missingPodman } from "../support/image/podman.js";
 import { podVolumes, runImage, startChartPod, type ChartPod } from "../support/image/runContainer.js";
 import { ROOT } from "../support/runCli.js";
+import { SERVICE_NODE_FLAGS } from "../../src/process/serviceNodeFlags.js";
 import { waitFor } from "../support/waitFor.js";
 import { Client } from "../keys/support.js";
 import { startUpstreamNode } from "../gateway/support.js";
@@ -92,7 +93,7 @@ describe.skipIf(why !== undefined)("the lightfleet image", { timeout: 180_000 },
     const facts = await imageFacts(IMAGE);
     const sc = chartContainer("gateway").securityContext;
     expect(facts.user).toBe(`${sc.runAsUser}:${sc.runAsGroup}`);
-    expect(facts.entrypoint).toEqual(["node", "dist/cli.js"]);
+    expect(facts.entrypoint).toEqual(["node", ...SERVICE_NODE_FLAGS, "dist/cli.js"]);
   });
 
   it("prints `lightfleet --help` and checks configs: the chart's ConfigMap and the example file", async () => {
