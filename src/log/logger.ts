@@ -63,7 +63,8 @@ const guarded = new WeakSet<NodeJS.WritableStream>();
  * stream error with every client's call in flight.
  */
 function outliveClosedOutput(destination: NodeJS.WritableStream): void {
-  if (guarded.has(destination)) return;
+  // Any object with write() will do as pino's destination; only a stream reports failed writes.
+  if (typeof destination.on !== "function" || guarded.has(destination)) return;
   guarded.add(destination);
   let told = false;
   destination.on("error", (error: NodeJS.ErrnoException) => {

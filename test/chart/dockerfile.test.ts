@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { DockerfileParser } from "dockerfile-ast";
 import type { Instruction } from "dockerfile-ast";
 import { describe, expect, it } from "vitest";
+import { SERVICE_NODE_FLAGS } from "../../src/process/serviceNodeFlags.js";
 import { ROOT } from "../support/runCli.js";
 
 // A CommonJS module (module.exports = factory) whose types declare an ES default export.
@@ -87,7 +88,7 @@ describe("Dockerfile", () => {
     expect(stage(buildIndex).map(text).join("\n")).toContain("npm run build");
   });
 
-  it("runs as a non-root numeric user, node dist/cli.js, with /data as the only writable place", async () => {
+  it("runs as a non-root numeric user, node with the services' flags and dist/cli.js, with /data as the only writable place", async () => {
     const { dockerfile, froms, stage } = await load();
     const final = stage(froms.length - 1);
     const user = final.filter((i) => i.getKeyword() === "USER").at(-1);
@@ -95,7 +96,11 @@ describe("Dockerfile", () => {
     const entrypoint = dockerfile.getENTRYPOINTs().at(-1) as unknown as {
       getJSONStrings(): { getJSONValue(): string }[];
     };
-    expect(entrypoint.getJSONStrings().map((s) => s.getJSONValue())).toEqual(["node", "dist/cli.js"]);
+    expect(entrypoint.getJSONStrings().map((s) => s.getJSONValue())).toEqual([
+      "node",
+      ...SERVICE_NODE_FLAGS,
+      "dist/cli.js",
+    ]);
     const env = final
       .filter((i) => i.getKeyword() === "ENV")
       .map(text)

@@ -6,7 +6,6 @@ import { chartContainer, podmanRunFlags } from "../support/image/chartPod.js";
 import { mirrorIn, nodeImageDefault } from "../support/image/debianBase.js";
 import { buildContextFiles, copiedFromContext, imageTag } from "../support/image/lightfleetImage.js";
 import { ROOT } from "../support/runCli.js";
-import { SERVICE_NODE_FLAGS } from "../../src/process/serviceNodeFlags.js";
 
 /** What decides when the image is rebuilt, and how the chart's pod spec becomes container flags: no podman needed. */
 describe("the image build's cache key", () => {
@@ -113,18 +112,5 @@ describe("the chart's pod spec as container flags", () => {
       "--env LIGHTFLEET_KEYS_PEPPER=p",
     );
     expect(() => podmanRunFlags(keys, { config: "/c", tmp: "/t" })).toThrow(/volume data/);
-  });
-});
-
-describe("the Dockerfile's entrypoint", () => {
-  it("runs dist/cli.js with the services' node flags, which the benches' gateway runs with too", () => {
-    const line = readFileSync(join(ROOT, "Dockerfile"), "utf8")
-      .split("\n")
-      .find((l) => l.startsWith("ENTRYPOINT "));
-    expect(JSON.parse(line!.slice("ENTRYPOINT ".length))).toEqual([
-      "node",
-      ...SERVICE_NODE_FLAGS,
-      "dist/cli.js",
-    ]);
   });
 });
