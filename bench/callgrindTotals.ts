@@ -48,3 +48,32 @@ export function callsInto(file: string, name: string): number {
   }
   return calls;
 }
+
+/** The functions a major collection runs in: V8's incremental marking steps and its mark-compact pause. */
+const MAJOR_GC = ["v8::internal::IncrementalMarking::Step(double", "v8::internal::Heap::MarkCompact()"];
+
+/**
+ * Instructions a dump spent in major garbage collection, inclusive: every cost line of those functions (their own
+ * and, after each `calls=` line, what the call cost), read from the dump itself. About 120 million when a major
+ * collection falls in a count, which it does by chance.
+ */
+export function majorGcInstructions(file: string): number {
+  const names = new Map<string, string>();
+  let inMajor = false;
+  let total = 0;
+  for (const line of readFileSync(file, "utf8").split("\n")) {
+    const named = /^fn=\((\d+)\)(?: (.*))?$/.exec(line);
+    if (named) {
+      if (named[2] !== undefined) names.set(named[1]!, named[2]);
+      const name = names.get(named[1]!) ?? "";
+      inMajor = MAJOR_GC.some((m) => name.includes(m));
+      continue;
+    }
+    const cfn = /^cfn=\((\d+)\) (.*)$/.exec(line);
+    if (cfn) names.set(cfn[1]!, cfn[2]!);
+    // A cost line is a position and the event's count, no `key=`.
+    if (inMajor && /^[\d+\-*]/.test(line) && !line.includes("="))
+      total += Number(line.trim().split(/\s+/).at(-1));
+  }
+  return total;
+}
