@@ -56,7 +56,7 @@ import autocannon from "autocannon";
 import { Redis } from "ioredis";
 import { startDevnet } from "../src/devnet/devnet.js";
 import { freePort } from "../src/process/freePort.js";
-import { spawnGatewayProcess, spawnListening } from "./gatewayProcess.js";
+import { spawnGatewayProcess, spawnListening, WARM_UP_SECONDS } from "./gatewayProcess.js";
 import { mineUntilFinalized } from "./peers/chainForPeers.js";
 import { PEERS, notBuiltReason } from "./peers/peers.js";
 import { startPeer } from "./peers/startPeer.js";
@@ -88,8 +88,6 @@ const VARIANT_FLAGS = process.env.LIGHTFLEET_BENCH_GATEWAY_NODE_FLAGS;
 const GATEWAY_NODE_FLAGS =
   VARIANT_FLAGS === undefined ? undefined : VARIANT_FLAGS.split(" ").filter((f) => f !== "" && f !== "none");
 const ROUNDS = REDIS_ONLY ? 5 : WORKERS_ONLY || ONE_CORE ? 3 : 1;
-/** Each server's unmeasured load before the HTTP runs, per call: until V8 has compiled its call path. */
-const WARM_UP_SECONDS = Number(process.env.LIGHTFLEET_BENCH_WARM_UP_SECONDS ?? 10);
 const FAN_OUT_SIZES = [1_000, 5_000];
 const LARGE_FAN_OUT = 20_000;
 const FAN_OUT_BLOCKS = 5;

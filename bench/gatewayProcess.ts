@@ -18,6 +18,12 @@ export interface ChildServer {
 const ROOT = join(import.meta.dirname, "..");
 
 /**
+ * Each server's unmeasured load before a bench measures it, per call (LIGHTFLEET_BENCH_WARM_UP_SECONDS, 10 s): V8
+ * compiles a server's call path over its first seconds of load (the gateway's forwarding for about 20 s).
+ */
+export const WARM_UP_SECONDS = Number(process.env.LIGHTFLEET_BENCH_WARM_UP_SECONDS ?? 10);
+
+/**
  * A command run with its open-file limit raised to the hard limit (thousands of subscribers are as many sockets), by
  * the shell, which then becomes the command itself: the child's pid is the command's.
  */

@@ -23,7 +23,7 @@
  */
 import autocannon from "autocannon";
 import { startDevnet } from "../src/devnet/devnet.js";
-import { compileForBench, spawnGatewayProcess, spawnListening } from "./gatewayProcess.js";
+import { compileForBench, spawnGatewayProcess, spawnListening, WARM_UP_SECONDS } from "./gatewayProcess.js";
 import { mineUntilFinalized } from "./peers/chainForPeers.js";
 import { loadBusy, loadSideCpuSeconds, pinServer, startOneCore } from "./cpuPinning.js";
 import { cpuSeconds } from "./processUsage.js";
@@ -33,7 +33,6 @@ const SECONDS = Number(process.argv[2] ?? 5);
 const ROUNDS = Number(process.argv[3] ?? 3);
 const CONNECTIONS = 16;
 const IDLE_SECONDS = 3;
-const WARM_UP_SECONDS = Number(process.env.LIGHTFLEET_BENCH_WARM_UP_SECONDS ?? 10);
 const ONE_CORE = process.argv[4] === "one-core";
 if (ONE_CORE) startOneCore();
 

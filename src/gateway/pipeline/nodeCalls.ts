@@ -113,11 +113,10 @@ export class NodeCalls {
     then?: (answered: Answered) => T,
     failed?: (error: unknown) => T,
   ): Promise<T | Answered> {
-    if (!then || !failed)
-      return new Promise<Answered>((resolve) => new ForwardedCall(this.shared, plan, raw, resolve).start());
+    if (!then || !failed) return new Promise<Answered>((resolve) => this.sendInto(plan, raw, resolve));
     return new Promise<T>((resolve) => {
       try {
-        new ForwardedCall(this.shared, plan, raw, (answered) => resolve(then(answered))).start();
+        this.sendInto(plan, raw, (answered) => resolve(then(answered)));
       } catch (error) {
         resolve(failed(error));
       }
